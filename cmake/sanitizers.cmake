@@ -1,0 +1,8 @@
+if(TESSERA_SANITIZE)
+  message(STATUS "tessera: sanitizers ${TESSERA_SANITIZE}")
+  add_compile_options(-fsanitize=${TESSERA_SANITIZE} -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=${TESSERA_SANITIZE})
+  if(TESSERA_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+endif()

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <string>
+
+#include "core/codec/json_util.h"
+#include "core/common/result.h"
+#include "core/model/pod.h"
+
+namespace tessera::codec {
+
+// v1.Pod / v1.Node JSON (as the API server, the extender and scenario files carry them) to the
+// scheduler's model. Quantities may be JSON strings or numbers; errors name the field.
+Result<model::Pod> DecodePod(const Json& j);
+Result<model::Node> DecodeNode(const Json& j);
+
+}  // namespace tessera::codec

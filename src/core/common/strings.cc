@@ -1,0 +1,109 @@
+#include "core/common/strings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace tessera {
+
+std::vector<std::string> SplitKeepEmpty(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (true) {
+    size_t pos = text.find(sep, begin);
+    if (pos == std::string_view::npos) {
+      out.emplace_back(text.substr(begin));
+      return out;
+    }
+    out.emplace_back(text.substr(begin, pos - begin));
+    begin = pos + 1;
+  }
+}
+
+std::vector<std::string> SplitTrimmed(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  for (auto& piece : SplitKeepEmpty(text, sep)) {
+    std::string trimmed = Trim(piece);
+    if (!trimmed.empty()) out.push_back(std::move(trimmed));
+  }
+  return out;
+}
+
+std::string Trim(std::string_view text) {
+  size_t b = 0;
+  size_t e = text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  return std::string(text.substr(b, e - b));
+}
+
+std::string ToLower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string ToUpper(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+bool ParseGoBool(std::string_view text, bool* out) {
+  static constexpr std::string_view kTrue[] = {"1", "t", "T", "TRUE", "true", "True"};
+  static constexpr std::string_view kFalse[] = {"0", "f", "F", "FALSE", "false", "False"};
+  for (auto t : kTrue) {
+    if (text == t) {
+      *out = true;
+      return true;
+    }
+  }
+  for (auto f : kFalse) {
+    if (text == f) {
+      *out = false;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ParseInt64(std::string_view text, long long* out) {
+  if (text.empty()) return false;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (*first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, *out);
+  return ec == std::errc() && ptr == last && first != last;
+}
+
+}  // namespace tessera

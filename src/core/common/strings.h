@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+// Splits on `sep`, keeping empty pieces (annotation grammars depend on positions).
+std::vector<std::string> SplitKeepEmpty(std::string_view text, char sep);
+// Splits on `sep`, trims each piece and drops the empty ones (comma lists in annotations).
+std::vector<std::string> SplitTrimmed(std::string_view text, char sep);
+std::string Trim(std::string_view text);
+std::string ToLower(std::string_view text);
+std::string ToUpper(std::string_view text);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+bool StartsWith(std::string_view text, std::string_view prefix);
+bool EndsWith(std::string_view text, std::string_view suffix);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+// Go's strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False.
+bool ParseGoBool(std::string_view text, bool* out);
+// Parses a decimal integer that must use the whole string; no sign allowed unless allow_negative.
+bool ParseInt64(std::string_view text, long long* out);
+
+}  // namespace tessera

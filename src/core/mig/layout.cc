@@ -1,0 +1,239 @@
+#include "core/mig/layout.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace tessera::mig {
+
+uint32_t PlacementMask(const model::Placement& p) {
+  if (p.size >= 32) return ~0U << p.start;
+  return ((1U << p.size) - 1U) << p.start;
+}
+
+GpuMigModel::GpuMigModel(const model::GpuDevice& device,
+                         const std::vector<std::string>* allowlist) {
+  for (const auto& p : device.mig_profiles) {
+    if (static_cast<int>(profiles_.size()) >= kMaxProfiles) break;
+    // Placements past the 32-slice mask cannot be tracked; they are dropped, never misplaced.
+    model::MigProfile copy = p;
+    copy.placements.erase(std::remove_if(copy.placements.begin(), copy.placements.end(),
+                                         [](const model::Placement& pl) {
+                                           return pl.size == 0 || pl.end() > 32;
+                                         }),
+                          copy.placements.end());
+    bool allowed = allowlist == nullptr ||
+                   std::find(allowlist->begin(), allowlist->end(), p.name) != allowlist->end();
+    profiles_.push_back(std::move(copy));
+    allowed_.push_back(allowed);
+  }
+  for (const auto& p : profiles_) {
+    for (const auto& pl : p.placements) memory_slices_ = std::max(memory_slices_, pl.end());
+    compute_slices_ = std::max(compute_slices_, p.slice_count);
+  }
+}
+
+int GpuMigModel::ProfileIndex(std::string_view name) const {
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    if (profiles_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int32_t GpuMigModel::LargestProfileMemory() const {
+  int32_t best = 0;
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    if (allowed_[i]) best = std::max(best, profiles_[i].memory_mib);
+  }
+  return best;
+}
+
+bool GpuMigModel::CanPlace(const Layout& layout, int profile,
+                           const model::Placement& placement) const {
+  if (profile < 0 || profile >= static_cast<int>(profiles_.size())) return false;
+  const auto& p = profiles_[profile];
+  if (std::find(p.placements.begin(), p.placements.end(), placement) == p.placements.end()) {
+    return false;
+  }
+  if ((layout.occupied & PlacementMask(placement)) != 0) return false;
+  if (layout.counts[profile] >= p.EffectiveMaxCount()) return false;
+  if (compute_slices_ > 0 && layout.compute_used + p.slice_count > compute_slices_) return false;
+  switch (p.media()) {
+    case model::MediaEngines::kShared:
+      if (layout.media_shared > 0 || layout.media_all > 0) return false;
+      break;
+    case model::MediaEngines::kAll:
+      // +me.all takes every media engine: only -me instances may coexist (rule R5).
+      if (layout.with_media > 0) return false;
+      break;
+    case model::MediaEngines::kDefault:
+      if (layout.media_all > 0) return false;
+      break;
+    case model::MediaEngines::kNone:
+      break;
+  }
+  return true;
+}
+
+void GpuMigModel::Place(Layout& layout, int profile, const model::Placement& placement) const {
+  const auto& p = profiles_[profile];
+  layout.occupied |= PlacementMask(placement);
+  layout.counts[profile]++;
+  layout.compute_used += p.slice_count;
+  if (p.media() == model::MediaEngines::kShared) layout.media_shared++;
+  if (p.media() == model::MediaEngines::kAll) layout.media_all++;
+  if (p.media() != model::MediaEngines::kNone) layout.with_media++;
+}
+
+void GpuMigModel::Remove(Layout& layout, int profile, const model::Placement& placement) const {
+  const auto& p = profiles_[profile];
+  layout.occupied &= ~PlacementMask(placement);
+  if (layout.counts[profile] > 0) layout.counts[profile]--;
+  layout.compute_used -= std::min(layout.compute_used, p.slice_count);
+  if (p.media() == model::MediaEngines::kShared && layout.media_shared > 0) layout.media_shared--;
+  if (p.media() == model::MediaEngines::kAll && layout.media_all > 0) layout.media_all--;
+  if (p.media() != model::MediaEngines::kNone && layout.with_media > 0) layout.with_media--;
+}
+
+std::vector<int> GpuMigModel::EligibleProfiles(const InstanceDemand& demand) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    const auto& p = profiles_[i];
+    if (!allowed_[i] || p.placements.empty()) continue;
+    if (p.memory_mib < demand.mem_mib) continue;
+    if (demand.cores > 0 && p.core < demand.cores) continue;
+    out.push_back(static_cast<int>(i));
+  }
+  std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+    const auto& pa = profiles_[a];
+    const auto& pb = profiles_[b];
+    return std::tie(pa.memory_mib, pa.slice_count, pa.name) <
+           std::tie(pb.memory_mib, pb.slice_count, pb.name);
+  });
+  return out;
+}
+
+uint32_t GpuMigModel::LargestFreeRun(const Layout& layout) const {
+  uint32_t best = 0;
+  uint32_t run = 0;
+  for (uint32_t i = 0; i < memory_slices_; ++i) {
+    if ((layout.occupied >> i) & 1U) {
+      run = 0;
+    } else {
+      best = std::max(best, ++run);
+    }
+  }
+  return best;
+}
+
+namespace {
+
+struct Option {
+  int profile;
+  model::Placement placement;
+};
+
+struct Objective {
+  uint32_t free_run = 0;
+  uint32_t compute = 0;
+  long long memory = 0;
+  // Larger free block first, then fewer compute slices, then less memory.
+  bool BetterThan(const Objective& o) const {
+    if (free_run != o.free_run) return free_run > o.free_run;
+    if (compute != o.compute) return compute < o.compute;
+    return memory < o.memory;
+  }
+};
+
+class ArrangeSearch {
+ public:
+  ArrangeSearch(const GpuMigModel& model, const std::vector<std::vector<Option>>& options,
+                const std::vector<int>& same_as_previous)
+      : model_(model), options_(options), same_as_previous_(same_as_previous) {}
+
+  bool Run(const Layout& base) {
+    chosen_.assign(options_.size(), -1);
+    Layout layout = base;
+    Visit(0, layout, 0);
+    return found_;
+  }
+  const std::vector<int>& best() const { return best_; }
+
+ private:
+  static constexpr long kBudget = 2'000'000;
+
+  void Visit(size_t i, Layout& layout, long long memory) {
+    if (++visited_ > kBudget && found_) return;
+    if (i == options_.size()) {
+      Objective o{model_.LargestFreeRun(layout), layout.compute_used, memory};
+      if (!found_ || o.BetterThan(best_objective_)) {
+        found_ = true;
+        best_objective_ = o;
+        best_ = chosen_;
+      }
+      return;
+    }
+    // Placing more never grows the free block: prune branches that cannot beat the best.
+    if (found_ && model_.LargestFreeRun(layout) < best_objective_.free_run) return;
+    size_t first = same_as_previous_[i] ? static_cast<size_t>(chosen_[i - 1]) + 1 : 0;
+    for (size_t k = first; k < options_[i].size(); ++k) {
+      const Option& opt = options_[i][k];
+      if (!model_.CanPlace(layout, opt.profile, opt.placement)) continue;
+      model_.Place(layout, opt.profile, opt.placement);
+      chosen_[i] = static_cast<int>(k);
+      Visit(i + 1, layout, memory + model_.profiles()[opt.profile].memory_mib);
+      model_.Remove(layout, opt.profile, opt.placement);
+    }
+  }
+
+  const GpuMigModel& model_;
+  const std::vector<std::vector<Option>>& options_;
+  const std::vector<int>& same_as_previous_;
+  std::vector<int> chosen_;
+  std::vector<int> best_;
+  Objective best_objective_;
+  bool found_ = false;
+  long visited_ = 0;
+};
+
+}  // namespace
+
+std::optional<std::vector<InstanceChoice>> GpuMigModel::Arrange(
+    const Layout& base, const std::vector<InstanceDemand>& demands) const {
+  if (demands.empty()) return std::vector<InstanceChoice>{};
+  // Search the most constrained demands first; identical demands are searched in increasing
+  // option order so that permutations of the same set are visited once.
+  std::vector<size_t> order(demands.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](size_t i) { return std::make_pair(-demands[i].mem_mib, -demands[i].cores); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+
+  std::vector<std::vector<Option>> options(order.size());
+  std::vector<int> same(order.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const InstanceDemand& d = demands[order[i]];
+    if (i > 0 && demands[order[i - 1]] == d) {
+      options[i] = options[i - 1];
+      same[i] = 1;
+      continue;
+    }
+    for (int p : EligibleProfiles(d)) {
+      std::vector<model::Placement> placements = profiles_[p].placements;
+      std::stable_sort(placements.begin(), placements.end(),
+                       [](const model::Placement& a, const model::Placement& b) {
+                         return a.start > b.start;
+                       });
+      for (const auto& pl : placements) options[i].push_back(Option{p, pl});
+    }
+    if (options[i].empty()) return std::nullopt;
+  }
+  ArrangeSearch search(*this, options, same);
+  if (!search.Run(base)) return std::nullopt;
+  std::vector<InstanceChoice> out(demands.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Option& opt = options[i][search.best()[i]];
+    out[order[i]] = InstanceChoice{opt.profile, opt.placement};
+  }
+  return out;
+}
+
+}  // namespace tessera::mig

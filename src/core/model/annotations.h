@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string_view>
+
+// Exact annotation and label keys of HAMi's wire protocol (hami-protocol.md section 1).
+namespace tessera::model::annotations {
+
+inline constexpr std::string_view kNodeRegister = "hami.io/node-nvidia-register";
+inline constexpr std::string_view kNodePairScore = "hami.io/node-nvidia-score";
+inline constexpr std::string_view kNodeHandshake = "hami.io/node-handshake";
+inline constexpr std::string_view kNodeLock = "hami.io/mutex.lock";
+inline constexpr std::string_view kDeviceCordon = "hami.io/device-cordon";
+
+inline constexpr std::string_view kAssignedNode = "hami.io/vgpu-node";
+inline constexpr std::string_view kAssignedTime = "hami.io/vgpu-time";
+inline constexpr std::string_view kDevicesToAllocate = "hami.io/vgpu-devices-to-allocate";
+inline constexpr std::string_view kDevicesAllocated = "hami.io/vgpu-devices-allocated";
+inline constexpr std::string_view kMigAllocations = "hami.io/vgpu-mig-allocations";
+inline constexpr std::string_view kBindPhase = "hami.io/bind-phase";
+inline constexpr std::string_view kBindTime = "hami.io/bind-time";
+
+inline constexpr std::string_view kUseGpuType = "nvidia.com/use-gputype";
+inline constexpr std::string_view kNoUseGpuType = "nvidia.com/nouse-gputype";
+inline constexpr std::string_view kUseGpuUuid = "nvidia.com/use-gpuuuid";
+inline constexpr std::string_view kNoUseGpuUuid = "nvidia.com/nouse-gpuuuid";
+inline constexpr std::string_view kVgpuMode = "nvidia.com/vgpu-mode";
+inline constexpr std::string_view kNumaBind = "nvidia.com/numa-bind";
+inline constexpr std::string_view kGpuPolicy = "hami.io/gpu-scheduler-policy";
+inline constexpr std::string_view kNodePolicy = "hami.io/node-scheduler-policy";
+inline constexpr std::string_view kScoringWeights = "hami.io/device-scoring-weights";
+
+// The device type word written into allocation annotations.
+inline constexpr std::string_view kNvidiaType = "NVIDIA";
+
+}  // namespace tessera::model::annotations

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera::model {
+
+// Quantities are kept as their original text; request derivation parses them so that an
+// unusable value can be reported with the container and resource it came from.
+using ResourceList = std::map<std::string, std::string>;
+
+struct Container {
+  std::string name;
+  ResourceList limits;
+  ResourceList requests;
+  bool privileged = false;
+};
+
+struct ContainerStatus {
+  std::string name;
+  bool terminated = false;
+  int exit_code = 0;
+};
+
+// The parts of a v1.Pod the scheduler reads.
+struct Pod {
+  std::string ns = "default";
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;
+  std::string node_name;
+  std::string scheduler_name;
+  std::string phase;  // Pending, Running, Succeeded, Failed
+  bool deleting = false;
+  std::vector<Container> init_containers;
+  std::vector<Container> containers;
+  std::vector<ContainerStatus> init_container_statuses;
+
+  std::string Key() const { return ns + "/" + name; }
+  const std::string* Annotation(const std::string& key) const {
+    auto it = annotations.find(key);
+    return it == annotations.end() ? nullptr : &it->second;
+  }
+  bool IsTerminal() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+// The parts of a v1.Node the scheduler reads.
+struct Node {
+  std::string name;
+  std::string resource_version;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> allocatable;
+  const std::string* Annotation(const std::string& key) const {
+    auto it = annotations.find(key);
+    return it == annotations.end() ? nullptr : &it->second;
+  }
+};
+
+}  // namespace tessera::model

@@ -1,0 +1,354 @@
+#include "core/sched/fit.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/common/strings.h"
+#include "core/sched/device_order.h"
+#include "core/sched/reasons.h"
+#include "core/sched/topology.h"
+
+namespace tessera::sched {
+namespace {
+
+// A MIG instance this pod has been granted on a GPU so far in the pass.
+struct PendingInstance {
+  mig::InstanceDemand demand;
+  int slot = 0;
+  int position = 0;  // index in the slot's assignment list
+};
+
+bool TypeAllowed(const model::GpuDevice& d, const PodPreferences& p) {
+  std::string type = ToUpper(d.type);
+  if (!p.use_types.empty()) {
+    bool any = false;
+    for (const auto& t : p.use_types) any = any || type.find(t) != std::string::npos;
+    if (!any) return false;
+  }
+  for (const auto& t : p.nouse_types) {
+    if (type.find(t) != std::string::npos) return false;
+  }
+  // HAMi's direction: the annotation value must contain the device's mode.
+  if (p.vgpu_mode && p.vgpu_mode->find(d.mode) == std::string::npos) return false;
+  return true;
+}
+
+bool UuidAllowed(const model::GpuDevice& d, const PodPreferences& p) {
+  if (!p.use_uuids.empty() &&
+      std::find(p.use_uuids.begin(), p.use_uuids.end(), d.uuid) == p.use_uuids.end()) {
+    return false;
+  }
+  return std::find(p.nouse_uuids.begin(), p.nouse_uuids.end(), d.uuid) == p.nouse_uuids.end();
+}
+
+// Checks 1-3 and 5 of HAMi's Fit: properties of the device and the pod, not of usage.
+std::string_view StaticReject(const state::NodeState& node, int dev, const PodPreferences& p) {
+  const model::GpuDevice& d = node.devices[dev];
+  if (!d.healthy || !node.usage[dev].Trusted()) return reason::kCardNotHealth;
+  if (node.cordoned.count(d.uuid) > 0) return reason::kCardCordoned;
+  if (!TypeAllowed(d, p)) return reason::kCardTypeMismatch;
+  if (!UuidAllowed(d, p)) return reason::kCardUuidMismatch;
+  return {};
+}
+
+class PodFitter {
+ public:
+  PodFitter(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs)
+      : node_(node), request_(request), prefs_(prefs) {
+    const size_t n = node.devices.size();
+    app_usage_ = node.usage;
+    mig_usage_ = node.usage;
+    pending_.assign(n, {});
+    arrangement_.assign(n, {});
+    slots_.assign(request.slots.size(), {});
+    any_mig_device_ = std::any_of(node.devices.begin(), node.devices.end(),
+                                  [](const model::GpuDevice& d) { return d.IsMig(); });
+    mig_request_ = any_mig_device_ &&
+                   (!prefs.vgpu_mode || prefs.vgpu_mode->find("mig") != std::string::npos);
+  }
+
+  bool mig_request() const { return mig_request_; }
+
+  // Container-by-container pass, as HAMi's scoreNode runs it.
+  bool Run(std::string* failure) {
+    for (size_t slot = 0; slot < request_.slots.size(); ++slot) {
+      const ContainerRequest& k = request_.slots[slot];
+      if (k.Empty()) continue;
+      if (!FitContainer(static_cast<int>(slot), k, failure)) return false;
+    }
+    Finalize();
+    return true;
+  }
+
+  SlotAssignments TakeSlots() { return std::move(slots_); }
+
+ private:
+  const state::DeviceUsage& Usage(int dev, bool init) const {
+    if (node_.devices[dev].IsMig()) return mig_usage_[dev];
+    return init ? node_.usage[dev] : app_usage_[dev];
+  }
+
+  int32_t MemoryRequest(int dev, const ContainerRequest& k) const {
+    if (k.mem_mib > 0) return k.mem_mib;
+    const model::GpuDevice& d = node_.devices[dev];
+    // On a MIG GPU "100%" means the largest instance, not the raw device memory (which no
+    // profile reaches, hami-protocol.md 13.2).
+    int64_t base = d.IsMig() ? node_.mig_models[dev].LargestProfileMemory() : d.total_mem_mib;
+    return static_cast<int32_t>(base * k.mem_percent / 100);
+  }
+
+  // Re-derives a MIG GPU's working usage from its base and the pod's arrangement on it.
+  void RefreshMigUsage(int dev) {
+    state::DeviceUsage u = node_.usage[dev];
+    const auto& profiles = node_.mig_models[dev].profiles();
+    for (const auto& choice : arrangement_[dev]) {
+      u.used += 1;
+      u.used_mem += profiles[choice.profile].memory_mib;
+      u.used_cores += profiles[choice.profile].core;
+      node_.mig_models[dev].Place(u.layout, choice.profile, choice.placement);
+    }
+    mig_usage_[dev] = u;
+  }
+
+  // Check 15 for MIG: can the pod's instances on this GPU, plus one more, all be placed?
+  std::optional<std::vector<mig::InstanceChoice>> TryMig(int dev, const mig::InstanceDemand& d) {
+    std::vector<mig::InstanceDemand> demands;
+    for (const auto& p : pending_[dev]) demands.push_back(p.demand);
+    demands.push_back(d);
+    return node_.mig_models[dev].Arrange(node_.usage[dev].layout, demands);
+  }
+
+  bool FitContainer(int slot, const ContainerRequest& request, std::string* failure) {
+    const bool init = request_.IsInit(slot);
+    const int n = static_cast<int>(node_.devices.size());
+    if (!mig_request_ && request.nums > n) {
+      *failure = std::string(reason::kNodeInsufficientDevice);
+      return false;
+    }
+    std::vector<float> scores(n);
+    std::vector<int32_t> used(n);
+    for (int i = 0; i < n; ++i) {
+      scores[i] = DeviceScore(node_.devices[i], Usage(i, init), request, prefs_.weights);
+      used[i] = Usage(i, init).used;
+    }
+    std::vector<int> order = OrderDevices(node_.devices, scores, used, prefs_);
+    const bool topology = prefs_.gpu_policy.topology_aware && !mig_request_;
+    const bool mutex = prefs_.gpu_policy.mutex;
+    ReasonCounts reasons;
+    std::vector<DeviceAssignment>& chosen = slots_[slot];
+    const size_t chosen_before = chosen.size();
+    std::vector<int> mig_pushed;  // devices where this container added a pending instance
+    int32_t remaining = request.nums;
+    int prev_numa = -1;
+    bool first_numa = true;
+
+    auto rollback_run = [&]() {
+      chosen.resize(chosen_before);
+      for (auto it = mig_pushed.rbegin(); it != mig_pushed.rend(); ++it) {
+        pending_[*it].pop_back();
+      }
+      for (int dev : mig_pushed) {
+        RecomputeArrangement(dev);
+      }
+      mig_pushed.clear();
+    };
+
+    for (int i = n - 1; i >= 0; --i) {
+      const int dev = order[i];
+      const model::GpuDevice& d = node_.devices[dev];
+      if (auto r = StaticReject(node_, dev, prefs_); !r.empty()) {
+        if (r == reason::kCardUuidMismatch && prefs_.numa_bind) {
+          // NUMA bookkeeping (check 4) happens before the UUID check in HAMi's order.
+          if (first_numa || prev_numa != d.numa) {
+            if (remaining != request.nums) reasons[std::string(reason::kNumaNotFit)] +=
+                static_cast<int>(chosen.size() - chosen_before);
+            rollback_run();
+            remaining = request.nums;
+            prev_numa = d.numa;
+            first_numa = false;
+          }
+        }
+        reasons[std::string(r)]++;
+        continue;
+      }
+      if (prefs_.numa_bind && (first_numa || prev_numa != d.numa)) {
+        if (remaining != request.nums) {
+          reasons[std::string(reason::kNumaNotFit)] +=
+              static_cast<int>(chosen.size() - chosen_before);
+        }
+        rollback_run();
+        remaining = request.nums;
+        prev_numa = d.numa;
+        first_numa = false;
+      }
+      const state::DeviceUsage& u = Usage(dev, init);
+      // Check 6: on a MIG GPU the placements, not the split count, decide.
+      if (!d.IsMig() && d.count <= u.used) {
+        reasons[std::string(reason::kCardTimeSlicingExhausted)]++;
+        continue;
+      }
+      if (mutex && u.used != 0) {
+        reasons[std::string(reason::kExclusiveDeviceAllocateConflict)]++;
+        continue;
+      }
+      const int32_t memreq = MemoryRequest(dev, request);
+      if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq) {
+        reasons[std::string(reason::kCardInsufficientMemory)]++;
+        continue;
+      }
+      if (d.total_cores - u.used_cores < request.cores) {
+        reasons[std::string(reason::kCardInsufficientCore)]++;
+        continue;
+      }
+      if (d.total_cores == 100 && request.cores == 100 && u.used > 0) {
+        reasons[std::string(reason::kExclusiveDeviceAllocateConflict)]++;
+        continue;
+      }
+      if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0) {
+        reasons[std::string(reason::kCardComputeUnitsExhausted)]++;
+        continue;
+      }
+      if (d.IsMig()) {
+        mig::InstanceDemand demand{memreq, request.cores};
+        auto arranged = TryMig(dev, demand);
+        if (!arranged) {
+          reasons[std::string(reason::kCardMigTopologyInfeasible)]++;
+          continue;
+        }
+        pending_[dev].push_back(
+            PendingInstance{demand, slot, static_cast<int>(chosen.size())});
+        arrangement_[dev] = std::move(*arranged);
+        RefreshMigUsage(dev);
+        mig_pushed.push_back(dev);
+        chosen.push_back(DeviceAssignment{dev, memreq, request.cores, -1, {}});
+        if (--remaining == 0) break;
+        ++i;  // revisit the same GPU: several instances may share it
+        continue;
+      }
+      chosen.push_back(DeviceAssignment{dev, memreq, request.cores, -1, {}});
+      if (!topology && --remaining == 0) break;
+    }
+
+    const int32_t got = static_cast<int32_t>(chosen.size() - chosen_before);
+    if (topology && got >= request.nums) {
+      std::vector<int> candidates;
+      for (size_t c = chosen_before; c < chosen.size(); ++c) candidates.push_back(chosen[c].device);
+      std::vector<int> picked = PickByTopology(node_, candidates, request.nums);
+      std::vector<DeviceAssignment> kept(chosen.begin(), chosen.begin() + chosen_before);
+      for (int dev : picked) {
+        for (size_t c = chosen_before; c < chosen.size(); ++c) {
+          if (chosen[c].device == dev) kept.push_back(chosen[c]);
+        }
+      }
+      chosen = std::move(kept);
+      remaining = 0;
+    }
+    if (remaining > 0 || (topology && got < request.nums)) {
+      if (got > 0) reasons[std::string(reason::kAllocatedCardsInsufficientRequest)] = got;
+      *failure = FormatNodeReason(reasons, n);
+      if (failure->empty()) *failure = std::string(reason::kNodeInsufficientDevice);
+      return false;
+    }
+    // Shares of non-MIG GPUs count for the app containers that follow (init containers each
+    // start from the node as it was: they run one after another).
+    if (!init) {
+      for (size_t c = chosen_before; c < chosen.size(); ++c) {
+        const DeviceAssignment& a = chosen[c];
+        if (node_.devices[a.device].IsMig()) continue;
+        app_usage_[a.device].used += 1;
+        app_usage_[a.device].used_mem += a.mem;
+        app_usage_[a.device].used_cores += a.cores;
+      }
+    }
+    return true;
+  }
+
+  void RecomputeArrangement(int dev) {
+    std::vector<mig::InstanceDemand> demands;
+    for (const auto& p : pending_[dev]) demands.push_back(p.demand);
+    auto arranged = node_.mig_models[dev].Arrange(node_.usage[dev].layout, demands);
+    arrangement_[dev] = arranged ? std::move(*arranged) : std::vector<mig::InstanceChoice>{};
+    RefreshMigUsage(dev);
+  }
+
+  // Writes each MIG instance's final profile and placement into its assignment.
+  void Finalize() {
+    for (size_t dev = 0; dev < pending_.size(); ++dev) {
+      const auto& profiles = node_.mig_models[dev].profiles();
+      for (size_t j = 0; j < pending_[dev].size(); ++j) {
+        const PendingInstance& p = pending_[dev][j];
+        const mig::InstanceChoice& c = arrangement_[dev][j];
+        DeviceAssignment& a = slots_[p.slot][p.position];
+        a.mig_profile = c.profile;
+        a.placement = c.placement;
+        a.mem = profiles[c.profile].memory_mib;
+        a.cores = profiles[c.profile].core;
+      }
+    }
+  }
+
+  const state::NodeState& node_;
+  const PodRequest& request_;
+  const PodPreferences& prefs_;
+  std::vector<state::DeviceUsage> app_usage_;
+  std::vector<state::DeviceUsage> mig_usage_;
+  std::vector<std::vector<PendingInstance>> pending_;
+  std::vector<std::vector<mig::InstanceChoice>> arrangement_;
+  SlotAssignments slots_;
+  bool any_mig_device_ = false;
+  bool mig_request_ = false;
+};
+
+}  // namespace
+
+float NodeScore(const state::NodeState& node, const SlotAssignments& slots) {
+  int64_t used = 0, total = 0, cores = 0, total_cores = 0, mem = 0, total_mem = 0;
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    used += node.usage[i].used;
+    cores += node.usage[i].used_cores;
+    mem += node.usage[i].used_mem;
+    total += node.devices[i].count;
+    total_cores += node.devices[i].total_cores;
+    total_mem += node.devices[i].total_mem_mib;
+  }
+  for (const auto& slot : slots) {
+    for (const auto& a : slot) {
+      used += 1;
+      cores += a.cores;
+      mem += a.mem;
+    }
+  }
+  if (total == 0 || total_cores == 0 || total_mem == 0) return 0;
+  return 10.0F * (static_cast<float>(used) / static_cast<float>(total) +
+                  static_cast<float>(cores) / static_cast<float>(total_cores) +
+                  static_cast<float>(mem) / static_cast<float>(total_mem));
+}
+
+NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
+                     const PodPreferences& prefs) {
+  NodeFit fit;
+  if (!node.usable()) {
+    fit.reason = node.unusable_reason;
+    return fit;
+  }
+  PodFitter fitter(node, request, prefs);
+  std::string failure;
+  if (fitter.Run(&failure)) {
+    fit.fits = true;
+    fit.slots = fitter.TakeSlots();
+  } else if (fitter.mig_request()) {
+    // The container-by-container pass is greedy across GPUs; the joint search is exact.
+    if (auto joint = JointMigSearch(node, request, prefs)) {
+      fit.fits = true;
+      fit.slots = std::move(*joint);
+    }
+  }
+  if (!fit.fits) {
+    fit.reason = failure;
+    return fit;
+  }
+  fit.score = NodeScore(node, fit.slots);
+  return fit;
+}
+
+}  // namespace tessera::sched

@@ -1,0 +1,147 @@
+#include "core/sched/preferences.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/common/strings.h"
+#include "core/model/annotations.h"
+
+namespace tessera::sched {
+
+namespace ann = model::annotations;
+
+bool GpuPolicy::IsChain() const {
+  return tokens.size() > 1 || (tokens.size() == 1 && tokens[0] == "numa");
+}
+
+std::vector<std::string> GpuPolicy::Chain(bool numa_bind) const {
+  std::vector<std::string> chain;
+  for (const auto& t : tokens) {
+    if ((t == "binpack" || t == "spread" || t == "numa") &&
+        std::find(chain.begin(), chain.end(), t) == chain.end()) {
+      chain.push_back(t);
+    }
+  }
+  if (chain.empty()) chain.push_back("spread");
+  if (numa_bind && chain.front() != "numa") {
+    chain.erase(std::remove(chain.begin(), chain.end(), "numa"), chain.end());
+    chain.insert(chain.begin(), "numa");
+  }
+  return chain;
+}
+
+Result<NodePolicy> ParseNodePolicy(const std::string& text) {
+  std::string t = Trim(text);
+  if (t == "binpack") return NodePolicy::kBinpack;
+  if (t == "spread") return NodePolicy::kSpread;
+  return Error{"unknown node scheduler policy \"" + text + "\" (expected binpack or spread)"};
+}
+
+Result<GpuPolicy> ParseGpuPolicy(const std::string& text) {
+  static const std::set<std::string> kKnown = {"binpack", "spread", "numa", "topology-aware",
+                                               "mutex"};
+  GpuPolicy policy;
+  auto tokens = SplitTrimmed(text, ',');
+  if (tokens.empty()) return Error{"empty GPU scheduler policy"};
+  for (const auto& t : tokens) {
+    if (kKnown.count(t) == 0) {
+      return Error{"unknown GPU scheduler policy \"" + t +
+                   "\" (expected binpack, spread, numa, topology-aware or mutex)"};
+    }
+    if (t == "mutex") policy.mutex = true;
+    if (t == "topology-aware") policy.topology_aware = true;
+    policy.tokens.push_back(t);
+  }
+  return policy;
+}
+
+Result<ScoringWeights> ParseScoringWeights(const std::string& text) {
+  auto fail = [&](const std::string& why) {
+    return Error{"invalid hami.io/device-scoring-weights annotation \"" + text + "\": " + why};
+  };
+  auto parts = SplitKeepEmpty(text, ',');
+  if (parts.size() != 3) return fail("expected exactly slot=<n>,core=<n>,memory=<n>");
+  ScoringWeights w{0, 0, 0};
+  std::set<std::string> seen;
+  for (const auto& raw : parts) {
+    std::string part = Trim(raw);
+    size_t eq = part.find('=');
+    if (eq == std::string::npos) return fail("\"" + part + "\" has no '='");
+    std::string key = Trim(part.substr(0, eq));
+    std::string value = Trim(part.substr(eq + 1));
+    if (!seen.insert(key).second) return fail("duplicate \"" + key + "\" weight");
+    long long v = 0;
+    if (!ParseInt64(value, &v)) {
+      if (!value.empty() && value[0] == '-') return fail("\"" + key + "\" weight must not be negative");
+      return fail("\"" + key + "\" weight \"" + value + "\" is not an integer");
+    }
+    if (v < 0) return fail("\"" + key + "\" weight must not be negative");
+    if (key == "slot") {
+      w.slot = v;
+    } else if (key == "core") {
+      w.core = v;
+    } else if (key == "memory") {
+      w.memory = v;
+    } else {
+      return fail("unknown weight \"" + key + "\" (expected slot, core, memory)");
+    }
+  }
+  if (w.slot == 0 && w.core == 0 && w.memory == 0) return fail("all weights are zero");
+  return w;
+}
+
+Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefaults& defaults) {
+  PodPreferences p;
+  auto annotation = [&](std::string_view key) { return pod.Annotation(std::string(key)); };
+  if (auto* v = annotation(ann::kUseGpuType)) {
+    for (auto& t : SplitTrimmed(*v, ',')) p.use_types.push_back(ToUpper(t));
+  }
+  if (auto* v = annotation(ann::kNoUseGpuType)) {
+    for (auto& t : SplitTrimmed(*v, ',')) p.nouse_types.push_back(ToUpper(t));
+  }
+  if (auto* v = annotation(ann::kUseGpuUuid)) p.use_uuids = SplitTrimmed(*v, ',');
+  if (auto* v = annotation(ann::kNoUseGpuUuid)) p.nouse_uuids = SplitTrimmed(*v, ',');
+  if (auto* v = annotation(ann::kVgpuMode)) {
+    std::string mode = Trim(*v);
+    if (mode != "mig" && mode != "hami-core" && mode != "mps") {
+      return Error{"pod " + pod.Key() + ": annotation nvidia.com/vgpu-mode: unknown mode \"" + *v +
+                   "\" (expected mig, hami-core or mps)"};
+    }
+    p.vgpu_mode = mode;
+  }
+  if (auto* v = annotation(ann::kNumaBind)) {
+    bool b = false;
+    p.numa_bind = ParseGoBool(Trim(*v), &b) && b;
+  }
+  p.node_policy = defaults.node;
+  if (auto* v = annotation(ann::kNodePolicy)) {
+    auto np = ParseNodePolicy(*v);
+    if (!np.ok()) {
+      return Error{"pod " + pod.Key() + ": annotation hami.io/node-scheduler-policy: " +
+                   np.error().message};
+    }
+    p.node_policy = *np;
+  }
+  std::string gpu_policy = defaults.gpu;
+  bool from_annotation = false;
+  if (auto* v = annotation(ann::kGpuPolicy)) {
+    gpu_policy = *v;
+    from_annotation = true;
+  }
+  auto gp = ParseGpuPolicy(gpu_policy);
+  if (!gp.ok()) {
+    return Error{"pod " + pod.Key() + ": " +
+                 (from_annotation ? "annotation hami.io/gpu-scheduler-policy: "
+                                  : "default GPU policy: ") +
+                 gp.error().message};
+  }
+  p.gpu_policy = gp.value();
+  if (auto* v = annotation(ann::kScoringWeights)) {
+    auto w = ParseScoringWeights(*v);
+    if (!w.ok()) return Error{"pod " + pod.Key() + ": " + w.error().message};
+    p.weights = *w;
+  }
+  return p;
+}
+
+}  // namespace tessera::sched

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/model/pod.h"
+
+namespace tessera::sched {
+
+enum class NodePolicy { kBinpack, kSpread };
+
+// hami.io/gpu-scheduler-policy: one name or a comma list (hami-protocol.md 7.3).
+struct GpuPolicy {
+  std::vector<std::string> tokens;  // as written, validated
+  bool mutex = false;
+  bool topology_aware = false;
+  bool IsChain() const;             // a comma list or "numa": ordered sort keys
+  std::vector<std::string> Chain(bool numa_bind) const;
+  std::string Single() const { return tokens.empty() ? "spread" : tokens.front(); }
+};
+
+// hami.io/device-scoring-weights: "slot=<n>,core=<n>,memory=<n>".
+struct ScoringWeights {
+  long long slot = 1;
+  long long core = 1;
+  long long memory = 1;
+};
+
+// The scheduler defaults (command-line flags) a pod's annotations may override.
+struct PolicyDefaults {
+  NodePolicy node = NodePolicy::kBinpack;
+  std::string gpu = "spread";
+};
+
+// Everything a pod's annotations say about where it may go and how to choose.
+struct PodPreferences {
+  std::vector<std::string> use_types;    // upper-cased substrings
+  std::vector<std::string> nouse_types;
+  std::vector<std::string> use_uuids;
+  std::vector<std::string> nouse_uuids;
+  std::optional<std::string> vgpu_mode;  // nvidia.com/vgpu-mode value
+  bool numa_bind = false;
+  NodePolicy node_policy = NodePolicy::kBinpack;
+  GpuPolicy gpu_policy;
+  ScoringWeights weights;
+};
+
+Result<NodePolicy> ParseNodePolicy(const std::string& text);
+Result<GpuPolicy> ParseGpuPolicy(const std::string& text);
+Result<ScoringWeights> ParseScoringWeights(const std::string& text);
+// Unknown policy names and malformed weights are errors naming the annotation (unlike HAMi,
+// which silently falls back, hami-protocol.md 13.10).
+Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefaults& defaults);
+
+}  // namespace tessera::sched

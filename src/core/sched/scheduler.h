@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/pod.h"
+#include "core/sched/fit.h"
+#include "core/sched/preferences.h"
+#include "core/sched/request.h"
+#include "core/state/cluster_state.h"
+
+namespace tessera::sched {
+
+// A device as granted, resolved to its GPU (what annotations and reports show).
+struct GrantedDevice {
+  std::string uuid;
+  int32_t mem = 0;
+  int32_t cores = 0;
+  std::string mig_profile;  // empty when not MIG
+  model::Placement placement;
+};
+
+// The outcome of one scheduling cycle for one pod.
+struct Decision {
+  bool scheduled = false;
+  std::string node;
+  std::vector<std::string> container_names;          // per slot, init containers first
+  std::vector<std::vector<GrantedDevice>> containers;  // per slot
+  std::map<std::string, std::string> annotations;    // to write on the pod
+  std::map<std::string, std::string> failed_nodes;   // node -> HAMi reason string
+  std::string message;                                // kube-scheduler style, when not scheduled
+  bool invalid_request = false;                       // the pod itself is malformed
+  bool passthrough = false;                           // no GPU request: not this scheduler's
+  state::PodReservation reservation;
+};
+
+// The scheduling cycle: parse the request -> filter nodes and devices -> score -> reserve.
+// Binding and annotation writes belong to the adapters; this class only decides and reserves.
+class Scheduler {
+ public:
+  Scheduler(state::ClusterState& state, PolicyDefaults defaults)
+      : state_(state), defaults_(std::move(defaults)) {}
+
+  // Parse, filter and score without changing anything. `candidates` limits the nodes (the
+  // extender's NodeNames); nullptr means every node. `now_unix` stamps hami.io/vgpu-time.
+  Decision Evaluate(const model::Pod& pod, const std::vector<std::string>* candidates,
+                    int64_t now_unix) const;
+
+  // Evaluate, then reserve the chosen devices. A pod that already held a reservation is
+  // re-placed; if it no longer fits anywhere, its old reservation is kept, not lost.
+  Decision Schedule(const model::Pod& pod, const std::vector<std::string>* candidates,
+                    int64_t now_unix);
+
+  // Releases a pod's devices; returns what it held.
+  std::optional<state::PodReservation> Release(const std::string& pod_key) {
+    return state_.RemovePod(pod_key);
+  }
+
+  const state::ClusterState& state() const { return state_; }
+
+ private:
+  state::ClusterState& state_;
+  PolicyDefaults defaults_;
+};
+
+}  // namespace tessera::sched

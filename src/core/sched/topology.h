@@ -1,0 +1,24 @@
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/sched/fit.h"
+
+namespace tessera::sched {
+
+// topology-aware GPU choice (hami-protocol.md 5.6) from the node's pair scores, without HAMi's
+// exponential enumeration: exhaustive up to kMaxTopologySubsets subsets, greedy beyond.
+// One GPU: the first with the lowest total score to the others (keeps well-linked GPUs free).
+// Several: the first subset with the highest sum of pairwise scores. Missing scores count 0.
+inline constexpr long kMaxTopologySubsets = 20000;
+std::vector<int> PickByTopology(const state::NodeState& node, const std::vector<int>& candidates,
+                                int count);
+
+// Exact joint placement of all of a pod's MIG instances over the node's MIG GPUs: used when the
+// container-by-container pass fails, so that a feasible pod is never rejected.
+std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
+                                              const PodRequest& request,
+                                              const PodPreferences& prefs);
+
+}  // namespace tessera::sched

@@ -1,0 +1,266 @@
+#include "core/state/cluster_state.h"
+
+#include <algorithm>
+
+#include "core/codec/node_register.h"
+#include "core/common/strings.h"
+#include "core/model/annotations.h"
+
+namespace tessera::state {
+
+namespace ann = model::annotations;
+
+int NodeState::DeviceIndex(const std::string& uuid) const {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].uuid == uuid) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const NodeState* ClusterState::node(const std::string& name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+const PodReservation* ClusterState::pod(const std::string& key) const {
+  auto it = pods_.find(key);
+  return it == pods_.end() ? nullptr : &it->second;
+}
+
+void ClusterState::UpsertNode(const model::Node& node) {
+  NodeState& ns = nodes_[node.name];
+  // Forget what this node's pods applied: usage is rebuilt against the new device list.
+  for (const auto& key : ns.pods) applied_.erase(key);
+  ns.name = node.name;
+  ns.node = node;
+  ns.unusable_reason.clear();
+  ns.devices.clear();
+  ns.mig_models.clear();
+  ns.pair_scores.clear();
+  ns.cordoned.clear();
+  const std::string* reg = node.Annotation(std::string(ann::kNodeRegister));
+  if (reg == nullptr) {
+    ns.unusable_reason = "node unregistered";
+  } else {
+    auto devices = codec::DecodeNodeRegister(*reg);
+    if (!devices.ok()) {
+      ns.unusable_reason = "node unusable: " + devices.error().message;
+    } else {
+      ns.devices = std::move(devices.value());
+    }
+  }
+  if (ns.usable()) {
+    if (const std::string* ps = node.Annotation(std::string(ann::kNodePairScore))) {
+      auto scores = codec::DecodePairScores(*ps);
+      if (!scores.ok()) {
+        ns.unusable_reason = "node unusable: " + scores.error().message;
+        ns.devices.clear();
+      } else {
+        ns.pair_scores = std::move(scores.value());
+      }
+    }
+  }
+  if (const std::string* c = node.Annotation(std::string(ann::kDeviceCordon))) {
+    for (auto& uuid : SplitTrimmed(*c, ',')) ns.cordoned.insert(uuid);
+  }
+  for (const auto& d : ns.devices) {
+    ns.mig_models.emplace_back(d, config_.nvidia.AllowedProfiles(d.type));
+  }
+  ResetUsage(ns);
+  for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
+}
+
+void ClusterState::RemoveNode(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  // Pods stay known: if the node comes back, their reservations are applied again.
+  for (const auto& key : it->second.pods) applied_.erase(key);
+  nodes_.erase(it);
+}
+
+void ClusterState::ResetUsage(NodeState& ns) {
+  ns.usage.assign(ns.devices.size(), DeviceUsage{});
+  ns.instances.assign(ns.devices.size(), {});
+}
+
+void ClusterState::AddPod(PodReservation reservation) {
+  RemovePod(reservation.key);
+  std::string key = reservation.key;
+  std::string node = reservation.node;
+  pods_[key] = std::move(reservation);
+  // A pod may arrive before its node registers; it is applied when the node does.
+  NodeState& ns = nodes_[node];
+  if (ns.name.empty()) {
+    ns.name = node;
+    ns.unusable_reason = "node unregistered";
+  }
+  ns.pods.insert(key);
+  Apply(ns, pods_[key]);
+}
+
+std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return std::nullopt;
+  PodReservation r = std::move(it->second);
+  pods_.erase(it);
+  auto nit = nodes_.find(r.node);
+  if (nit != nodes_.end()) {
+    Unapply(nit->second, key);
+    nit->second.pods.erase(key);
+  }
+  applied_.erase(key);
+  return r;
+}
+
+void ClusterState::Apply(NodeState& ns, const PodReservation& pod) {
+  std::vector<Applied>& applied = applied_[pod.key];
+  applied.clear();
+  if (ns.devices.empty()) return;
+  auto entry = [&](int device) -> Applied& {
+    for (auto& a : applied) {
+      if (a.device == device) return a;
+    }
+    applied.push_back(Applied{device});
+    return applied.back();
+  };
+  // Collapse per GPU (hami-protocol.md 4): init containers count at their peak, app containers
+  // add up; MIG instances are physical, so every container's instance counts.
+  struct Acc {
+    int32_t init_mem = 0, init_cores = 0, init_slots = 0;
+    int64_t app_mem = 0;
+    int32_t app_cores = 0, app_slots = 0;
+  };
+  std::map<int, Acc> acc;
+  std::set<int> mig_devices_with_entries;
+  for (size_t slot = 0; slot < pod.devices.size(); ++slot) {
+    bool init = static_cast<int>(slot) < pod.num_init;
+    for (const auto& d : pod.devices[slot]) {
+      int dev = ns.DeviceIndex(d.uuid);
+      if (dev < 0) continue;  // not on this node (stale annotation): nothing to hold
+      Acc& a = acc[dev];
+      if (ns.devices[dev].IsMig()) {
+        mig_devices_with_entries.insert(dev);
+        a.app_mem += d.used_mem;
+        a.app_cores += d.used_cores;
+        a.app_slots += 1;
+      } else if (init) {
+        a.init_mem = std::max(a.init_mem, d.used_mem);
+        a.init_cores = std::max(a.init_cores, d.used_cores);
+        a.init_slots = 1;
+      } else {
+        a.app_mem += d.used_mem;
+        a.app_cores += d.used_cores;
+        a.app_slots += 1;
+      }
+    }
+  }
+  for (const auto& [dev, a] : acc) {
+    Applied& e = entry(dev);
+    e.used = std::max({a.init_slots, a.app_slots, 1});
+    e.mem = std::max<int64_t>(a.init_mem, a.app_mem);
+    e.cores = std::max(a.init_cores, a.app_cores);
+  }
+  std::set<int> mig_devices_with_allocations;
+  std::set<int> touched_layouts;
+  for (const auto& m : pod.mig) {
+    int dev = ns.DeviceIndex(m.gpu_uuid);
+    if (dev < 0) {
+      // A reservation on a GPU this node does not have: fail closed on its MIG GPUs.
+      for (size_t i = 0; i < ns.devices.size(); ++i) {
+        if (ns.devices[i].IsMig()) entry(static_cast<int>(i)).fail_closed++;
+      }
+      continue;
+    }
+    if (!ns.devices[dev].IsMig()) {
+      entry(dev).fail_closed++;  // a MIG instance on a GPU that is not in MIG mode
+      continue;
+    }
+    mig_devices_with_allocations.insert(dev);
+    int profile = ns.mig_models[dev].ProfileIndex(m.profile);
+    ns.instances[dev].push_back(MigInstance{pod.key, profile, m.profile, m.placement});
+    touched_layouts.insert(dev);
+  }
+  // A MIG GPU used without a placement: its occupancy is unknown, so nothing else goes there.
+  for (int dev : mig_devices_with_entries) {
+    if (mig_devices_with_allocations.count(dev) == 0) entry(dev).fail_closed++;
+  }
+  for (const auto& a : applied) {
+    DeviceUsage& u = ns.usage[a.device];
+    u.used += a.used;
+    u.used_mem += a.mem;
+    u.used_cores += a.cores;
+    u.fail_closed += a.fail_closed;
+  }
+  for (int dev : touched_layouts) RebuildLayout(ns, dev);
+}
+
+void ClusterState::Unapply(NodeState& ns, const std::string& key) {
+  auto it = applied_.find(key);
+  if (it == applied_.end()) return;
+  for (const auto& a : it->second) {
+    if (a.device < 0 || a.device >= static_cast<int>(ns.usage.size())) continue;
+    DeviceUsage& u = ns.usage[a.device];
+    u.used -= a.used;
+    u.used_mem -= a.mem;
+    u.used_cores -= a.cores;
+    u.fail_closed -= a.fail_closed;
+  }
+  for (size_t dev = 0; dev < ns.instances.size(); ++dev) {
+    auto& list = ns.instances[dev];
+    auto end = std::remove_if(list.begin(), list.end(),
+                              [&](const MigInstance& m) { return m.pod_key == key; });
+    if (end != list.end()) {
+      list.erase(end, list.end());
+      RebuildLayout(ns, static_cast<int>(dev));
+    }
+  }
+  applied_.erase(it);
+}
+
+void ClusterState::RebuildLayout(NodeState& ns, int dev) {
+  const mig::GpuMigModel& model = ns.mig_models[dev];
+  DeviceUsage& u = ns.usage[dev];
+  // Instances that break the GPU's rules (overlap, unknown profile or placement) mean the
+  // annotations disagree with the hardware: the GPU is then not offered to anyone.
+  u.layout = mig::Layout{};
+  u.layout_conflicts = 0;
+  for (const auto& inst : ns.instances[dev]) {
+    if (inst.profile >= 0 && model.CanPlace(u.layout, inst.profile, inst.placement)) {
+      model.Place(u.layout, inst.profile, inst.placement);
+      continue;
+    }
+    u.layout_conflicts++;
+    u.layout.occupied |= mig::PlacementMask(inst.placement);
+  }
+}
+
+Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
+    const model::Pod& pod) {
+  const std::string* node = pod.Annotation(std::string(ann::kAssignedNode));
+  const std::string* allocated = pod.Annotation(std::string(ann::kDevicesAllocated));
+  if (node == nullptr || node->empty() || allocated == nullptr) {
+    return std::optional<PodReservation>{};
+  }
+  PodReservation r;
+  r.key = pod.Key();
+  r.uid = pod.uid;
+  r.node = *node;
+  r.num_init = static_cast<int>(pod.init_containers.size());
+  auto devices = codec::DecodePodDevices(*allocated);
+  if (!devices.ok()) {
+    return Error{"pod " + pod.Key() + ": annotation hami.io/vgpu-devices-allocated: " +
+                 devices.error().message};
+  }
+  r.devices = std::move(devices.value());
+  if (const std::string* mig = pod.Annotation(std::string(ann::kMigAllocations))) {
+    auto allocations = codec::DecodeMigAllocations(*mig);
+    if (!allocations.ok()) {
+      return Error{"pod " + pod.Key() + ": annotation hami.io/vgpu-mig-allocations: " +
+                   allocations.error().message};
+    }
+    r.mig = std::move(allocations.value());
+  }
+  return std::optional<PodReservation>(std::move(r));
+}
+
+}  // namespace tessera::state

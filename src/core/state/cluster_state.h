@@ -1,0 +1,113 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/codec/mig_allocations.h"
+#include "core/codec/pod_devices.h"
+#include "core/common/result.h"
+#include "core/config/scheduler_config.h"
+#include "core/mig/layout.h"
+#include "core/model/device.h"
+#include "core/model/pod.h"
+
+namespace tessera::state {
+
+// What is in use on one GPU.
+struct DeviceUsage {
+  int32_t used = 0;          // tasks (slots)
+  int64_t used_mem = 0;      // MiB
+  int32_t used_cores = 0;    // percent
+  mig::Layout layout;        // MIG instances' occupancy
+  int32_t fail_closed = 0;   // pods whose annotations contradict this GPU: it is not used
+  int32_t layout_conflicts = 0;  // MIG instances that break the GPU's placement rules
+  bool Trusted() const { return fail_closed == 0 && layout_conflicts == 0; }
+  bool operator==(const DeviceUsage&) const = default;
+};
+
+// One MIG instance held on a GPU.
+struct MigInstance {
+  std::string pod_key;
+  int profile = -1;
+  std::string profile_name;
+  model::Placement placement;
+};
+
+// A pod's hold on one node, as its allocation annotations describe it.
+struct PodReservation {
+  std::string key;  // namespace/name
+  std::string uid;
+  std::string node;
+  int num_init = 0;
+  codec::PodDevices devices;                 // per allocation slot
+  std::vector<codec::MigAllocation> mig;     // MIG instances
+};
+
+// One registered node and the usage of its GPUs.
+struct NodeState {
+  std::string name;
+  model::Node node;
+  // Empty when the node is usable; otherwise why it is not ("node unregistered", a decode error).
+  std::string unusable_reason;
+  std::vector<model::GpuDevice> devices;
+  std::vector<mig::GpuMigModel> mig_models;  // one per device
+  model::PairScores pair_scores;
+  std::set<std::string> cordoned;
+  std::vector<DeviceUsage> usage;
+  std::vector<std::vector<MigInstance>> instances;  // per device
+  std::set<std::string> pods;                        // keys of pods reserved here
+
+  bool usable() const { return unusable_reason.empty(); }
+  int DeviceIndex(const std::string& uuid) const;
+};
+
+// The cluster as the scheduler sees it, kept incrementally: adding or removing a pod touches
+// only the GPUs it holds; changing a node re-applies only that node's pods.
+class ClusterState {
+ public:
+  explicit ClusterState(config::SchedulerConfig config) : config_(std::move(config)) {}
+
+  // Adds or replaces a node; its register annotation is decoded here. A malformed annotation
+  // makes only this node unusable, with the decode error as the reason.
+  void UpsertNode(const model::Node& node);
+  void RemoveNode(const std::string& name);
+
+  // Adds a pod's reservation, replacing the pod's previous one.
+  void AddPod(PodReservation reservation);
+  // Removes a pod's reservation and returns it (nullopt if the pod held nothing).
+  std::optional<PodReservation> RemovePod(const std::string& key);
+
+  // The reservation written in a pod's annotations, when it has one (hami.io/vgpu-node plus
+  // hami.io/vgpu-devices-allocated). Errors name the pod and the annotation.
+  static Result<std::optional<PodReservation>> ReservationFromAnnotations(const model::Pod& pod);
+
+  const std::map<std::string, NodeState>& nodes() const { return nodes_; }
+  const NodeState* node(const std::string& name) const;
+  const PodReservation* pod(const std::string& key) const;
+  const std::map<std::string, PodReservation>& pods() const { return pods_; }
+  const config::SchedulerConfig& config() const { return config_; }
+
+ private:
+  struct Applied {
+    int device = -1;
+    int32_t used = 0;
+    int64_t mem = 0;
+    int32_t cores = 0;
+    int32_t fail_closed = 0;
+  };
+  void Apply(NodeState& node, const PodReservation& pod);
+  void Unapply(NodeState& node, const std::string& key);
+  void RebuildLayout(NodeState& node, int device);
+  void ResetUsage(NodeState& node);
+
+  config::SchedulerConfig config_;
+  std::map<std::string, NodeState> nodes_;
+  std::map<std::string, PodReservation> pods_;
+  std::map<std::string, std::vector<Applied>> applied_;  // by pod key
+};
+
+}  // namespace tessera::state

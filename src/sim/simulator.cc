@@ -1,0 +1,119 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+
+#include "core/sched/admission.h"
+
+namespace tessera::sim {
+
+Simulator::Simulator(Scenario scenario)
+    : scenario_(std::move(scenario)),
+      state_(scenario_.config),
+      scheduler_(state_, scenario_.policy) {
+  for (const auto& node : scenario_.nodes) state_.UpsertNode(node);
+}
+
+StepResult Simulator::Create(int step, const model::Pod& pod, const std::string& action) {
+  StepResult r;
+  r.step = step;
+  r.action = action;
+  r.pod = pod.Key();
+  // A pod that already carries a placement is running: adopt it as the live cluster's state
+  // would be rebuilt, without scheduling it again.
+  auto existing = state::ClusterState::ReservationFromAnnotations(pod);
+  if (!existing.ok()) {
+    r.error = existing.error().message;
+    return r;
+  }
+  if (existing.value() && !pod.node_name.empty()) {
+    state::PodReservation reservation = std::move(*existing.value());
+    r.adopted = true;
+    r.decision.scheduled = true;
+    r.decision.node = reservation.node;
+    r.decision.annotations = pod.annotations;
+    for (const auto& c : pod.init_containers) r.decision.container_names.push_back(c.name);
+    for (const auto& c : pod.containers) r.decision.container_names.push_back(c.name);
+    r.decision.containers.resize(r.decision.container_names.size());
+    for (size_t slot = 0; slot < reservation.devices.size() && slot < r.decision.containers.size();
+         ++slot) {
+      for (size_t pos = 0; pos < reservation.devices[slot].size(); ++pos) {
+        const auto& d = reservation.devices[slot][pos];
+        sched::GrantedDevice g{d.uuid, d.used_mem, d.used_cores, "", {}};
+        for (const auto& m : reservation.mig) {
+          if (m.container_index == static_cast<int>(slot) &&
+              m.device_index == static_cast<int>(pos)) {
+            g.mig_profile = m.profile;
+            g.placement = m.placement;
+          }
+        }
+        r.decision.containers[slot].push_back(g);
+      }
+    }
+    state_.AddPod(std::move(reservation));
+    return r;
+  }
+  auto admitted = sched::ApplyAdmissionDefaults(pod, state_.config().nvidia);
+  if (!admitted.ok()) {
+    r.error = "admission denied: pod " + pod.Key() + ": " + admitted.error().message;
+    return r;
+  }
+  r.decision = scheduler_.Schedule(admitted->pod, nullptr, Now(step));
+  if (!r.decision.scheduled && !r.decision.passthrough && !r.decision.invalid_request) {
+    pending_.push_back(admitted->pod);
+  }
+  return r;
+}
+
+std::vector<StepResult> Simulator::RunStep(size_t index) {
+  std::vector<StepResult> out;
+  const ScenarioStep& st = scenario_.steps[index];
+  const int step = static_cast<int>(index) + 1;
+  if (st.kind == ScenarioStep::Kind::kCreate) {
+    out.push_back(Create(step, st.pod, "create"));
+    return out;
+  }
+  StepResult r;
+  r.step = step;
+  r.action = "delete";
+  r.pod = st.pod_key;
+  auto it = std::find_if(pending_.begin(), pending_.end(),
+                         [&](const model::Pod& p) { return p.Key() == st.pod_key; });
+  if (it != pending_.end()) pending_.erase(it);
+  auto released = scheduler_.Release(st.pod_key);
+  r.found = released.has_value();
+  if (released) {
+    const state::NodeState* node = state_.node(released->node);
+    std::vector<bool> mig_entry_seen;
+    for (size_t slot = 0; slot < released->devices.size(); ++slot) {
+      for (size_t pos = 0; pos < released->devices[slot].size(); ++pos) {
+        const auto& d = released->devices[slot][pos];
+        ReleasedDevice rd{released->node, d.uuid, d.used_mem, d.used_cores, "", {}};
+        for (const auto& m : released->mig) {
+          if (m.container_index == static_cast<int>(slot) &&
+              m.device_index == static_cast<int>(pos)) {
+            rd.mig_profile = m.profile;
+            rd.placement = m.placement;
+          }
+        }
+        (void)node;
+        r.released.push_back(rd);
+      }
+    }
+  }
+  out.push_back(std::move(r));
+  // The cluster changed: pending pods get another chance, oldest first.
+  std::vector<model::Pod> waiting;
+  waiting.swap(pending_);
+  for (const auto& pod : waiting) out.push_back(Create(step, pod, "retry"));
+  return out;
+}
+
+std::vector<StepResult> Simulator::RunAll() {
+  std::vector<StepResult> all;
+  for (size_t i = 0; i < scenario_.steps.size(); ++i) {
+    for (auto& r : RunStep(i)) all.push_back(std::move(r));
+  }
+  return all;
+}
+
+}  // namespace tessera::sim

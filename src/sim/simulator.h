@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/mig/catalog.h"
+#include "core/sched/scheduler.h"
+#include "core/state/cluster_state.h"
+#include "sim/scenario.h"
+
+namespace tessera::sim {
+
+// One device a deleted pod gave back.
+struct ReleasedDevice {
+  std::string node;
+  std::string uuid;
+  int32_t mem = 0;
+  int32_t cores = 0;
+  std::string mig_profile;
+  model::Placement placement;
+};
+
+// What happened at one step (a create, a delete, or a retry of a pending pod after a delete).
+struct StepResult {
+  int step = 0;
+  std::string action;  // "create", "delete", "retry"
+  std::string pod;     // namespace/name
+  bool adopted = false;
+  std::string error;   // a create that could not be admitted or adopted
+  sched::Decision decision;
+  std::vector<ReleasedDevice> released;
+  bool found = true;   // delete: the pod existed
+};
+
+// Runs a scenario through the production scheduling code: the same admission defaults, the same
+// cycle, the same state updates as `tessera serve`. Pods that do not fit stay pending and are
+// retried, in creation order, after every delete (as kube-scheduler requeues on cluster events).
+class Simulator {
+ public:
+  explicit Simulator(Scenario scenario);
+
+  std::vector<StepResult> RunStep(size_t index);
+  std::vector<StepResult> RunAll();
+
+  const state::ClusterState& state() const { return state_; }
+  const Scenario& scenario() const { return scenario_; }
+  size_t step_count() const { return scenario_.steps.size(); }
+
+ private:
+  StepResult Create(int step, const model::Pod& pod, const std::string& action);
+  int64_t Now(int step) const { return kEpoch + step; }
+  static constexpr int64_t kEpoch = 1767225600;  // 2026-01-01T00:00:00Z: deterministic output
+
+  Scenario scenario_;
+  state::ClusterState state_;
+  sched::Scheduler scheduler_;
+  std::vector<model::Pod> pending_;
+};
+
+}  // namespace tessera::sim
