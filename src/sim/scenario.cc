@@ -127,17 +127,20 @@ Result<std::vector<model::GpuDevice>> ShorthandGpus(const Json& gpu, const std::
 }  // namespace
 
 std::string SyntheticGpuUuid(const std::string& node, int index) {
-  auto fnv = [](const std::string& s, uint64_t seed) {
-    uint64_t h = 1469598103934665603ULL ^ seed;
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ULL;
-    }
-    return h;
+  // FNV-1a of "node/index", then a splitmix64 finaliser so that neighbours differ everywhere.
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
   };
-  std::string key = node + "/" + std::to_string(index);
-  uint64_t a = fnv(key, 0);
-  uint64_t b = fnv(key, 0x9e3779b97f4a7c15ULL);
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : node + "/" + std::to_string(index)) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  uint64_t a = mix(h);
+  uint64_t b = mix(a);
   char buf[64];
   std::snprintf(buf, sizeof(buf), "GPU-%08x-%04x-%04x-%04x-%012llx",
                 static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),

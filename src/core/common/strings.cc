@@ -101,7 +101,10 @@ bool ParseInt64(std::string_view text, long long* out) {
   if (text.empty()) return false;
   const char* first = text.data();
   const char* last = text.data() + text.size();
-  if (*first == '+') ++first;
+  if (*first == '+') {
+    ++first;
+    if (first != last && *first == '-') return false;  // "+-5": from_chars would take "-5"
+  }
   auto [ptr, ec] = std::from_chars(first, last, *out);
   return ec == std::errc() && ptr == last && first != last;
 }

@@ -19,7 +19,8 @@ bool EndsWith(std::string_view text, std::string_view suffix);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 // Go's strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False.
 bool ParseGoBool(std::string_view text, bool* out);
-// Parses a decimal integer that must use the whole string; no sign allowed unless allow_negative.
+// Parses a decimal integer that must use the whole string, with at most one leading '+' or '-'
+// (as Go's strconv.ParseInt). Callers reject negatives themselves where they must.
 bool ParseInt64(std::string_view text, long long* out);
 
 }  // namespace tessera

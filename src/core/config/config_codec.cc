@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include "core/common/strings.h"
+
 namespace tessera::config {
 namespace {
 
@@ -107,7 +109,8 @@ Result<SchedulerConfig> DecodeSchedulerConfig(const Json& root) {
                                                  "amd",      "vastai",  "biren",     "vnpus",
                                                  "iluvatar", "ascend"};
   for (auto it = root.begin(); it != root.end(); ++it) {
-    if (it.key() == "nvidia") continue;
+    // FindKey below reads the section case-insensitively; do not also call it ignored.
+    if (EqualsIgnoreCase(it.key(), "nvidia")) continue;
     if (kVendors.count(it.key()) > 0) {
       config.warnings.push_back("ignoring device-config section \"" + it.key() +
                                 "\": tessera schedules NVIDIA GPUs only");

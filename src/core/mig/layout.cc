@@ -56,7 +56,9 @@ bool GpuMigModel::CanPlace(const Layout& layout, int profile,
   }
   if ((layout.occupied & PlacementMask(placement)) != 0) return false;
   if (layout.counts[profile] >= p.EffectiveMaxCount()) return false;
-  if (compute_slices_ > 0 && layout.compute_used + p.slice_count > compute_slices_) return false;
+  // No separate compute-slice check: on every GPU in the MIG tables, non-overlapping placements
+  // never use more compute slices than the GPU has (mig-hardware.md rule R9), and a node that
+  // registers only some profiles does not tell us the GPU's compute-slice count anyway.
   switch (p.media()) {
     case model::MediaEngines::kShared:
       if (layout.media_shared > 0 || layout.media_all > 0) return false;

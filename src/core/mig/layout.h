@@ -53,7 +53,7 @@ class GpuMigModel {
   int32_t LargestProfileMemory() const;
 
   // Whether an instance of `profile` at `placement` is legal on top of `layout` (rules R1-R5:
-  // a listed placement, no overlap, instance limit, compute budget, media engines).
+  // a listed placement, no overlap, instance limit, media engines).
   bool CanPlace(const Layout& layout, int profile, const model::Placement& placement) const;
   void Place(Layout& layout, int profile, const model::Placement& placement) const;
   void Remove(Layout& layout, int profile, const model::Placement& placement) const;

@@ -45,9 +45,15 @@ Result<AdmissionOutcome> ApplyAdmissionDefaults(const model::Pod& pod,
       has = true;
     }
     if (Has(c, config.resource_count_name) && !Has(c, config.resource_core_name)) {
-      const std::string* pct = Get(c, config.resource_memory_percentage_name);
-      bool exclusive = (pct != nullptr && *pct == "100") || config.resource_memory_name.empty() ||
-                       (!Has(c, config.resource_memory_name) && pct == nullptr);
+      // HAMi's defaultExclusiveCoreIfNeeded: a percentage decides alone (exclusive iff it is
+      // 100, by value); without one, exclusive when no memory is (or can be) asked for.
+      bool exclusive = false;
+      if (const std::string* pct = Get(c, config.resource_memory_percentage_name)) {
+        auto q = model::Quantity::Parse(*pct);
+        exclusive = q.ok() && q->ToInt64() == 100;
+      } else {
+        exclusive = config.resource_memory_name.empty() || !Has(c, config.resource_memory_name);
+      }
       if (exclusive) {
         c.limits[config.resource_core_name] = "100";
         out.changes.push_back({init, index, config.resource_core_name, "100"});

@@ -196,17 +196,22 @@ class PodFitter {
         reasons[std::string(reason::kCardInsufficientMemory)]++;
         continue;
       }
-      if (d.total_cores - u.used_cores < request.cores) {
-        reasons[std::string(reason::kCardInsufficientCore)]++;
-        continue;
-      }
-      if (d.total_cores == 100 && request.cores == 100 && u.used > 0) {
-        reasons[std::string(reason::kExclusiveDeviceAllocateConflict)]++;
-        continue;
-      }
-      if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0) {
-        reasons[std::string(reason::kCardComputeUnitsExhausted)]++;
-        continue;
+      // Checks 12-14 are about time-shared compute. On a MIG GPU each instance has its own
+      // compute slices: the requested cores choose the profile, and the profiles' rounded core
+      // shares may add up past 100, so they must not block a placement that physically fits.
+      if (!d.IsMig()) {
+        if (d.total_cores - u.used_cores < request.cores) {
+          reasons[std::string(reason::kCardInsufficientCore)]++;
+          continue;
+        }
+        if (d.total_cores == 100 && request.cores == 100 && u.used > 0) {
+          reasons[std::string(reason::kExclusiveDeviceAllocateConflict)]++;
+          continue;
+        }
+        if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0) {
+          reasons[std::string(reason::kCardComputeUnitsExhausted)]++;
+          continue;
+        }
       }
       if (d.IsMig()) {
         mig::InstanceDemand demand{memreq, request.cores};

@@ -111,7 +111,7 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   }
   if (auto* v = annotation(ann::kNumaBind)) {
     bool b = false;
-    p.numa_bind = ParseGoBool(Trim(*v), &b) && b;
+    p.numa_bind = ParseGoBool(*v, &b) && b;  // untrimmed, as HAMi's strconv.ParseBool
   }
   p.node_policy = defaults.node;
   if (auto* v = annotation(ann::kNodePolicy)) {

@@ -1,5 +1,7 @@
 #include "core/sched/request.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "core/model/quantity.h"
@@ -28,9 +30,13 @@ Result<long long> WholeNumber(const model::Container& c, const std::string& reso
   auto v = q->ToInt64();
   if (!v) return Unusable(c, resource, text, "is not a whole number of " + unit);
   if (*v > max) {
-    return Unusable(c, resource, text,
-                    "is " + std::to_string(*v) + " " + unit + ", more than the maximum " +
-                        std::to_string(max));
+    std::string why = "means " + std::to_string(*v) + " " + unit + ", more than the maximum " +
+                      std::to_string(max);
+    // "16Gi" is a valid Kubernetes quantity, but this resource counts plain units.
+    bool has_suffix = std::any_of(text.begin(), text.end(),
+                                  [](unsigned char ch) { return std::isalpha(ch) != 0; });
+    if (has_suffix) why += " (" + resource + " counts " + unit + ": write a plain number)";
+    return Unusable(c, resource, text, why);
   }
   return *v;
 }
@@ -57,8 +63,12 @@ Result<ContainerRequest> DeriveContainerRequest(const model::Container& containe
     auto n = WholeNumber(container, config.resource_count_name, *count, kInt32Max, "devices");
     if (!n.ok()) return n.error();
     r.nums = static_cast<int32_t>(*n);
-  } else if ((mem != nullptr || pct != nullptr || cores != nullptr) && config.default_gpu_num > 0) {
-    // The webhook would have set the count to defaultGPUNum (hami-protocol.md 8, step 3.4).
+  } else if ((container.limits.count(config.resource_memory_name) > 0 ||
+              container.limits.count(config.resource_memory_percentage_name) > 0 ||
+              container.limits.count(config.resource_core_name) > 0) &&
+             config.default_gpu_num > 0) {
+    // The webhook would have set the count to defaultGPUNum (hami-protocol.md 8, step 3.4); it
+    // looks at limits only, as ApplyAdmissionDefaults does.
     r.nums = config.default_gpu_num;
   }
   if (r.nums == 0) return ContainerRequest{};

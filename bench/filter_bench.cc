@@ -1,0 +1,229 @@
+// One filter decision (Scheduler::Evaluate: request parsing, per-node fit, scoring, choosing a
+// node) over clusters of 100, 1000 and 5000 nodes with 8 A100-40GB GPUs each, shared (hami-core)
+// or in MIG mode, empty or 80% occupied. Only Evaluate is timed; the cluster is built and filled
+// once per benchmark, before the timed loop.
+//
+// Occupancy: C is how many of the benchmarked pods one empty node takes (found by scheduling
+// them onto a probe node until one no longer fits). "uniform80" puts round(0.8 * C) of them on
+// every node, so every node still fits and is scored (the slowest case); "packed80" fills
+// round(0.8 * nodes) nodes to C and leaves the rest empty, which is what the default binpack
+// policy converges to (full nodes are rejected, the others scored).
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/codec/node_register.h"
+#include "core/config/scheduler_config.h"
+#include "core/mig/catalog.h"
+#include "core/model/annotations.h"
+#include "core/model/device.h"
+#include "core/model/pod.h"
+#include "core/sched/scheduler.h"
+#include "core/state/cluster_state.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kGpusPerNode = 8;
+constexpr int64_t kNow = 1767225600;  // 2026-01-01T00:00:00Z
+constexpr char kModel[] = "A100-40GB";
+
+enum class Kind { kSharing = 0, kMig = 1 };
+enum class Fill { kEmpty = 0, kUniform80 = 1, kPacked80 = 2 };
+
+const char* FillName(Fill f) {
+  switch (f) {
+    case Fill::kEmpty:
+      return "empty";
+    case Fill::kUniform80:
+      return "uniform80";
+    case Fill::kPacked80:
+      return "packed80";
+  }
+  return "?";
+}
+
+const mig::GpuModelSpec& A100Spec() {
+  static const mig::GpuModelCatalog* catalog = [] {
+    auto c = mig::GpuModelCatalog::Builtin();
+    if (!c.ok()) {
+      std::fprintf(stderr, "built-in MIG table: %s\n", c.error().message.c_str());
+      std::abort();
+    }
+    return new mig::GpuModelCatalog(std::move(c.value()));
+  }();
+  const mig::GpuModelSpec* spec = catalog->Find(kModel);
+  if (spec == nullptr) {
+    std::fprintf(stderr, "%s is not in the built-in MIG table\n", kModel);
+    std::abort();
+  }
+  return *spec;
+}
+
+// 8 GPUs as HAMi's agent registers them (what `tessera simulate` shorthand nodes produce).
+model::Node MakeNode(const std::string& name, Kind kind) {
+  const mig::GpuModelSpec& spec = A100Spec();
+  std::vector<model::GpuDevice> gpus;
+  for (int i = 0; i < kGpusPerNode; ++i) {
+    model::GpuDevice d;
+    char uuid[64];
+    std::snprintf(uuid, sizeof(uuid), "GPU-%s-%02d", name.c_str(), i);
+    d.uuid = uuid;
+    d.index = static_cast<uint32_t>(i);
+    d.type = "NVIDIA A100-SXM4-40GB";
+    d.total_mem_mib = spec.memory_mib;
+    d.total_cores = 100;
+    d.healthy = true;
+    d.numa = i < kGpusPerNode / 2 ? 0 : 1;
+    if (kind == Kind::kSharing) {
+      d.mode = "hami-core";
+      d.count = 10;
+    } else {
+      d.mode = "mig";
+      d.mig_profiles = spec.profiles;
+      for (const auto& p : spec.profiles) d.count = std::max(d.count, p.EffectiveMaxCount());
+    }
+    gpus.push_back(std::move(d));
+  }
+  model::Node node;
+  node.name = name;
+  node.annotations[std::string(model::annotations::kNodeRegister)] =
+      codec::EncodeNodeRegister(gpus);
+  return node;
+}
+
+// Sharing: gpu 1, gpumem 8000, gpucores 20. MIG: vgpu-mode mig, gpu 2, gpumem 9000.
+model::Pod MakePod(const std::string& name, Kind kind) {
+  model::Pod pod;
+  pod.ns = "bench";
+  pod.name = name;
+  pod.uid = "uid-" + name;
+  model::Container c;
+  c.name = "main";
+  if (kind == Kind::kSharing) {
+    c.limits = {
+        {"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", "20"}};
+  } else {
+    c.limits = {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "9000"}};
+    pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
+  }
+  pod.containers.push_back(std::move(c));
+  return pod;
+}
+
+std::string NodeName(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "node-%05d", i);
+  return buf;
+}
+
+// How many benchmark pods one empty node takes.
+int NodeCapacity(Kind kind) {
+  state::ClusterState state{config::SchedulerConfig{}};
+  state.UpsertNode(MakeNode("probe", kind));
+  sched::Scheduler scheduler(state, sched::PolicyDefaults{});
+  int n = 0;
+  while (n < 1000 &&
+         scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled) {
+    ++n;
+  }
+  return n;
+}
+
+struct Cluster {
+  std::tuple<int, int, int> key;
+  state::ClusterState state{config::SchedulerConfig{}};
+  std::unique_ptr<sched::Scheduler> scheduler;
+  model::Pod pod;
+  int capacity = 0;
+  int pods = 0;
+  std::string error;
+};
+
+// Builds (registers every node, then schedules the filler pods) outside the timed loop. The last
+// cluster is kept so that Google Benchmark's repeated runs of one benchmark reuse it.
+Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
+  static std::unique_ptr<Cluster> cached;
+  const auto key = std::make_tuple(static_cast<int>(kind), nodes, static_cast<int>(fill));
+  if (cached && cached->key == key) return *cached;
+  cached.reset();
+  auto c = std::make_unique<Cluster>();
+  c->key = key;
+  for (int i = 0; i < nodes; ++i) c->state.UpsertNode(MakeNode(NodeName(i), kind));
+  c->scheduler = std::make_unique<sched::Scheduler>(c->state, sched::PolicyDefaults{});
+  c->capacity = NodeCapacity(kind);
+  int per_node_uniform = 0;
+  int full_nodes = 0;
+  if (fill == Fill::kUniform80) {
+    per_node_uniform = static_cast<int>(std::lround(0.8 * c->capacity));
+  } else if (fill == Fill::kPacked80) {
+    full_nodes = static_cast<int>(std::lround(0.8 * nodes));
+  }
+  for (int i = 0; i < nodes && c->error.empty(); ++i) {
+    const int count =
+        fill == Fill::kPacked80 ? (i < full_nodes ? c->capacity : 0) : per_node_uniform;
+    const std::vector<std::string> only = {NodeName(i)};
+    for (int k = 0; k < count; ++k) {
+      auto d =
+          c->scheduler->Schedule(MakePod("fill-" + std::to_string(c->pods), kind), &only, kNow);
+      if (!d.scheduled) {
+        c->error = "filler pod did not fit on " + only[0] + ": " + d.message;
+        break;
+      }
+      ++c->pods;
+    }
+  }
+  c->pod = MakePod("probe", kind);
+  cached = std::move(c);
+  return *cached;
+}
+
+void BM_FilterDecision(benchmark::State& state, Kind kind) {
+  const int nodes = static_cast<int>(state.range(0));
+  const Fill fill = static_cast<Fill>(state.range(1));
+  Cluster& c = GetCluster(kind, nodes, fill);
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  // The probe pod must fit somewhere, or the benchmark would time a rejection.
+  const sched::Decision check = c.scheduler->Evaluate(c.pod, nullptr, kNow);
+  if (!check.scheduled) {
+    state.SkipWithError(("probe pod does not fit: " + check.message).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    sched::Decision d = c.scheduler->Evaluate(c.pod, nullptr, kNow);
+    benchmark::DoNotOptimize(d);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(FillName(fill));
+  state.counters["gpus"] = static_cast<double>(nodes) * kGpusPerNode;
+  state.counters["pods"] = c.pods;
+  state.counters["node_cap"] = c.capacity;
+  state.counters["feasible"] = static_cast<double>(nodes - check.failed_nodes.size());
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"nodes", "fill"});
+  b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2}});
+  b->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_CAPTURE(BM_FilterDecision, sharing, Kind::kSharing)->Apply(Args);
+BENCHMARK_CAPTURE(BM_FilterDecision, mig, Kind::kMig)->Apply(Args);
+
+}  // namespace
+}  // namespace tessera
+
+BENCHMARK_MAIN();

@@ -1,0 +1,118 @@
+#include "core/common/strings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(SplitKeepEmptyTest, KeepsEmptyPiecesBetweenAndAroundSeparators) {
+  EXPECT_THAT(SplitKeepEmpty(";a;;b;", ';'), ElementsAre("", "a", "", "b", ""));
+}
+
+TEST(SplitKeepEmptyTest, EmptyTextIsOneEmptyPiece) {
+  EXPECT_THAT(SplitKeepEmpty("", ';'), ElementsAre(""));
+}
+
+TEST(SplitKeepEmptyTest, TextWithoutSeparatorIsOnePiece) {
+  EXPECT_THAT(SplitKeepEmpty("GPU-0,NVIDIA,1,0", ';'), ElementsAre("GPU-0,NVIDIA,1,0"));
+}
+
+TEST(SplitTrimmedTest, TrimsPiecesAndDropsEmptyOnes) {
+  EXPECT_THAT(SplitTrimmed(" A100 ,, V100,\t,", ','), ElementsAre("A100", "V100"));
+}
+
+TEST(SplitTrimmedTest, WhitespaceOnlyTextHasNoPieces) {
+  EXPECT_THAT(SplitTrimmed("  ", ','), IsEmpty());
+}
+
+TEST(TrimTest, RemovesLeadingAndTrailingWhitespaceOnly) {
+  EXPECT_EQ(Trim(" \t a b \n"), "a b");
+  EXPECT_EQ(Trim("   "), "");
+  EXPECT_EQ(Trim(""), "");
+}
+
+TEST(CaseTest, ToLowerAndToUpperChangeAsciiLettersOnly) {
+  EXPECT_EQ(ToLower("NVIDIA A100-SXM4"), "nvidia a100-sxm4");
+  EXPECT_EQ(ToUpper("nvidia a100-sxm4"), "NVIDIA A100-SXM4");
+}
+
+TEST(EqualsIgnoreCaseTest, ComparesAsciiLettersWithoutCase) {
+  EXPECT_TRUE(EqualsIgnoreCase("devMem", "DEVMEM"));
+  EXPECT_FALSE(EqualsIgnoreCase("devmem", "devmem2"));
+  EXPECT_FALSE(EqualsIgnoreCase("devmem", "devmen"));
+}
+
+TEST(AffixTest, StartsWithAndEndsWith) {
+  EXPECT_TRUE(StartsWith("Requesting_2026", "Requesting_"));
+  EXPECT_FALSE(StartsWith("Req", "Requesting_"));
+  EXPECT_TRUE(EndsWith("1g.10gb+me", "+me"));
+  EXPECT_FALSE(EndsWith("me", "+me"));
+  EXPECT_TRUE(StartsWith("x", ""));
+  EXPECT_TRUE(EndsWith("x", ""));
+}
+
+TEST(JoinTest, JoinsWithSeparatorBetweenPartsOnly) {
+  EXPECT_EQ(Join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(Join({"a"}, ", "), "a");
+  EXPECT_EQ(Join({}, ", "), "");
+}
+
+TEST(ParseGoBoolTest, AcceptsExactlyGoStrconvParseBoolSpellings) {
+  for (const char* text : {"1", "t", "T", "TRUE", "true", "True"}) {
+    SCOPED_TRACE(text);
+    bool value = false;
+    ASSERT_TRUE(ParseGoBool(text, &value));
+    EXPECT_TRUE(value);
+  }
+  for (const char* text : {"0", "f", "F", "FALSE", "false", "False"}) {
+    SCOPED_TRACE(text);
+    bool value = true;
+    ASSERT_TRUE(ParseGoBool(text, &value));
+    EXPECT_FALSE(value);
+  }
+}
+
+TEST(ParseGoBoolTest, RejectsOtherSpellingsAndLeavesOutputUnchanged) {
+  for (const char* text : {"", "yes", "on", "tRUE", "TRue", " true", "2", "y"}) {
+    SCOPED_TRACE(text);
+    bool value = true;
+    EXPECT_FALSE(ParseGoBool(text, &value));
+    EXPECT_TRUE(value);
+  }
+}
+
+TEST(ParseInt64Test, ParsesWholeDecimalStringsWithOptionalSign) {
+  struct Case {
+    const char* text;
+    long long want;
+  };
+  for (const Case& c : std::vector<Case>{{"0", 0},
+                                         {"42", 42},
+                                         {"+7", 7},
+                                         {"-3", -3},
+                                         {"9223372036854775807", 9223372036854775807LL}}) {
+    SCOPED_TRACE(c.text);
+    long long v = 0;
+    ASSERT_TRUE(ParseInt64(c.text, &v));
+    EXPECT_EQ(v, c.want);
+  }
+}
+
+TEST(ParseInt64Test, RejectsPartialOrMalformedNumbers) {
+  for (const char* text :
+       {"", "+", "-", "+-5", "++5", "1.5", "12a", " 1", "1 ", "0x10", "9223372036854775808"}) {
+    SCOPED_TRACE(text);
+    long long v = 0;
+    EXPECT_FALSE(ParseInt64(text, &v));
+  }
+}
+
+}  // namespace
+}  // namespace tessera

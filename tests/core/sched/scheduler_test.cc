@@ -1,0 +1,347 @@
+#include "core/sched/scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/codec/mig_allocations.h"
+#include "core/codec/pod_devices.h"
+#include "support/builders.h"
+
+namespace tessera::sched {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::A100Mig;
+using testing::NodeWith;
+using testing::PodBuilder;
+using testing::RtxPro6000Mig;
+using testing::SharingGpu;
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  SchedulerTest() : state_(config::SchedulerConfig{}), scheduler_(state_, PolicyDefaults{}) {}
+
+  void AddNode(const std::string& name, const std::vector<model::GpuDevice>& gpus,
+               std::map<std::string, std::string> extra = {}) {
+    model::Node n = NodeWith(name, gpus);
+    for (auto& [k, v] : extra) n.annotations[k] = v;
+    state_.UpsertNode(n);
+  }
+  Decision Schedule(const model::Pod& pod) { return scheduler_.Schedule(pod, nullptr, 1700000000); }
+
+  state::ClusterState state_;
+  Scheduler scheduler_;
+};
+
+TEST_F(SchedulerTest, TwoMigInstancesShareOneRtxPro6000) {
+  AddNode("node-a", {RtxPro6000Mig("GPU-r")});
+  Decision d = Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build());
+  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_EQ(d.containers.size(), 1U);
+  ASSERT_EQ(d.containers[0].size(), 2U);
+  EXPECT_EQ(d.containers[0][0].mig_profile, "1g.24gb");
+  EXPECT_EQ(d.containers[0][1].mig_profile, "1g.24gb");
+  EXPECT_NE(d.containers[0][0].placement.start, d.containers[0][1].placement.start);
+  // The profile's memory and cores are written, not the request's.
+  EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-allocated"),
+            "GPU-r,NVIDIA,24192,25:GPU-r,NVIDIA,24192,25:;");
+  EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-to-allocate"),
+            d.annotations.at("hami.io/vgpu-devices-allocated"));
+  EXPECT_EQ(d.annotations.at("hami.io/vgpu-node"), "node-a");
+  EXPECT_EQ(d.annotations.at("hami.io/vgpu-time"), "1700000000");
+  auto mig = codec::DecodeMigAllocations(d.annotations.at("hami.io/vgpu-mig-allocations"));
+  ASSERT_TRUE(mig.ok());
+  ASSERT_EQ(mig->size(), 2U);
+  EXPECT_EQ((*mig)[1].container_index, 0);
+  EXPECT_EQ((*mig)[1].device_index, 1);
+}
+
+TEST_F(SchedulerTest, FifthInstanceIsRefusedForMemoryNotTimeSlicing) {
+  AddNode("node-a", {RtxPro6000Mig("GPU-r")});
+  ASSERT_TRUE(Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build()).scheduled);
+  Decision d = Schedule(PodBuilder("default/p3").MigMode().Container(1, 8000).Build());
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardInsufficientMemory");
+  EXPECT_EQ(d.message, "0/1 nodes are available: 1 1/1 CardInsufficientMemory.");
+}
+
+TEST_F(SchedulerTest, ReleaseFreesExactlyThePodsInstances) {
+  AddNode("node-a", {RtxPro6000Mig("GPU-r")});
+  Decision p1 = Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build());
+  Decision p2 = Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build());
+  ASSERT_TRUE(p1.scheduled && p2.scheduled);
+  auto released = scheduler_.Release("default/p1");
+  ASSERT_TRUE(released.has_value());
+  EXPECT_EQ(released->mig.size(), 2U);
+  const auto& instances = state_.node("node-a")->instances[0];
+  ASSERT_EQ(instances.size(), 2U);
+  for (const auto& inst : instances) EXPECT_EQ(inst.pod_key, "default/p2");
+  EXPECT_EQ(state_.node("node-a")->usage[0].used_mem, 2 * 24192);
+  Decision p3 = Schedule(PodBuilder("default/p3").MigMode().Container(1, 8000).Build());
+  ASSERT_TRUE(p3.scheduled);
+  // It reuses one of the placements p1 gave back.
+  bool reused = false;
+  for (const auto& g : p1.containers[0]) {
+    reused = reused || g.placement == p3.containers[0][0].placement;
+  }
+  EXPECT_TRUE(reused);
+}
+
+TEST_F(SchedulerTest, NonMigRequestKeepsThePhysicalCountCheck) {
+  AddNode("node-b", {SharingGpu("GPU-s")});
+  Decision d = Schedule(PodBuilder("default/two").Container(2, 8000).Build());
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_EQ(d.failed_nodes.at("node-b"), "NodeInsufficientDevice");
+  EXPECT_EQ(d.message, "0/1 nodes are available: 1 NodeInsufficientDevice.");
+}
+
+TEST_F(SchedulerTest, HamiCoreModeOnAMigNodeIsATypeMismatch) {
+  AddNode("node-a", {RtxPro6000Mig("GPU-r")});
+  Decision d = Schedule(
+      PodBuilder("default/p").Annotation("nvidia.com/vgpu-mode", "hami-core").Container(1, 8000).Build());
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardTypeMismatch");
+}
+
+TEST_F(SchedulerTest, FitChecksCountTheirReasons) {
+  model::GpuDevice sick = SharingGpu("GPU-sick", 32768, 0, 0);
+  sick.healthy = false;
+  model::GpuDevice cordoned = SharingGpu("GPU-cordoned", 32768, 0, 1);
+  model::GpuDevice small = SharingGpu("GPU-small", 4096, 0, 2);
+  AddNode("n", {sick, cordoned, small}, {{"hami.io/device-cordon", " GPU-cordoned ,"}});
+  Decision d = Schedule(PodBuilder("default/p").Container(1, 8000, 10).Build());
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_EQ(d.failed_nodes.at("n"), "1/3 CardCordoned, 1/3 CardInsufficientMemory, 1/3 CardNotHealth");
+}
+
+TEST_F(SchedulerTest, CoreChecksAndExclusiveUse) {
+  AddNode("n", {SharingGpu("GPU-0")});
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 80).Build()).scheduled);
+  Decision cores = Schedule(PodBuilder("default/b").Container(1, 1000, 30).Build());
+  EXPECT_EQ(cores.failed_nodes.at("n"), "1/1 CardInsufficientCore");
+  Decision exclusive = Schedule(PodBuilder("default/c").Container(1, 1000, 100).Build());
+  EXPECT_EQ(exclusive.failed_nodes.at("n"), "1/1 CardInsufficientCore");
+  ASSERT_TRUE(Schedule(PodBuilder("default/d").Container(1, 1000, 20).Build()).scheduled);
+  Decision exhausted = Schedule(PodBuilder("default/e").Container(1, 1000, 0).Build());
+  EXPECT_EQ(exhausted.failed_nodes.at("n"), "1/1 CardComputeUnitsExhausted");
+}
+
+TEST_F(SchedulerTest, ExclusiveRequestConflictsWithAnyUser) {
+  AddNode("n", {SharingGpu("GPU-0")});
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 0).Build()).scheduled);
+  Decision d = Schedule(PodBuilder("default/b").Container(1, 1000, 100).Build());
+  EXPECT_EQ(d.failed_nodes.at("n"), "1/1 ExclusiveDeviceAllocateConflict");
+}
+
+TEST_F(SchedulerTest, SplitCountLimitsTasks) {
+  model::GpuDevice gpu = SharingGpu("GPU-0");
+  gpu.count = 1;
+  AddNode("n", {gpu});
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled);
+  Decision d = Schedule(PodBuilder("default/b").Container(1, 1000, 10).Build());
+  EXPECT_EQ(d.failed_nodes.at("n"), "1/1 CardTimeSlicingExhausted");
+}
+
+TEST_F(SchedulerTest, MutexPolicyRejectsBusyGpus) {
+  AddNode("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1)});
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled);
+  Decision d = Schedule(PodBuilder("default/b")
+                            .Annotation("hami.io/gpu-scheduler-policy", "mutex")
+                            .Container(2, 1000, 10)
+                            .Build());
+  EXPECT_EQ(d.failed_nodes.at("n"),
+            "1/2 AllocatedCardsInsufficientRequest, 1/2 ExclusiveDeviceAllocateConflict");
+}
+
+TEST_F(SchedulerTest, UuidFiltersAndTypeFilters) {
+  AddNode("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1)});
+  Decision use = Schedule(PodBuilder("default/a")
+                              .Annotation("nvidia.com/use-gpuuuid", "GPU-1")
+                              .Container(1, 1000, 10)
+                              .Build());
+  ASSERT_TRUE(use.scheduled);
+  EXPECT_EQ(use.containers[0][0].uuid, "GPU-1");
+  Decision nouse = Schedule(PodBuilder("default/b")
+                                .Annotation("nvidia.com/nouse-gpuuuid", "GPU-0,GPU-1")
+                                .Container(1, 1000, 10)
+                                .Build());
+  EXPECT_EQ(nouse.failed_nodes.at("n"), "2/2 CardUuidMismatch");
+  Decision type = Schedule(PodBuilder("default/c")
+                               .Annotation("nvidia.com/use-gputype", "A100")
+                               .Container(1, 1000, 10)
+                               .Build());
+  EXPECT_EQ(type.failed_nodes.at("n"), "2/2 CardTypeMismatch");
+  Decision notype = Schedule(PodBuilder("default/d")
+                                 .Annotation("nvidia.com/nouse-gputype", "v100")
+                                 .Container(1, 1000, 10)
+                                 .Build());
+  EXPECT_EQ(notype.failed_nodes.at("n"), "2/2 CardTypeMismatch");
+}
+
+TEST_F(SchedulerTest, GpuPolicySpreadAndBinpack) {
+  AddNode("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1)});
+  ASSERT_TRUE(Schedule(PodBuilder("default/a")
+                           .Annotation("nvidia.com/use-gpuuuid", "GPU-0")
+                           .Container(1, 1000, 10)
+                           .Build())
+                  .scheduled);
+  Decision spread = scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(),
+                                        nullptr, 0);
+  EXPECT_EQ(spread.containers[0][0].uuid, "GPU-1");
+  Decision binpack = scheduler_.Evaluate(PodBuilder("default/b")
+                                             .Annotation("hami.io/gpu-scheduler-policy", "binpack")
+                                             .Container(1, 1000, 10)
+                                             .Build(),
+                                         nullptr, 0);
+  EXPECT_EQ(binpack.containers[0][0].uuid, "GPU-0");
+}
+
+TEST_F(SchedulerTest, NodePolicyAndDeterministicTies) {
+  AddNode("n2", {SharingGpu("GPU-20")});
+  AddNode("n1", {SharingGpu("GPU-10")});
+  AddNode("n3", {SharingGpu("GPU-30")});
+  // All empty: ties break by node name.
+  Decision first = scheduler_.Evaluate(PodBuilder("default/x").Container(1, 1000, 10).Build(),
+                                       nullptr, 0);
+  EXPECT_EQ(first.node, "n1");
+  ASSERT_TRUE(Schedule(PodBuilder("default/a")
+                           .Annotation("nvidia.com/use-gpuuuid", "GPU-30")
+                           .Container(1, 4000, 10)
+                           .Build())
+                  .scheduled);
+  Decision binpack = scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(),
+                                         nullptr, 0);
+  EXPECT_EQ(binpack.node, "n3");
+  Decision spread = scheduler_.Evaluate(PodBuilder("default/b")
+                                            .Annotation("hami.io/node-scheduler-policy", "spread")
+                                            .Container(1, 1000, 10)
+                                            .Build(),
+                                        nullptr, 0);
+  EXPECT_EQ(spread.node, "n1");
+}
+
+TEST_F(SchedulerTest, UnknownPolicyIsAnErrorNotAFallback) {
+  AddNode("n", {SharingGpu("GPU-0")});
+  Decision d = Schedule(PodBuilder("default/p")
+                            .Annotation("hami.io/node-scheduler-policy", "pack")
+                            .Container(1, 1000, 10)
+                            .Build());
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_TRUE(d.invalid_request);
+  EXPECT_THAT(d.message, HasSubstr("hami.io/node-scheduler-policy"));
+  EXPECT_THAT(d.message, HasSubstr("\"pack\""));
+}
+
+TEST_F(SchedulerTest, UnusableQuantityNamesContainerResourceAndValue) {
+  AddNode("n", {SharingGpu("GPU-0")});
+  model::Pod pod = PodBuilder("default/p").Container(1).Build();
+  pod.containers[0].limits["nvidia.com/gpumem"] = "16Gi";
+  Decision d = Schedule(pod);
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_THAT(d.message, HasSubstr("container c0"));
+  EXPECT_THAT(d.message, HasSubstr("nvidia.com/gpumem"));
+  EXPECT_THAT(d.message, HasSubstr("\"16Gi\""));
+}
+
+TEST_F(SchedulerTest, NumaBindNeedsAllGpusOnOneNumaNode) {
+  AddNode("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 1, 1),
+                SharingGpu("GPU-2", 32768, 1, 2)});
+  Decision d = Schedule(PodBuilder("default/p")
+                            .Annotation("nvidia.com/numa-bind", "true")
+                            .Container(2, 1000, 10)
+                            .Build());
+  ASSERT_TRUE(d.scheduled);
+  EXPECT_EQ(d.containers[0].size(), 2U);
+  for (const auto& g : d.containers[0]) EXPECT_NE(g.uuid, "GPU-0");
+  Decision three = Schedule(PodBuilder("default/q")
+                                .Annotation("nvidia.com/numa-bind", "1")
+                                .Container(3, 1000, 10)
+                                .Build());
+  EXPECT_FALSE(three.scheduled);
+  EXPECT_THAT(three.failed_nodes.at("n"), HasSubstr("NumaNotFit"));
+}
+
+TEST_F(SchedulerTest, TopologyAwarePicksTheBestLinkedPair) {
+  AddNode("n",
+          {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1),
+           SharingGpu("GPU-2", 32768, 0, 2)},
+          {{"hami.io/node-nvidia-score",
+            R"([{"uuid":"GPU-0","score":{"GPU-1":10,"GPU-2":100}},)"
+            R"({"uuid":"GPU-1","score":{"GPU-0":10,"GPU-2":20}},)"
+            R"({"uuid":"GPU-2","score":{"GPU-0":100,"GPU-1":20}}])"}});
+  Decision d = Schedule(PodBuilder("default/p")
+                            .Annotation("hami.io/gpu-scheduler-policy", "topology-aware")
+                            .Container(2, 1000, 10)
+                            .Build());
+  ASSERT_TRUE(d.scheduled);
+  std::set<std::string> got;
+  for (const auto& g : d.containers[0]) got.insert(g.uuid);
+  EXPECT_EQ(got, (std::set<std::string>{"GPU-0", "GPU-2"}));
+}
+
+TEST_F(SchedulerTest, InitContainersCountAtTheirPeak) {
+  AddNode("n", {SharingGpu("GPU-0", 10000)});
+  model::Pod pod = PodBuilder("default/p").InitContainer(1, 9000, 10).Container(1, 9000, 10).Build();
+  Decision d = Schedule(pod);
+  ASSERT_TRUE(d.scheduled) << d.message;
+  EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-allocated"),
+            "GPU-0,NVIDIA,9000,10:;GPU-0,NVIDIA,9000,10:;");
+  EXPECT_EQ(state_.node("n")->usage[0].used_mem, 9000);
+}
+
+TEST_F(SchedulerTest, ContainersWithoutGpusKeepAnEmptySlot) {
+  AddNode("n", {SharingGpu("GPU-0")});
+  model::Pod pod = PodBuilder("default/p").Container(0).Container(1, 1000, 10).Build();
+  Decision d = Schedule(pod);
+  ASSERT_TRUE(d.scheduled);
+  EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-allocated"), ";GPU-0,NVIDIA,1000,10:;");
+}
+
+TEST_F(SchedulerTest, MalformedNodeAnnotationOnlyAffectsThatNode) {
+  AddNode("good", {SharingGpu("GPU-0")});
+  model::Node bad;
+  bad.name = "bad";
+  bad.annotations["hami.io/node-nvidia-register"] = "[{\"id\":42}]";
+  state_.UpsertNode(bad);
+  Decision d = Schedule(PodBuilder("default/p").Container(1, 1000, 10).Build());
+  ASSERT_TRUE(d.scheduled);
+  EXPECT_EQ(d.node, "good");
+  Decision big = Schedule(PodBuilder("default/q").Container(1, 99999, 10).Build());
+  EXPECT_THAT(big.failed_nodes.at("bad"), HasSubstr("hami.io/node-nvidia-register[0].id"));
+}
+
+TEST_F(SchedulerTest, RefilteringAPodThatNoLongerFitsKeepsItsReservation) {
+  AddNode("n", {SharingGpu("GPU-0", 10000)});
+  model::Pod pod = PodBuilder("default/p").Container(1, 6000, 10).Build();
+  ASSERT_TRUE(Schedule(pod).scheduled);
+  model::Pod bigger = PodBuilder("default/p").Container(1, 20000, 10).Build();
+  EXPECT_FALSE(Schedule(bigger).scheduled);
+  ASSERT_NE(state_.pod("default/p"), nullptr);
+  EXPECT_EQ(state_.node("n")->usage[0].used_mem, 6000);
+}
+
+TEST_F(SchedulerTest, JointSearchFindsWhatContainerByContainerMisses) {
+  // GPU-0 (tried first under spread: it is less used) has slices 0-3 free; GPU-1 has 4-7 free.
+  // Container 1 fits a 3g on either; container 2 asks for the 4g's cores, which only GPU-0's
+  // slice 0 can give. Container by container, 1 takes GPU-0 and 2 fails; jointly both fit.
+  AddNode("n", {A100Mig("GPU-0", 0), A100Mig("GPU-1", 1)});
+  state::PodReservation busy{"default/busy", "u", "n", 0,
+                             {{{"GPU-0", "NVIDIA", 19968, 43}, {"GPU-1", "NVIDIA", 19968, 58}}},
+                             {codec::MigAllocation{0, 0, "GPU-0", "3g.20gb", {4, 4}, std::nullopt},
+                              codec::MigAllocation{0, 1, "GPU-1", "4g.20gb", {0, 4}, std::nullopt}}};
+  state_.AddPod(busy);
+  model::Pod pod =
+      PodBuilder("default/p").MigMode().Container(1, 19000).Container(1, 19000, 55).Build();
+  Decision d = Schedule(pod);
+  ASSERT_TRUE(d.scheduled) << d.message;
+  EXPECT_EQ(d.containers[0][0].uuid, "GPU-1");
+  EXPECT_EQ(d.containers[0][0].mig_profile, "3g.20gb");
+  EXPECT_EQ(d.containers[0][0].placement, (model::Placement{4, 4}));
+  EXPECT_EQ(d.containers[1][0].uuid, "GPU-0");
+  EXPECT_EQ(d.containers[1][0].mig_profile, "4g.20gb");
+  EXPECT_EQ(d.containers[1][0].placement, (model::Placement{0, 4}));
+}
+
+}  // namespace
+}  // namespace tessera::sched

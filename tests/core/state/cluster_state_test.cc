@@ -1,0 +1,134 @@
+#include "core/state/cluster_state.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/builders.h"
+
+namespace tessera::state {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::NodeWith;
+using testing::RtxPro6000Mig;
+using testing::SharingGpu;
+
+PodReservation Share(const std::string& key, const std::string& node, const std::string& uuid,
+                     int mem, int cores) {
+  return PodReservation{key, "u", node, 0, {{{uuid, "NVIDIA", mem, cores}}}, {}};
+}
+
+TEST(ClusterStateTest, AddAndRemoveTouchOnlyTheirDevices) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1)}));
+  s.AddPod(Share("ns/a", "n", "GPU-1", 1000, 10));
+  s.AddPod(Share("ns/b", "n", "GPU-1", 2000, 20));
+  const NodeState* n = s.node("n");
+  EXPECT_EQ(n->usage[0], DeviceUsage{});
+  EXPECT_EQ(n->usage[1].used, 2);
+  EXPECT_EQ(n->usage[1].used_mem, 3000);
+  EXPECT_EQ(n->usage[1].used_cores, 30);
+  auto removed = s.RemovePod("ns/a");
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_EQ(n->usage[1].used, 1);
+  EXPECT_EQ(n->usage[1].used_mem, 2000);
+  EXPECT_FALSE(s.RemovePod("ns/a").has_value());
+}
+
+TEST(ClusterStateTest, PodBeforeItsNodeIsAppliedWhenTheNodeRegisters) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.AddPod(Share("ns/a", "late", "GPU-0", 1000, 10));
+  EXPECT_FALSE(s.node("late")->usable());
+  s.UpsertNode(NodeWith("late", {SharingGpu("GPU-0")}));
+  EXPECT_TRUE(s.node("late")->usable());
+  EXPECT_EQ(s.node("late")->usage[0].used_mem, 1000);
+}
+
+TEST(ClusterStateTest, ReRegisteringANodeReappliesItsPods) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0")}));
+  s.AddPod(Share("ns/a", "n", "GPU-0", 1000, 10));
+  s.UpsertNode(NodeWith("n", {SharingGpu("GPU-9"), SharingGpu("GPU-0", 32768, 0, 1)}));
+  EXPECT_EQ(s.node("n")->usage[0].used_mem, 0);
+  EXPECT_EQ(s.node("n")->usage[1].used_mem, 1000);
+  s.RemovePod("ns/a");
+  EXPECT_EQ(s.node("n")->usage[1], DeviceUsage{});
+}
+
+TEST(ClusterStateTest, InitContainersCountAtPeakAppContainersAddUp) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0")}));
+  PodReservation r{"ns/p", "u", "n", 2,
+                   {{{"GPU-0", "NVIDIA", 5000, 30}},
+                    {{"GPU-0", "NVIDIA", 7000, 10}},
+                    {{"GPU-0", "NVIDIA", 3000, 20}},
+                    {{"GPU-0", "NVIDIA", 2000, 20}}},
+                   {}};
+  s.AddPod(r);
+  const DeviceUsage& u = s.node("n")->usage[0];
+  EXPECT_EQ(u.used_mem, 7000);    // max(init peak 7000, app sum 5000)
+  EXPECT_EQ(u.used_cores, 40);    // max(init peak 30, app sum 40)
+  EXPECT_EQ(u.used, 2);           // max(1, two app slots)
+}
+
+TEST(ClusterStateTest, MigInstancesRebuildTheLayout) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r")}));
+  PodReservation r{"ns/p", "u", "n", 0,
+                   {{{"GPU-r", "NVIDIA", 24192, 25}, {"GPU-r", "NVIDIA", 24192, 25}}},
+                   {{0, 0, "GPU-r", "1g.24gb", {0, 3}, std::nullopt},
+                    {0, 1, "GPU-r", "1g.24gb", {9, 3}, std::nullopt}}};
+  s.AddPod(r);
+  const DeviceUsage& u = s.node("n")->usage[0];
+  EXPECT_EQ(u.layout.occupied, 0b111000000111U);
+  EXPECT_TRUE(u.Trusted());
+  s.RemovePod("ns/p");
+  EXPECT_EQ(s.node("n")->usage[0], DeviceUsage{});
+}
+
+TEST(ClusterStateTest, ContradictoryAnnotationsFailClosedUntilRemoved) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r"), SharingGpu("GPU-s", 32768, 0, 1)}));
+  // A MIG GPU used without a placement: its occupancy is unknown.
+  s.AddPod(Share("ns/no-placement", "n", "GPU-r", 24192, 25));
+  EXPECT_FALSE(s.node("n")->usage[0].Trusted());
+  s.RemovePod("ns/no-placement");
+  EXPECT_TRUE(s.node("n")->usage[0].Trusted());
+  // Two pods claiming overlapping placements.
+  PodReservation a{"ns/a", "u", "n", 0, {{{"GPU-r", "NVIDIA", 48512, 50}}},
+                   {{0, 0, "GPU-r", "2g.48gb", {0, 6}, std::nullopt}}};
+  PodReservation b{"ns/b", "u", "n", 0, {{{"GPU-r", "NVIDIA", 24192, 25}}},
+                   {{0, 0, "GPU-r", "1g.24gb", {3, 3}, std::nullopt}}};
+  s.AddPod(a);
+  s.AddPod(b);
+  EXPECT_FALSE(s.node("n")->usage[0].Trusted());
+  s.RemovePod("ns/b");
+  EXPECT_TRUE(s.node("n")->usage[0].Trusted());
+  // A MIG instance on a GPU that is not in MIG mode.
+  PodReservation c{"ns/c", "u", "n", 0, {{{"GPU-s", "NVIDIA", 1000, 0}}},
+                   {{0, 0, "GPU-s", "1g.24gb", {3, 3}, std::nullopt}}};
+  s.AddPod(c);
+  EXPECT_FALSE(s.node("n")->usage[1].Trusted());
+  s.RemovePod("ns/c");
+  EXPECT_TRUE(s.node("n")->usage[1].Trusted());
+}
+
+TEST(ClusterStateTest, ReservationFromAnnotations) {
+  model::Pod pod = testing::PodBuilder("ns/p").Container(1).Build();
+  auto none = ClusterState::ReservationFromAnnotations(pod);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  pod.annotations["hami.io/vgpu-node"] = "n";
+  pod.annotations["hami.io/vgpu-devices-allocated"] = "GPU-0,NVIDIA,100,10:;";
+  auto some = ClusterState::ReservationFromAnnotations(pod);
+  ASSERT_TRUE(some.ok());
+  ASSERT_TRUE(some->has_value());
+  EXPECT_EQ((*some)->node, "n");
+  pod.annotations["hami.io/vgpu-mig-allocations"] = "[{\"containerIndex\":0}]";
+  auto bad = ClusterState::ReservationFromAnnotations(pod);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("pod ns/p: annotation hami.io/vgpu-mig-allocations"));
+}
+
+}  // namespace
+}  // namespace tessera::state
