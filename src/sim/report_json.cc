@@ -7,7 +7,9 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-OJson PlacementJson(const model::Placement& p) { return OJson{{"start", p.start}, {"size", p.size}}; }
+OJson PlacementJson(const model::Placement& p) {
+  return OJson{{"start", p.start}, {"size", p.size}};
+}
 
 }  // namespace
 

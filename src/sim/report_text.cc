@@ -89,13 +89,14 @@ std::string ClusterText(const state::ClusterState& state) {
         std::map<std::string, char> letters;
         std::string map(slices, '.');
         for (const auto& inst : ns.instances[i]) {
-          auto [it, inserted] = letters.emplace(inst.pod_key, 'A' + static_cast<char>(letters.size() % 26));
+          auto [it, inserted] =
+              letters.emplace(inst.pod_key, 'A' + static_cast<char>(letters.size() % 26));
           for (uint32_t s = inst.placement.start; s < inst.placement.end() && s < slices; ++s) {
             map[s] = it->second;
           }
         }
-        out << "      slices |" << map << "|  " << u.used_mem << "/" << d.total_mem_mib
-            << " MiB, " << u.used_cores << "% cores\n";
+        out << "      slices |" << map << "|  " << u.used_mem << "/" << d.total_mem_mib << " MiB, "
+            << u.used_cores << "% cores\n";
         for (const auto& [pod, letter] : letters) {
           out << "        " << letter << " = " << pod << ":";
           for (const auto& inst : ns.instances[i]) {
@@ -108,9 +109,8 @@ std::string ClusterText(const state::ClusterState& state) {
         }
       } else {
         constexpr int kWidth = 20;
-        int filled = d.total_mem_mib > 0
-                         ? static_cast<int>(u.used_mem * kWidth / d.total_mem_mib)
-                         : 0;
+        int filled =
+            d.total_mem_mib > 0 ? static_cast<int>(u.used_mem * kWidth / d.total_mem_mib) : 0;
         if (filled > kWidth) filled = kWidth;
         out << "      memory |" << std::string(filled, '#') << std::string(kWidth - filled, '.')
             << "|  " << u.used_mem << "/" << d.total_mem_mib << " MiB, " << u.used_cores

@@ -53,8 +53,9 @@ Result<std::vector<model::GpuDevice>> ShorthandGpus(const Json& gpu, const std::
                  "\" has no verified MIG placements in the built-in table"};
   }
   model::GpuDevice d;
-  d.type = spec != nullptr ? PickType(*spec)
-                           : (model_name.rfind("NVIDIA", 0) == 0 ? model_name : "NVIDIA-" + model_name);
+  d.type = spec != nullptr
+               ? PickType(*spec)
+               : (model_name.rfind("NVIDIA", 0) == 0 ? model_name : "NVIDIA-" + model_name);
   d.mode = mode;
   d.healthy = true;
   d.total_cores = static_cast<int32_t>(100 * (mode == "mig" ? 1.0 : config.device_core_scaling));
@@ -82,12 +83,15 @@ Result<std::vector<model::GpuDevice>> ShorthandGpus(const Json& gpu, const std::
     for (const auto& w : wanted) {
       bool known = std::any_of(spec->profiles.begin(), spec->profiles.end(),
                                [&](const model::MigProfile& p) { return p.name == w; });
-      if (!known) return Error{where + ".profiles: \"" + w + "\" is not a profile of " + spec->model};
+      if (!known)
+        return Error{where + ".profiles: \"" + w + "\" is not a profile of " + spec->model};
     }
     int32_t max_count = 0;
     for (const auto& p : spec->profiles) {
-      bool in_allow = allow == nullptr || std::find(allow->begin(), allow->end(), p.name) != allow->end();
-      bool in_wanted = wanted.empty() || std::find(wanted.begin(), wanted.end(), p.name) != wanted.end();
+      bool in_allow =
+          allow == nullptr || std::find(allow->begin(), allow->end(), p.name) != allow->end();
+      bool in_wanted =
+          wanted.empty() || std::find(wanted.begin(), wanted.end(), p.name) != wanted.end();
       if (!in_allow || !in_wanted) continue;
       d.mig_profiles.push_back(p);
       max_count = std::max(max_count, p.EffectiveMaxCount());
@@ -98,14 +102,16 @@ Result<std::vector<model::GpuDevice>> ShorthandGpus(const Json& gpu, const std::
     d.count = max_count;  // as HAMi's agent publishes it
   }
   constexpr long long kMax = std::numeric_limits<int32_t>::max();
-  if (auto s = codec::ReadIntAs(gpu, "count", where, 1, kMax, &d.count); !s) return Error{s.message()};
+  if (auto s = codec::ReadIntAs(gpu, "count", where, 1, kMax, &d.count); !s)
+    return Error{s.message()};
   if (auto s = codec::ReadIntAs(gpu, "memoryMiB", where, 1, kMax, &d.total_mem_mib); !s) {
     return Error{s.message()};
   }
   if (auto s = codec::ReadIntAs(gpu, "cores", where, 1, kMax, &d.total_cores); !s) {
     return Error{s.message()};
   }
-  if (auto s = codec::ReadIntAs(gpu, "numa", where, 0, kMax, &d.numa); !s) return Error{s.message()};
+  if (auto s = codec::ReadIntAs(gpu, "numa", where, 0, kMax, &d.numa); !s)
+    return Error{s.message()};
   if (auto s = codec::ReadBool(gpu, "health", where, &d.healthy); !s) return Error{s.message()};
   if (d.total_mem_mib == 0) {
     return Error{where + ".memoryMiB: required for a model the built-in table does not know"};
@@ -142,9 +148,9 @@ std::string SyntheticGpuUuid(const std::string& node, int index) {
   uint64_t a = mix(h);
   uint64_t b = mix(a);
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "GPU-%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
-                static_cast<unsigned>(a & 0xffff), static_cast<unsigned>(b >> 48),
+  std::snprintf(buf, sizeof(buf), "GPU-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48),
                 static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
 }
@@ -160,8 +166,8 @@ Result<model::Node> ShorthandNode(const Json& spec, const mig::GpuModelCatalog& 
   }
   std::vector<model::GpuDevice> devices;
   for (size_t i = 0; i < gpus->size(); ++i) {
-    auto d = ShorthandGpus((*gpus)[i], node.name, static_cast<int>(devices.size()), catalog,
-                           config, where + ".gpus[" + std::to_string(i) + "]");
+    auto d = ShorthandGpus((*gpus)[i], node.name, static_cast<int>(devices.size()), catalog, config,
+                           where + ".gpus[" + std::to_string(i) + "]");
     if (!d.ok()) return d.error();
     for (auto& g : d.value()) devices.push_back(std::move(g));
   }

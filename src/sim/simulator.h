@@ -28,10 +28,10 @@ struct StepResult {
   std::string action;  // "create", "delete", "retry"
   std::string pod;     // namespace/name
   bool adopted = false;
-  std::string error;   // a create that could not be admitted or adopted
+  std::string error;  // a create that could not be admitted or adopted
   sched::Decision decision;
   std::vector<ReleasedDevice> released;
-  bool found = true;   // delete: the pod existed
+  bool found = true;  // delete: the pod existed
 };
 
 // Runs a scenario through the production scheduling code: the same admission defaults, the same

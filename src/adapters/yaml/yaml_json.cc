@@ -3,15 +3,57 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 namespace tessera::adapters {
 namespace {
 
 constexpr int kMaxDepth = 200;  // deeper documents are refused rather than risking the stack
+
+// Well-formed UTF-8 (no overlong forms, surrogates or code points above U+10FFFF). JSON strings
+// must be UTF-8: nlohmann::json throws type_error 316 when it serialises anything else.
+bool ValidUtf8(std::string_view s) {
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 1;
+    uint32_t cp = c;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+Error InvalidUtf8(const YAML::Node& node) {
+  return Error{"line " + std::to_string(node.Mark().line + 1) + ": invalid UTF-8"};
+}
 
 Result<codec::Json> Convert(const YAML::Node& node, int depth) {
   if (depth > kMaxDepth) return Error{"nesting deeper than " + std::to_string(kMaxDepth)};
@@ -35,6 +77,7 @@ Result<codec::Json> Convert(const YAML::Node& node, int depth) {
           return Error{"line " + std::to_string(kv.first.Mark().line + 1) +
                        ": mapping keys must be scalars"};
         }
+        if (!ValidUtf8(kv.first.Scalar())) return InvalidUtf8(kv.first);
         auto v = Convert(kv.second, depth + 1);
         if (!v.ok()) return v;
         obj[kv.first.Scalar()] = std::move(v.value());
@@ -43,6 +86,7 @@ Result<codec::Json> Convert(const YAML::Node& node, int depth) {
     }
     case YAML::NodeType::Scalar: {
       const std::string& s = node.Scalar();
+      if (!ValidUtf8(s)) return InvalidUtf8(node);
       if (node.Tag() == "!") return codec::Json(s);  // quoted: always a string
       static const std::regex kInt("[-+]?[0-9]+");
       static const std::regex kFloat("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?");

@@ -44,7 +44,8 @@ Status ReadInt(const Json& obj, std::string_view key, const std::string& where, 
   std::string field = where + "." + std::string(key);
   long long value = 0;
   if (v->is_number_integer()) {
-    if (v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(max)) {
+    if (v->is_number_unsigned() &&
+        v->get<unsigned long long>() > static_cast<unsigned long long>(max)) {
       return Error{field + ": " + v->dump() + " is out of range [" + std::to_string(min) + ", " +
                    std::to_string(max) + "]"};
     }
@@ -59,8 +60,8 @@ Status ReadInt(const Json& obj, std::string_view key, const std::string& where, 
     return Error{field + ": expected a number, got " + v->dump()};
   }
   if (value < min || value > max) {
-    return Error{field + ": " + std::to_string(value) + " is out of range [" +
-                 std::to_string(min) + ", " + std::to_string(max) + "]"};
+    return Error{field + ": " + std::to_string(value) + " is out of range [" + std::to_string(min) +
+                 ", " + std::to_string(max) + "]"};
   }
   *out = value;
   return Status::Ok();

@@ -112,7 +112,8 @@ Result<model::Pod> DecodePod(const Json& j) {
   const std::string where = "Pod " + pod.Key() + ": spec";
   if (const Json* spec = FindKey(j, "spec"); spec != nullptr && !spec->is_null()) {
     if (!spec->is_object()) return Error{where + ": expected an object"};
-    if (auto s = ReadString(*spec, "nodeName", where, &pod.node_name); !s) return Error{s.message()};
+    if (auto s = ReadString(*spec, "nodeName", where, &pod.node_name); !s)
+      return Error{s.message()};
     if (auto s = ReadString(*spec, "schedulerName", where, &pod.scheduler_name); !s) {
       return Error{s.message()};
     }

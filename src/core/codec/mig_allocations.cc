@@ -73,8 +73,8 @@ Result<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text) {
     const Json* mig_uuid = FindKey(e, "migUUID");
     const Json* gi = FindKey(e, "gpuInstanceID");
     const Json* ci = FindKey(e, "computeInstanceID");
-    int present = (mig_uuid != nullptr && !mig_uuid->is_null()) + (gi != nullptr && !gi->is_null()) +
-                  (ci != nullptr && !ci->is_null());
+    int present = (mig_uuid != nullptr && !mig_uuid->is_null()) +
+                  (gi != nullptr && !gi->is_null()) + (ci != nullptr && !ci->is_null());
     if (present != 0 && present != 3) {
       return Error{"MIG allocation " + std::to_string(i) +
                    " has a partial runtime identity: migUUID, gpuInstanceID and "

@@ -65,7 +65,8 @@ Result<model::GpuDevice> DecodeDevice(const Json& j, const std::string& where) {
   if (auto s = ReadString(j, "mode", where, &d.mode); !s) return Error{s.message()};
   if (d.mode.empty()) d.mode = "hami-core";
   if (auto s = ReadBool(j, "health", where, &d.healthy); !s) return Error{s.message()};
-  if (const Json* profiles = FindKey(j, "migProfiles"); profiles != nullptr && !profiles->is_null()) {
+  if (const Json* profiles = FindKey(j, "migProfiles");
+      profiles != nullptr && !profiles->is_null()) {
     if (!profiles->is_array()) return Error{where + ".migProfiles: expected an array"};
     std::set<std::string> names;
     for (size_t i = 0; i < profiles->size(); ++i) {

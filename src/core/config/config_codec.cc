@@ -42,15 +42,17 @@ Status DecodeNvidia(const Json& j, NvidiaConfig* c, std::vector<std::string>* wa
   if (!j.is_object()) return Error{"nvidia: expected a mapping"};
   constexpr long long kMax = std::numeric_limits<int32_t>::max();
   static const std::set<std::string> kKnown = {
-      "resourcecountname", "resourcememoryname", "resourcememorypercentagename",
-      "resourcecorename", "resourcepriorityname", "overwriteenv", "defaultmemory",
-      "defaultcores", "defaultgpunum", "memoryfactor", "disablecorelimit", "gpucorepolicy",
-      "runtimeclassname", "migprofileallowlist", "devicesplitcount", "devicememoryscaling",
-      "devicecorescaling", "preconfigureddevicememory", "libcudaloglevel",
-      "enablenumatopology"};
+      "resourcecountname",   "resourcememoryname",   "resourcememorypercentagename",
+      "resourcecorename",    "resourcepriorityname", "overwriteenv",
+      "defaultmemory",       "defaultcores",         "defaultgpunum",
+      "memoryfactor",        "disablecorelimit",     "gpucorepolicy",
+      "runtimeclassname",    "migprofileallowlist",  "devicesplitcount",
+      "devicememoryscaling", "devicecorescaling",    "preconfigureddevicememory",
+      "libcudaloglevel",     "enablenumatopology"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string lower;
-    for (char ch : it.key()) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (char ch : it.key())
+      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (kKnown.count(lower) == 0) warnings->push_back("ignoring unknown key nvidia." + it.key());
   }
   Status s;
@@ -104,10 +106,9 @@ Result<SchedulerConfig> DecodeSchedulerConfig(const Json& root) {
   SchedulerConfig config;
   if (root.is_null()) return config;
   if (!root.is_object()) return Error{"device config: expected a mapping with an `nvidia` section"};
-  static const std::set<std::string> kVendors = {"metax",    "hygon",   "cambricon", "mthreads",
-                                                 "iluvatars", "enflame", "kunlun",   "awsneuron",
-                                                 "amd",      "vastai",  "biren",     "vnpus",
-                                                 "iluvatar", "ascend"};
+  static const std::set<std::string> kVendors = {
+      "metax",     "hygon", "cambricon", "mthreads", "iluvatars", "enflame",  "kunlun",
+      "awsneuron", "amd",   "vastai",    "biren",    "vnpus",     "iluvatar", "ascend"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     // FindKey below reads the section case-insensitively; do not also call it ignored.
     if (EqualsIgnoreCase(it.key(), "nvidia")) continue;

@@ -20,7 +20,8 @@ Status ValidateMigAllowlist(const std::vector<MigAllowlistEntry>& allowlist) {
   for (size_t i = 0; i < allowlist.size(); ++i) {
     const auto& e = allowlist[i];
     std::string where = "nvidia.migProfileAllowlist[" + std::to_string(i) + "]";
-    if (e.models.empty()) return Error{"invalid MIG profile allowlist: " + where + ".models is empty"};
+    if (e.models.empty())
+      return Error{"invalid MIG profile allowlist: " + where + ".models is empty"};
     if (e.profiles.empty()) {
       return Error{"invalid MIG profile allowlist: " + where + ".profiles is empty"};
     }

@@ -17,7 +17,7 @@ struct GpuModelSpec {
   int32_t memory_mib = 0;            // total memory reported by NVML (estimated where unknown)
   uint32_t memory_slices = 0;
   uint32_t compute_slices = 0;
-  bool complete = false;             // every profile has placements: usable in MIG mode
+  bool complete = false;  // every profile has placements: usable in MIG mode
   std::vector<model::MigProfile> profiles;
   std::vector<std::string> estimated_fields;  // values filled in because the table lacks them
 };

@@ -16,11 +16,10 @@ GpuMigModel::GpuMigModel(const model::GpuDevice& device,
     if (static_cast<int>(profiles_.size()) >= kMaxProfiles) break;
     // Placements past the 32-slice mask cannot be tracked; they are dropped, never misplaced.
     model::MigProfile copy = p;
-    copy.placements.erase(std::remove_if(copy.placements.begin(), copy.placements.end(),
-                                         [](const model::Placement& pl) {
-                                           return pl.size == 0 || pl.end() > 32;
-                                         }),
-                          copy.placements.end());
+    copy.placements.erase(
+        std::remove_if(copy.placements.begin(), copy.placements.end(),
+                       [](const model::Placement& pl) { return pl.size == 0 || pl.end() > 32; }),
+        copy.placements.end());
     bool allowed = allowlist == nullptr ||
                    std::find(allowlist->begin(), allowlist->end(), p.name) != allowlist->end();
     profiles_.push_back(std::move(copy));
@@ -220,10 +219,9 @@ std::optional<std::vector<InstanceChoice>> GpuMigModel::Arrange(
     }
     for (int p : EligibleProfiles(d)) {
       std::vector<model::Placement> placements = profiles_[p].placements;
-      std::stable_sort(placements.begin(), placements.end(),
-                       [](const model::Placement& a, const model::Placement& b) {
-                         return a.start > b.start;
-                       });
+      std::stable_sort(
+          placements.begin(), placements.end(),
+          [](const model::Placement& a, const model::Placement& b) { return a.start > b.start; });
       for (const auto& pl : placements) options[i].push_back(Option{p, pl});
     }
     if (options[i].empty()) return std::nullopt;

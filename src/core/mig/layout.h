@@ -65,8 +65,8 @@ class GpuMigModel {
   // never a false "infeasible". Among arrangements it keeps the largest free block of memory
   // slices, then uses the fewest compute slices, then the least memory; ties go to the first in
   // search order (smallest profiles first, highest start first). Result order = demands order.
-  std::optional<std::vector<InstanceChoice>> Arrange(const Layout& base,
-                                                     const std::vector<InstanceDemand>& demands) const;
+  std::optional<std::vector<InstanceChoice>> Arrange(
+      const Layout& base, const std::vector<InstanceDemand>& demands) const;
 
   // Longest run of free memory slices.
   uint32_t LargestFreeRun(const Layout& layout) const;

@@ -21,12 +21,12 @@ struct Placement {
 enum class MediaEngines { kDefault, kShared /* +me */, kAll /* +me.all */, kNone /* -me */ };
 
 struct MigProfile {
-  std::string name;            // "1g.24gb"
-  int32_t memory_mib = 0;      // the instance's memory, accounted instead of the request
-  int32_t core = 0;            // core share in percent of the GPU
-  uint32_t slice_count = 0;    // compute slices ("Ng")
+  std::string name;          // "1g.24gb"
+  int32_t memory_mib = 0;    // the instance's memory, accounted instead of the request
+  int32_t core = 0;          // core share in percent of the GPU
+  uint32_t slice_count = 0;  // compute slices ("Ng")
   std::vector<Placement> placements;
-  int32_t max_count = 0;       // instances of this profile per GPU; 0 = bounded by placements
+  int32_t max_count = 0;  // instances of this profile per GPU; 0 = bounded by placements
 
   MediaEngines media() const;
   int32_t EffectiveMaxCount() const;
@@ -41,10 +41,10 @@ bool ParseDeviceMode(std::string_view text, DeviceMode* out);
 struct GpuDevice {
   std::string uuid;
   uint32_t index = 0;
-  int32_t count = 0;           // split count (max concurrent tasks)
+  int32_t count = 0;  // split count (max concurrent tasks)
   int32_t total_mem_mib = 0;
   int32_t total_cores = 0;
-  std::string type;            // model string, e.g. "NVIDIA A100-SXM4-40GB"
+  std::string type;  // model string, e.g. "NVIDIA A100-SXM4-40GB"
   int32_t numa = 0;
   std::string mode = "hami-core";  // raw mode string; "mig" enables MIG placement
   bool healthy = false;

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,5 +61,12 @@ struct Node {
     return it == annotations.end() ? nullptr : &it->second;
   }
 };
+
+// The pod's host CPU request in millicores, as kube-scheduler counts it: the larger of the sum of
+// the app containers' requests and the largest init container's (limits when requests are
+// absent). Unparseable values count 0: kube-scheduler rejects such pods before tessera sees them.
+int64_t PodCpuRequestMilli(const Pod& pod);
+// A node's allocatable CPU in millicores, when the Node object says.
+std::optional<int64_t> NodeCpuAllocatableMilli(const Node& node);
 
 }  // namespace tessera::model

@@ -130,6 +130,26 @@ bool Quantity::IsWholeNumber() const {
   return numerator_ % div == 0;
 }
 
+std::optional<long long> Quantity::ToMilli() const {
+  Int128 v = numerator_;
+  int scale = scale_;
+  // value * 1000 = numerator * 10^(3 - scale)
+  if (scale <= 3) {
+    Int128 f = 1;
+    if (!Pow(10, 3 - scale, &f) || !MulChecked(v, f, &v)) return std::nullopt;
+  } else {
+    Int128 div = 1;
+    if (!Pow(10, scale - 3, &div)) return numerator_ > 0 ? 1 : 0;
+    Int128 q = v / div;
+    if (v % div != 0 && v > 0) ++q;  // round up, as MilliValue does
+    v = q;
+  }
+  if (v > std::numeric_limits<long long>::max() || v < std::numeric_limits<long long>::min()) {
+    return std::nullopt;
+  }
+  return static_cast<long long>(v);
+}
+
 std::optional<long long> Quantity::ToInt64() const {
   if (!IsWholeNumber()) return std::nullopt;
   Int128 div = 1;

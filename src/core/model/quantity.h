@@ -19,6 +19,8 @@ class Quantity {
   // The value when it is a whole number that fits in int64; nullopt for fractions or overflow.
   std::optional<long long> ToInt64() const;
   bool IsWholeNumber() const;
+  // The value in thousandths, rounded up (Kubernetes' MilliValue); nullopt on overflow.
+  std::optional<long long> ToMilli() const;
   bool IsNegative() const { return numerator_ < 0; }
   const std::string& text() const { return text_; }
 

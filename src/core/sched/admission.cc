@@ -40,8 +40,8 @@ Result<AdmissionOutcome> ApplyAdmissionDefaults(const model::Pod& pod,
                 c.limits.count(config.resource_memory_percentage_name) > 0) &&
                config.default_gpu_num > 0) {
       c.limits[config.resource_count_name] = std::to_string(config.default_gpu_num);
-      out.changes.push_back({init, index, config.resource_count_name,
-                             std::to_string(config.default_gpu_num)});
+      out.changes.push_back(
+          {init, index, config.resource_count_name, std::to_string(config.default_gpu_num)});
       has = true;
     }
     if (Has(c, config.resource_count_name) && !Has(c, config.resource_core_name)) {

@@ -5,8 +5,8 @@
 
 namespace tessera::sched {
 
-float DeviceScore(const model::GpuDevice& d, const state::DeviceUsage& u,
-                  const ContainerRequest& r, const ScoringWeights& w) {
+float DeviceScore(const model::GpuDevice& d, const state::DeviceUsage& u, const ContainerRequest& r,
+                  const ScoringWeights& w) {
   if (d.count == 0 || d.total_cores == 0 || d.total_mem_mib == 0) return 0;
   int64_t mem = r.mem_mib;
   if (r.mem_percent != kMemPercentUnset && r.mem_percent != 0) {
@@ -20,8 +20,8 @@ float DeviceScore(const model::GpuDevice& d, const state::DeviceUsage& u,
 }
 
 std::vector<int> OrderDevices(const std::vector<model::GpuDevice>& devices,
-                              const std::vector<float>& scores,
-                              const std::vector<int32_t>& used, const PodPreferences& prefs) {
+                              const std::vector<float>& scores, const std::vector<int32_t>& used,
+                              const PodPreferences& prefs) {
   std::vector<int> order(devices.size());
   std::iota(order.begin(), order.end(), 0);
   const GpuPolicy& policy = prefs.gpu_policy;

@@ -15,7 +15,7 @@ float DeviceScore(const model::GpuDevice& device, const state::DeviceUsage& usag
 // Device indices ordered as HAMi's DeviceUsageList.Less sorts them (7.3); Fit tries the end of
 // this list first. Stable, so equal devices keep registration order.
 std::vector<int> OrderDevices(const std::vector<model::GpuDevice>& devices,
-                              const std::vector<float>& scores,
-                              const std::vector<int32_t>& used, const PodPreferences& prefs);
+                              const std::vector<float>& scores, const std::vector<int32_t>& used,
+                              const PodPreferences& prefs);
 
 }  // namespace tessera::sched

@@ -53,8 +53,9 @@ std::string_view StaticReject(const state::NodeState& node, int dev, const PodPr
 
 class PodFitter {
  public:
-  PodFitter(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs)
-      : node_(node), request_(request), prefs_(prefs) {
+  PodFitter(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs,
+            const std::vector<double>* device_rank)
+      : node_(node), request_(request), prefs_(prefs), device_rank_(device_rank) {
     const size_t n = node.devices.size();
     app_usage_ = node.usage;
     mig_usage_ = node.usage;
@@ -63,8 +64,8 @@ class PodFitter {
     slots_.assign(request.slots.size(), {});
     any_mig_device_ = std::any_of(node.devices.begin(), node.devices.end(),
                                   [](const model::GpuDevice& d) { return d.IsMig(); });
-    mig_request_ = any_mig_device_ &&
-                   (!prefs.vgpu_mode || prefs.vgpu_mode->find("mig") != std::string::npos);
+    mig_request_ =
+        any_mig_device_ && (!prefs.vgpu_mode || prefs.vgpu_mode->find("mig") != std::string::npos);
   }
 
   bool mig_request() const { return mig_request_; }
@@ -132,6 +133,11 @@ class PodFitter {
       used[i] = Usage(i, init).used;
     }
     std::vector<int> order = OrderDevices(node_.devices, scores, used, prefs_);
+    if (device_rank_ != nullptr && request.nums == 1) {
+      // Fit tries the end first: put the lowest rank last, HAMi's order among equals.
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return (*device_rank_)[a] > (*device_rank_)[b]; });
+    }
     const bool topology = prefs_.gpu_policy.topology_aware && !mig_request_;
     const bool mutex = prefs_.gpu_policy.mutex;
     ReasonCounts reasons;
@@ -160,8 +166,9 @@ class PodFitter {
         if (r == reason::kCardUuidMismatch && prefs_.numa_bind) {
           // NUMA bookkeeping (check 4) happens before the UUID check in HAMi's order.
           if (first_numa || prev_numa != d.numa) {
-            if (remaining != request.nums) reasons[std::string(reason::kNumaNotFit)] +=
-                static_cast<int>(chosen.size() - chosen_before);
+            if (remaining != request.nums)
+              reasons[std::string(reason::kNumaNotFit)] +=
+                  static_cast<int>(chosen.size() - chosen_before);
             rollback_run();
             remaining = request.nums;
             prev_numa = d.numa;
@@ -220,8 +227,7 @@ class PodFitter {
           reasons[std::string(reason::kCardMigTopologyInfeasible)]++;
           continue;
         }
-        pending_[dev].push_back(
-            PendingInstance{demand, slot, static_cast<int>(chosen.size())});
+        pending_[dev].push_back(PendingInstance{demand, slot, static_cast<int>(chosen.size())});
         arrangement_[dev] = std::move(*arranged);
         RefreshMigUsage(dev);
         mig_pushed.push_back(dev);
@@ -295,6 +301,7 @@ class PodFitter {
   const state::NodeState& node_;
   const PodRequest& request_;
   const PodPreferences& prefs_;
+  const std::vector<double>* device_rank_;
   std::vector<state::DeviceUsage> app_usage_;
   std::vector<state::DeviceUsage> mig_usage_;
   std::vector<std::vector<PendingInstance>> pending_;
@@ -330,13 +337,13 @@ float NodeScore(const state::NodeState& node, const SlotAssignments& slots) {
 }
 
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
-                     const PodPreferences& prefs) {
+                     const PodPreferences& prefs, const std::vector<double>* device_rank) {
   NodeFit fit;
   if (!node.usable()) {
     fit.reason = node.unusable_reason;
     return fit;
   }
-  PodFitter fitter(node, request, prefs);
+  PodFitter fitter(node, request, prefs, device_rank);
   std::string failure;
   if (fitter.Run(&failure)) {
     fit.fits = true;

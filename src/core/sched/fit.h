@@ -12,10 +12,10 @@ namespace tessera::sched {
 
 // One device granted to one container: a share of a GPU, or one MIG instance on it.
 struct DeviceAssignment {
-  int device = -1;        // index into the node's devices
-  int32_t mem = 0;        // MiB accounted (the profile's memory for MIG)
-  int32_t cores = 0;      // percent accounted (the profile's core share for MIG)
-  int mig_profile = -1;   // index into the device's profiles; -1 when not MIG
+  int device = -1;       // index into the node's devices
+  int32_t mem = 0;       // MiB accounted (the profile's memory for MIG)
+  int32_t cores = 0;     // percent accounted (the profile's core share for MIG)
+  int mig_profile = -1;  // index into the device's profiles; -1 when not MIG
   model::Placement placement;
 };
 using SlotAssignments = std::vector<std::vector<DeviceAssignment>>;  // per allocation slot
@@ -25,14 +25,17 @@ struct NodeFit {
   bool fits = false;
   std::string reason;  // HAMi's failure string when it does not fit
   SlotAssignments slots;
-  float score = 0;     // node score after placing the pod (binpack: higher is fuller)
+  float score = 0;  // node score after placing the pod (binpack: higher is fuller)
 };
 
 // Filter phase for one node: HAMi's Fit checks in HAMi's order, per container, with MIG
 // instances placed jointly per GPU (exact), and a joint search across the node's MIG GPUs when
 // the container-by-container pass fails. Pure: reads the node, writes nothing.
+// `device_rank`, when given, orders the GPUs for one-GPU shared requests before HAMi's order
+// (lowest rank tried first); the fragmentation-aware scorer passes each GPU's fragmentation
+// after the placement.
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
-                     const PodPreferences& prefs);
+                     const PodPreferences& prefs, const std::vector<double>* device_rank = nullptr);
 
 // Node score (HAMi 7.1, but counting the pod being placed): 10 * (used/count + cores/total +
 // mem/total) over all GPUs of the node.

@@ -72,7 +72,8 @@ Result<ScoringWeights> ParseScoringWeights(const std::string& text) {
     if (!seen.insert(key).second) return fail("duplicate \"" + key + "\" weight");
     long long v = 0;
     if (!ParseInt64(value, &v)) {
-      if (!value.empty() && value[0] == '-') return fail("\"" + key + "\" weight must not be negative");
+      if (!value.empty() && value[0] == '-')
+        return fail("\"" + key + "\" weight must not be negative");
       return fail("\"" + key + "\" weight \"" + value + "\" is not an integer");
     }
     if (v < 0) return fail("\"" + key + "\" weight must not be negative");
@@ -117,8 +118,8 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   if (auto* v = annotation(ann::kNodePolicy)) {
     auto np = ParseNodePolicy(*v);
     if (!np.ok()) {
-      return Error{"pod " + pod.Key() + ": annotation hami.io/node-scheduler-policy: " +
-                   np.error().message};
+      return Error{"pod " + pod.Key() +
+                   ": annotation hami.io/node-scheduler-policy: " + np.error().message};
     }
     p.node_policy = *np;
   }
@@ -130,10 +131,10 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   }
   auto gp = ParseGpuPolicy(gpu_policy);
   if (!gp.ok()) {
-    return Error{"pod " + pod.Key() + ": " +
-                 (from_annotation ? "annotation hami.io/gpu-scheduler-policy: "
-                                  : "default GPU policy: ") +
-                 gp.error().message};
+    return Error{
+        "pod " + pod.Key() + ": " +
+        (from_annotation ? "annotation hami.io/gpu-scheduler-policy: " : "default GPU policy: ") +
+        gp.error().message};
   }
   p.gpu_policy = gp.value();
   if (auto* v = annotation(ann::kScoringWeights)) {

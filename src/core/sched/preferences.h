@@ -16,7 +16,7 @@ struct GpuPolicy {
   std::vector<std::string> tokens;  // as written, validated
   bool mutex = false;
   bool topology_aware = false;
-  bool IsChain() const;             // a comma list or "numa": ordered sort keys
+  bool IsChain() const;  // a comma list or "numa": ordered sort keys
   std::vector<std::string> Chain(bool numa_bind) const;
   std::string Single() const { return tokens.empty() ? "spread" : tokens.front(); }
 };
@@ -32,11 +32,15 @@ struct ScoringWeights {
 struct PolicyDefaults {
   NodePolicy node = NodePolicy::kBinpack;
   std::string gpu = "spread";
+  // Under binpack, prefer the node (and for a one-GPU shared request, the GPU) where the pod adds
+  // the least fragmentation for the observed demand mix; binpack breaks ties (docs/placement.md).
+  bool fragmentation_aware = true;
+  double demand_decay = 0.9995;  // per observed pod: the mix follows the last few thousand pods
 };
 
 // Everything a pod's annotations say about where it may go and how to choose.
 struct PodPreferences {
-  std::vector<std::string> use_types;    // upper-cased substrings
+  std::vector<std::string> use_types;  // upper-cased substrings
   std::vector<std::string> nouse_types;
   std::vector<std::string> use_uuids;
   std::vector<std::string> nouse_uuids;

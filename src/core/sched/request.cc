@@ -17,8 +17,8 @@ const std::string* Lookup(const model::Container& c, const std::string& name) {
 
 Error Unusable(const model::Container& c, const std::string& resource, const std::string& value,
                const std::string& why) {
-  return Error{"container " + c.name + ": resource " + resource + ": value \"" + value +
-               "\" " + why};
+  return Error{"container " + c.name + ": resource " + resource + ": value \"" + value + "\" " +
+               why};
 }
 
 // A whole, non-negative number no larger than `max`.

@@ -14,10 +14,10 @@ inline constexpr int32_t kMemPercentUnset = 101;  // HAMi's sentinel
 
 // What one container asks of NVIDIA GPUs (hami-protocol.md section 2).
 struct ContainerRequest {
-  int32_t nums = 0;                          // number of GPUs (or MIG instances)
-  int32_t mem_mib = 0;                       // per device; 0 = use mem_percent
-  int32_t mem_percent = kMemPercentUnset;    // per device, of the device's memory
-  int32_t cores = 0;                         // per device, percent of the GPU's compute
+  int32_t nums = 0;                        // number of GPUs (or MIG instances)
+  int32_t mem_mib = 0;                     // per device; 0 = use mem_percent
+  int32_t mem_percent = kMemPercentUnset;  // per device, of the device's memory
+  int32_t cores = 0;                       // per device, percent of the GPU's compute
   bool Empty() const { return nums == 0; }
   bool operator==(const ContainerRequest&) const = default;
 };

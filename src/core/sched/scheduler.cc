@@ -1,8 +1,12 @@
 #include "core/sched/scheduler.h"
 
+#include <cmath>
+#include <unordered_map>
+
 #include "core/codec/mig_allocations.h"
 #include "core/codec/pod_devices.h"
 #include "core/model/annotations.h"
+#include "core/sched/node_scoring.h"
 #include "core/sched/reasons.h"
 
 namespace tessera::sched {
@@ -14,6 +18,81 @@ Decision Rejected(Decision d, const std::string& message) {
   d.scheduled = false;
   d.message = message;
   return d;
+}
+
+void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+// Everything FitPodOnNode and the scores read of a node, except GPU UUIDs and the name.
+uint64_t NodeSignature(const state::NodeState& ns) {
+  uint64_t h = ns.devices.size();
+  for (size_t i = 0; i < ns.devices.size(); ++i) {
+    const auto& d = ns.devices[i];
+    const auto& u = ns.usage[i];
+    Mix(h, std::hash<std::string>{}(d.type));
+    Mix(h, (static_cast<uint64_t>(d.index) << 32) ^ static_cast<uint32_t>(d.count));
+    Mix(h, (static_cast<uint64_t>(d.total_mem_mib) << 32) ^ static_cast<uint32_t>(d.total_cores));
+    Mix(h, (static_cast<uint64_t>(static_cast<uint32_t>(d.numa)) << 8) ^ (d.healthy ? 1 : 0) ^
+               (ns.cordoned.count(d.uuid) > 0 ? 2 : 0) ^ (d.IsMig() ? 4 : 0));
+    Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));
+    Mix(h, static_cast<uint64_t>(u.used_mem));
+    Mix(h, (static_cast<uint64_t>(u.layout.occupied) << 32) ^
+               static_cast<uint32_t>(u.fail_closed + u.layout_conflicts));
+  }
+  Mix(h, static_cast<uint64_t>(ns.cpu_allocatable_milli.value_or(-1) - ns.cpu_used_milli));
+  return h;
+}
+
+bool SameState(const state::NodeState& a, const state::NodeState& b) {
+  if (a.devices.size() != b.devices.size() || a.usage != b.usage) return false;
+  if (a.cpu_allocatable_milli.has_value() != b.cpu_allocatable_milli.has_value()) return false;
+  if (a.cpu_allocatable_milli.value_or(0) - a.cpu_used_milli !=
+      b.cpu_allocatable_milli.value_or(0) - b.cpu_used_milli) {
+    return false;
+  }
+  for (size_t i = 0; i < a.devices.size(); ++i) {
+    const auto& x = a.devices[i];
+    const auto& y = b.devices[i];
+    if (x.index != y.index || x.count != y.count || x.total_mem_mib != y.total_mem_mib ||
+        x.total_cores != y.total_cores || x.type != y.type || x.numa != y.numa ||
+        x.mode != y.mode || x.healthy != y.healthy ||
+        (a.cordoned.count(x.uuid) > 0) != (b.cordoned.count(y.uuid) > 0)) {
+      return false;
+    }
+    if (x.IsMig()) {
+      if (x.mig_profiles.size() != y.mig_profiles.size()) return false;
+      for (size_t p = 0; p < x.mig_profiles.size(); ++p) {
+        const auto& px = x.mig_profiles[p];
+        const auto& py = y.mig_profiles[p];
+        if (px.name != py.name || px.memory_mib != py.memory_mib || px.core != py.core ||
+            px.placements != py.placements || px.max_count != py.max_count) {
+          return false;
+        }
+      }
+      if (a.mig_models[i].profiles().size() != b.mig_models[i].profiles().size()) return false;
+      for (size_t p = 0; p < a.mig_models[i].profiles().size(); ++p) {
+        if (a.mig_models[i].Allowed(static_cast<int>(p)) !=
+            b.mig_models[i].Allowed(static_cast<int>(p))) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+template <class E>
+bool Better(const E& candidate, const E& best, const std::string& candidate_name,
+            const std::string& best_name, NodePolicy policy, bool by_fragmentation) {
+  constexpr double kEpsilon = 1e-9;
+  if (by_fragmentation && std::abs(candidate.frag_delta - best.frag_delta) > kEpsilon) {
+    return candidate.frag_delta < best.frag_delta;
+  }
+  // binpack: fullest node after placement; spread: emptiest. Ties: the first by name.
+  if (candidate.fit.score != best.fit.score) {
+    return policy == NodePolicy::kBinpack ? candidate.fit.score > best.fit.score
+                                          : candidate.fit.score < best.fit.score;
+  }
+  return candidate_name < best_name;
 }
 
 }  // namespace
@@ -54,28 +133,84 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
     }
   }
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
+  const int64_t cpu_milli = model::PodCpuRequestMilli(pod);
+  const std::vector<WeightedShape>& target = mix_.Target();
+  const bool by_fragmentation = defaults_.fragmentation_aware &&
+                                prefs->node_policy == NodePolicy::kBinpack && !target.empty();
+  // A pod asking one shared GPU also chooses its GPU by fragmentation (FGD's GPU choice).
+  const ContainerRequest* single = nullptr;
+  for (size_t i = 0; i < request->slots.size(); ++i) {
+    if (request->slots[i].Empty()) continue;
+    single = single == nullptr && request->slots[i].nums == 1 ? &request->slots[i] : nullptr;
+    if (single == nullptr) break;
+  }
+  const bool rank_gpus =
+      by_fragmentation && single != nullptr && prefs->vgpu_mode.value_or("hami-core") != "mig";
+
+  // Nodes in the same state give the same answer; evaluate each state once (an equivalence
+  // cache, as kube-scheduler once had). Not used when the answer depends on GPU UUIDs.
+  const bool cacheable = prefs->use_uuids.empty() && prefs->nouse_uuids.empty();
+  struct Evaluated {
+    const state::NodeState* representative;
+    NodeFit fit;
+    double frag_delta;
+  };
+  std::vector<Evaluated> evaluated;
+  evaluated.reserve(nodes.size());  // pointers into it stay valid
+  std::unordered_multimap<uint64_t, size_t> by_signature;
+
   const state::NodeState* best = nullptr;
-  NodeFit best_fit;
+  const Evaluated* best_eval = nullptr;
   for (const state::NodeState* ns : nodes) {
-    NodeFit fit = FitPodOnNode(*ns, request.value(), prefs.value());
-    if (!fit.fits) {
-      decision.failed_nodes[ns->name] = fit.reason;
+    if (!ns->usable()) {
+      decision.failed_nodes[ns->name] = ns->unusable_reason;
       continue;
     }
-    // binpack: fullest node after placement; spread: emptiest. Ties: the first by name.
-    bool better = best == nullptr ||
-                  (prefs->node_policy == NodePolicy::kBinpack ? fit.score > best_fit.score
-                                                               : fit.score < best_fit.score) ||
-                  (fit.score == best_fit.score && ns->name < best->name);
-    if (better) {
+    const Evaluated* result = nullptr;
+    const bool use_cache = cacheable && ns->pair_scores.empty();
+    uint64_t signature = 0;
+    if (use_cache) {
+      signature = NodeSignature(*ns);
+      auto range = by_signature.equal_range(signature);
+      for (auto it = range.first; it != range.second; ++it) {
+        if (SameState(*evaluated[it->second].representative, *ns)) {
+          result = &evaluated[it->second];
+          break;
+        }
+      }
+    }
+    if (result == nullptr) {
+      Evaluated e{ns, {}, 0};
+      NodeCapacity capacity;
+      std::vector<double> ranks;
+      if (by_fragmentation) capacity = CapacityOf(*ns);
+      if (rank_gpus) ranks = SingleGpuRanks(*ns, capacity, *single, cpu_milli, target);
+      e.fit = FitPodOnNode(*ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr);
+      if (e.fit.fits && by_fragmentation) {
+        double before = NodeFragmentation(capacity, target);
+        double after =
+            NodeFragmentation(CapacityAfter(*ns, capacity, e.fit.slots, cpu_milli), target);
+        e.frag_delta = after - before;
+      }
+      evaluated.push_back(std::move(e));
+      result = &evaluated.back();
+      if (use_cache) by_signature.emplace(signature, evaluated.size() - 1);
+    }
+    if (!result->fit.fits) {
+      decision.failed_nodes[ns->name] = result->fit.reason;
+      continue;
+    }
+    if (best == nullptr ||
+        Better(*result, *best_eval, ns->name, best->name, prefs->node_policy, by_fragmentation)) {
       best = ns;
-      best_fit = std::move(fit);
+      best_eval = result;
     }
   }
   if (best == nullptr) {
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");
     return Rejected(std::move(decision), FormatPodMessage(decision.failed_nodes, total_nodes));
   }
+  const NodeFit& best_fit = best_eval->fit;
   // Phase 4 (prepared here, applied by Schedule): the reservation and its annotations.
   decision.scheduled = true;
   decision.node = best->name;
@@ -105,9 +240,9 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   if (std::string m = codec::EncodeMigAllocations(mig); !m.empty()) {
     decision.annotations[std::string(ann::kMigAllocations)] = m;
   }
-  decision.reservation = state::PodReservation{pod.Key(),  pod.uid, best->name,
-                                               request->num_init, std::move(pod_devices),
-                                               std::move(mig)};
+  decision.reservation = state::PodReservation{
+      pod.Key(),      pod.uid,  best->name, request->num_init, std::move(pod_devices),
+      std::move(mig), cpu_milli};
   return decision;
 }
 
@@ -116,6 +251,15 @@ Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::strin
   // A pod filtered again gives up its earlier reservation first (as HAMi does), but gets it back
   // if it now fits nowhere: nothing reserved is lost on an error path.
   std::optional<state::PodReservation> previous = state_.RemovePod(pod.Key());
+  if (auto request = DerivePodRequest(pod, state_.config().nvidia); request.ok()) {
+    std::string type;
+    if (const std::string* t = pod.Annotation(std::string(model::annotations::kUseGpuType))) {
+      if (t->find(',') == std::string::npos) type = *t;  // one model: a typed shape
+    }
+    if (auto shape = ShapeOf(*request, model::PodCpuRequestMilli(pod), type)) {
+      mix_.Observe(*shape);
+    }
+  }
   Decision decision = Evaluate(pod, candidates, now_unix);
   if (decision.scheduled) {
     state_.AddPod(decision.reservation);

@@ -8,6 +8,7 @@
 
 #include "core/model/pod.h"
 #include "core/sched/fit.h"
+#include "core/sched/fragmentation.h"
 #include "core/sched/preferences.h"
 #include "core/sched/request.h"
 #include "core/state/cluster_state.h"
@@ -27,13 +28,13 @@ struct GrantedDevice {
 struct Decision {
   bool scheduled = false;
   std::string node;
-  std::vector<std::string> container_names;          // per slot, init containers first
+  std::vector<std::string> container_names;            // per slot, init containers first
   std::vector<std::vector<GrantedDevice>> containers;  // per slot
-  std::map<std::string, std::string> annotations;    // to write on the pod
-  std::map<std::string, std::string> failed_nodes;   // node -> HAMi reason string
-  std::string message;                                // kube-scheduler style, when not scheduled
-  bool invalid_request = false;                       // the pod itself is malformed
-  bool passthrough = false;                           // no GPU request: not this scheduler's
+  std::map<std::string, std::string> annotations;      // to write on the pod
+  std::map<std::string, std::string> failed_nodes;     // node -> HAMi reason string
+  std::string message;                                 // kube-scheduler style, when not scheduled
+  bool invalid_request = false;                        // the pod itself is malformed
+  bool passthrough = false;                            // no GPU request: not this scheduler's
   state::PodReservation reservation;
 };
 
@@ -42,7 +43,7 @@ struct Decision {
 class Scheduler {
  public:
   Scheduler(state::ClusterState& state, PolicyDefaults defaults)
-      : state_(state), defaults_(std::move(defaults)) {}
+      : state_(state), defaults_(std::move(defaults)), mix_(defaults_.demand_decay) {}
 
   // Parse, filter and score without changing anything. `candidates` limits the nodes (the
   // extender's NodeNames); nullptr means every node. `now_unix` stamps hami.io/vgpu-time.
@@ -61,9 +62,15 @@ class Scheduler {
 
   const state::ClusterState& state() const { return state_; }
 
+  // The demand mix the fragmentation score uses. Schedule() observes every GPU pod it sees;
+  // callers may add what the scheduler does not see (a prior, CPU-only pods in a replay).
+  void ObserveDemand(const DemandShape& shape, double weight = 1.0) { mix_.Observe(shape, weight); }
+  const DemandMix& demand_mix() const { return mix_; }
+
  private:
   state::ClusterState& state_;
   PolicyDefaults defaults_;
+  DemandMix mix_;
 };
 
 }  // namespace tessera::sched

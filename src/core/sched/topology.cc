@@ -102,8 +102,7 @@ namespace {
 
 class JointSearch {
  public:
-  JointSearch(const state::NodeState& node, const PodRequest& request,
-              const PodPreferences& prefs)
+  JointSearch(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs)
       : node_(node) {
     for (size_t slot = 0; slot < request.slots.size(); ++slot) {
       const ContainerRequest& k = request.slots[slot];
@@ -126,7 +125,8 @@ class JointSearch {
       std::string type;
       for (char c : d.type) type += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       for (const auto& t : prefs.use_types) type_ok = type_ok || type.find(t) != std::string::npos;
-      for (const auto& t : prefs.nouse_types) type_ok = type_ok && type.find(t) == std::string::npos;
+      for (const auto& t : prefs.nouse_types)
+        type_ok = type_ok && type.find(t) == std::string::npos;
       if (!type_ok) continue;
       if (prefs.gpu_policy.mutex && node.usage[dev].used != 0) continue;
       devices_.push_back(static_cast<int>(dev));
@@ -147,8 +147,7 @@ class JointSearch {
       for (size_t j = 0; j < owners_[dev].size(); ++j) {
         const auto& c = (*arranged)[j];
         slots[owners_[dev][j]].push_back(DeviceAssignment{
-            dev, profiles[c.profile].memory_mib, profiles[c.profile].core, c.profile,
-            c.placement});
+            dev, profiles[c.profile].memory_mib, profiles[c.profile].core, c.profile, c.placement});
       }
     }
     return slots;
@@ -161,8 +160,8 @@ class JointSearch {
     const ContainerRequest& k = instances_[t].second;
     int32_t mem = k.mem_mib;
     if (mem == 0) {
-      mem = static_cast<int32_t>(static_cast<int64_t>(node_.mig_models[dev].LargestProfileMemory()) *
-                                 k.mem_percent / 100);
+      mem = static_cast<int32_t>(
+          static_cast<int64_t>(node_.mig_models[dev].LargestProfileMemory()) * k.mem_percent / 100);
     }
     return mig::InstanceDemand{mem, k.cores};
   }

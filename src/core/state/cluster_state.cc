@@ -66,6 +66,7 @@ void ClusterState::UpsertNode(const model::Node& node) {
   for (const auto& d : ns.devices) {
     ns.mig_models.emplace_back(d, config_.nvidia.AllowedProfiles(d.type));
   }
+  ns.cpu_allocatable_milli = model::NodeCpuAllocatableMilli(node);
   ResetUsage(ns);
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
 }
@@ -79,6 +80,7 @@ void ClusterState::RemoveNode(const std::string& name) {
 }
 
 void ClusterState::ResetUsage(NodeState& ns) {
+  ns.cpu_used_milli = 0;
   ns.usage.assign(ns.devices.size(), DeviceUsage{});
   ns.instances.assign(ns.devices.size(), {});
 }
@@ -105,6 +107,7 @@ std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
   pods_.erase(it);
   auto nit = nodes_.find(r.node);
   if (nit != nodes_.end()) {
+    if (applied_.count(key) > 0) nit->second.cpu_used_milli -= r.cpu_milli;
     Unapply(nit->second, key);
     nit->second.pods.erase(key);
   }
@@ -115,7 +118,7 @@ std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
 void ClusterState::Apply(NodeState& ns, const PodReservation& pod) {
   std::vector<Applied>& applied = applied_[pod.key];
   applied.clear();
-  if (ns.devices.empty()) return;
+  ns.cpu_used_milli += pod.cpu_milli;
   auto entry = [&](int device) -> Applied& {
     for (auto& a : applied) {
       if (a.device == device) return a;
@@ -246,17 +249,18 @@ Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
   r.uid = pod.uid;
   r.node = *node;
   r.num_init = static_cast<int>(pod.init_containers.size());
+  r.cpu_milli = model::PodCpuRequestMilli(pod);
   auto devices = codec::DecodePodDevices(*allocated);
   if (!devices.ok()) {
-    return Error{"pod " + pod.Key() + ": annotation hami.io/vgpu-devices-allocated: " +
-                 devices.error().message};
+    return Error{"pod " + pod.Key() +
+                 ": annotation hami.io/vgpu-devices-allocated: " + devices.error().message};
   }
   r.devices = std::move(devices.value());
   if (const std::string* mig = pod.Annotation(std::string(ann::kMigAllocations))) {
     auto allocations = codec::DecodeMigAllocations(*mig);
     if (!allocations.ok()) {
-      return Error{"pod " + pod.Key() + ": annotation hami.io/vgpu-mig-allocations: " +
-                   allocations.error().message};
+      return Error{"pod " + pod.Key() +
+                   ": annotation hami.io/vgpu-mig-allocations: " + allocations.error().message};
     }
     r.mig = std::move(allocations.value());
   }

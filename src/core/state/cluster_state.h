@@ -19,11 +19,11 @@ namespace tessera::state {
 
 // What is in use on one GPU.
 struct DeviceUsage {
-  int32_t used = 0;          // tasks (slots)
-  int64_t used_mem = 0;      // MiB
-  int32_t used_cores = 0;    // percent
-  mig::Layout layout;        // MIG instances' occupancy
-  int32_t fail_closed = 0;   // pods whose annotations contradict this GPU: it is not used
+  int32_t used = 0;              // tasks (slots)
+  int64_t used_mem = 0;          // MiB
+  int32_t used_cores = 0;        // percent
+  mig::Layout layout;            // MIG instances' occupancy
+  int32_t fail_closed = 0;       // pods whose annotations contradict this GPU: it is not used
   int32_t layout_conflicts = 0;  // MIG instances that break the GPU's placement rules
   bool Trusted() const { return fail_closed == 0 && layout_conflicts == 0; }
   bool operator==(const DeviceUsage&) const = default;
@@ -43,8 +43,9 @@ struct PodReservation {
   std::string uid;
   std::string node;
   int num_init = 0;
-  codec::PodDevices devices;                 // per allocation slot
-  std::vector<codec::MigAllocation> mig;     // MIG instances
+  codec::PodDevices devices;              // per allocation slot
+  std::vector<codec::MigAllocation> mig;  // MIG instances
+  int64_t cpu_milli = 0;                  // host CPU requested (for fragmentation scoring)
 };
 
 // One registered node and the usage of its GPUs.
@@ -59,7 +60,9 @@ struct NodeState {
   std::set<std::string> cordoned;
   std::vector<DeviceUsage> usage;
   std::vector<std::vector<MigInstance>> instances;  // per device
-  std::set<std::string> pods;                        // keys of pods reserved here
+  std::set<std::string> pods;                       // keys of pods reserved here
+  std::optional<int64_t> cpu_allocatable_milli;     // from the Node object, when it says
+  int64_t cpu_used_milli = 0;                       // by the pods reserved here
 
   bool usable() const { return unusable_reason.empty(); }
   int DeviceIndex(const std::string& uuid) const;

@@ -38,8 +38,8 @@ MigAllocation WithRuntime(MigAllocation a, const std::string& mig_uuid, uint32_t
 // --- Encode ----------------------------------------------------------------------------------
 
 TEST(EncodeMigAllocationsTest, WritesTheProtocolExample) {
-  EXPECT_EQ(EncodeMigAllocations({Alloc(0, 0, "GPU-a", "1g.5gb", {6, 1}),
-                                  Alloc(0, 1, "GPU-a", "1g.5gb", {5, 1})}),
+  EXPECT_EQ(EncodeMigAllocations(
+                {Alloc(0, 0, "GPU-a", "1g.5gb", {6, 1}), Alloc(0, 1, "GPU-a", "1g.5gb", {5, 1})}),
             R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"1g.5gb",)"
             R"("placement":{"start":6,"size":1}},)"
             R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-a","profile":"1g.5gb",)"
@@ -47,8 +47,8 @@ TEST(EncodeMigAllocationsTest, WritesTheProtocolExample) {
 }
 
 TEST(EncodeMigAllocationsTest, WritesRuntimeIdentityIncludingZeroIds) {
-  EXPECT_EQ(EncodeMigAllocations({WithRuntime(Alloc(1, 0, "GPU-a", "2g.10gb", {0, 2}),
-                                              "MIG-1234", 0, 0)}),
+  EXPECT_EQ(EncodeMigAllocations(
+                {WithRuntime(Alloc(1, 0, "GPU-a", "2g.10gb", {0, 2}), "MIG-1234", 0, 0)}),
             R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"2g.10gb",)"
             R"("placement":{"start":0,"size":2},"migUUID":"MIG-1234","gpuInstanceID":0,)"
             R"("computeInstanceID":0}])");
@@ -64,8 +64,8 @@ TEST(EncodeMigAllocationsTest, OmitsEntriesWithoutProfileOrWithZeroSize) {
 
 TEST(EncodeMigAllocationsTest, NothingToWriteIsEmptyText) {
   EXPECT_EQ(EncodeMigAllocations({}), "");
-  EXPECT_EQ(EncodeMigAllocations({Alloc(0, 0, "GPU-a", "", {0, 1}),
-                                  Alloc(0, 1, "GPU-a", "1g.5gb", {0, 0})}),
+  EXPECT_EQ(EncodeMigAllocations(
+                {Alloc(0, 0, "GPU-a", "", {0, 1}), Alloc(0, 1, "GPU-a", "1g.5gb", {0, 0})}),
             "");
 }
 
@@ -202,14 +202,12 @@ TEST(DecodeMigAllocationsTest, IncompleteElementIsAnErrorNamingItsPosition) {
        R"({"containerIndex":0,"gpuUUID":"G","profile":"p","placement":{"start":1,"size":1}})"},
       {"no gpuUUID",
        R"({"containerIndex":0,"deviceIndex":1,"profile":"p","placement":{"start":1,"size":1}})"},
-      {"empty gpuUUID",
-       R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"","profile":"p",)"
-       R"("placement":{"start":1,"size":1}})"},
+      {"empty gpuUUID", R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"","profile":"p",)"
+                        R"("placement":{"start":1,"size":1}})"},
       {"no profile",
        R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","placement":{"start":1,"size":1}})"},
-      {"empty profile",
-       R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"",)"
-       R"("placement":{"start":1,"size":1}})"},
+      {"empty profile", R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"",)"
+                        R"("placement":{"start":1,"size":1}})"},
       {"no placement", R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"p"})"},
       {"placement of size zero",
        R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"p",)"
@@ -247,24 +245,24 @@ TEST(DecodeMigAllocationsTest, PartialRuntimeIdentityIsAnError) {
 }
 
 TEST(DecodeMigAllocationsTest, DuplicateContainerAndDeviceIndexIsAnError) {
-  auto allocations = DecodeMigAllocations(
-      R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"G","profile":"p",)"
-      R"("placement":{"start":0,"size":1}},)"
-      R"({"containerIndex":1,"deviceIndex":1,"gpuUUID":"G","profile":"p",)"
-      R"("placement":{"start":1,"size":1}},)"
-      R"({"containerIndex":1,"deviceIndex":0,"gpuUUID":"H","profile":"q",)"
-      R"("placement":{"start":2,"size":1}}])");
+  auto allocations =
+      DecodeMigAllocations(R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"G","profile":"p",)"
+                           R"("placement":{"start":0,"size":1}},)"
+                           R"({"containerIndex":1,"deviceIndex":1,"gpuUUID":"G","profile":"p",)"
+                           R"("placement":{"start":1,"size":1}},)"
+                           R"({"containerIndex":1,"deviceIndex":0,"gpuUUID":"H","profile":"q",)"
+                           R"("placement":{"start":2,"size":1}}])");
   ASSERT_FALSE(allocations.ok());
   EXPECT_EQ(allocations.error().message,
             "MIG allocation 2 duplicates containerIndex 1, deviceIndex 0");
 }
 
 TEST(DecodeMigAllocationsTest, SameDeviceIndexInDifferentContainersIsAllowed) {
-  auto allocations = DecodeMigAllocations(
-      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"p",)"
-      R"("placement":{"start":0,"size":1}},)"
-      R"({"containerIndex":1,"deviceIndex":0,"gpuUUID":"G","profile":"p",)"
-      R"("placement":{"start":1,"size":1}}])");
+  auto allocations =
+      DecodeMigAllocations(R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"p",)"
+                           R"("placement":{"start":0,"size":1}},)"
+                           R"({"containerIndex":1,"deviceIndex":0,"gpuUUID":"G","profile":"p",)"
+                           R"("placement":{"start":1,"size":1}}])");
   ASSERT_TRUE(allocations.ok()) << allocations.error().message;
   EXPECT_EQ(allocations->size(), 2u);
 }

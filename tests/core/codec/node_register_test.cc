@@ -185,8 +185,7 @@ TEST(DecodeNodeRegisterTest, EmptyArrayIsNoGpuFoundOnNode) {
 TEST(DecodeNodeRegisterTest, DuplicateUuidIsAnErrorNamingTheSecondDevice) {
   auto devices = DecodeNodeRegister(R"([{"id":"GPU-0"},{"id":"GPU-1"},{"id":"GPU-0"}])");
   ASSERT_FALSE(devices.ok());
-  EXPECT_EQ(devices.error().message,
-            std::string(kWhat) + "[2].id: duplicate GPU UUID \"GPU-0\"");
+  EXPECT_EQ(devices.error().message, std::string(kWhat) + "[2].id: duplicate GPU UUID \"GPU-0\"");
 }
 
 TEST(DecodeNodeRegisterTest, InvalidDeviceIsAnErrorNamingTheField) {
@@ -270,9 +269,8 @@ TEST(DecodeNodeRegisterTest, InvalidMigProfileIsAnErrorNamingTheField) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto devices =
-        DecodeNodeRegister(std::string(R"([{"id":"G","mode":"mig","migProfiles":)") + c.profiles +
-                           "}]");
+    auto devices = DecodeNodeRegister(std::string(R"([{"id":"G","mode":"mig","migProfiles":)") +
+                                      c.profiles + "}]");
     ASSERT_FALSE(devices.ok());
     EXPECT_EQ(devices.error().message, std::string(kWhat) + "[0].migProfiles" + c.want);
   }
@@ -374,7 +372,8 @@ TEST(DecodePairScoresTest, InvalidInputIsAnErrorNamingTheField) {
       {"not an array", R"({"uuid":"GPU-0"})", what + ": expected a JSON array"},
       {"missing uuid", R"([{"score":{}}])", what + "[0].uuid: missing"},
       {"uuid a number", R"([{"uuid":1}])", what + "[0].uuid: expected a string, got 1"},
-      {"score an array", R"([{"uuid":"GPU-0","score":[]}])", what + "[0].score: expected an object"},
+      {"score an array", R"([{"uuid":"GPU-0","score":[]}])",
+       what + "[0].score: expected an object"},
       {"score value a string", R"([{"uuid":"GPU-0","score":{"GPU-1":"100"}}])",
        what + "[0].score.GPU-1: expected a number, got \"100\""},
       {"score value beyond int32", R"([{"uuid":"GPU-0","score":{"GPU-1":2147483648}}])",
@@ -393,9 +392,8 @@ TEST(EncodePairScoresTest, WritesRowsInUuidOrder) {
   scores["GPU-1"]["GPU-0"] = 100;
   scores["GPU-0"]["GPU-1"] = 100;
   scores["GPU-0"]["GPU-2"] = 40;
-  EXPECT_EQ(EncodePairScores(scores),
-            R"([{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":40}},)"
-            R"({"uuid":"GPU-1","score":{"GPU-0":100}}])");
+  EXPECT_EQ(EncodePairScores(scores), R"([{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":40}},)"
+                                      R"({"uuid":"GPU-1","score":{"GPU-0":100}}])");
 }
 
 TEST(PairScoresRoundTripTest, DecodeOfEncodeGivesTheSameScores) {

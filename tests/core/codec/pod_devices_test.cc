@@ -21,8 +21,8 @@ ContainerDevice Dev(const std::string& uuid, int32_t mem, int32_t cores) {
 TEST(DecodePodDevicesTest, ReadsTwoContainersFromTheProtocolExample) {
   auto pod = DecodePodDevices(std::string(kUuid) + ",NVIDIA,3000,0:;" + kUuid + ",NVIDIA,5000,0:;");
   ASSERT_TRUE(pod.ok()) << pod.error().message;
-  EXPECT_THAT(*pod, ElementsAre(ElementsAre(Dev(kUuid, 3000, 0)),
-                                ElementsAre(Dev(kUuid, 5000, 0))));
+  EXPECT_THAT(*pod,
+              ElementsAre(ElementsAre(Dev(kUuid, 3000, 0)), ElementsAre(Dev(kUuid, 5000, 0))));
 }
 
 TEST(DecodePodDevicesTest, KeepsALeadingEmptySlot) {

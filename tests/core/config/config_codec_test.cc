@@ -174,7 +174,8 @@ TEST(DecodeSchedulerConfigTest, WrongTypeOrValueIsAnErrorNamingTheField) {
       {R"({"gpuCorePolicy": "strict"})",
        "nvidia.gpuCorePolicy: \"strict\" is not one of default, force, disable"},
       {R"({"runtimeClassName": false})", "nvidia.runtimeClassName: expected a string, got false"},
-      {R"({"deviceSplitCount": -1})", "nvidia.deviceSplitCount: -1 is out of range [0, 2147483647]"},
+      {R"({"deviceSplitCount": -1})",
+       "nvidia.deviceSplitCount: -1 is out of range [0, 2147483647]"},
       {R"({"deviceMemoryScaling": "1"})",
        "nvidia.deviceMemoryScaling: expected a number, got \"1\""},
       {R"({"deviceMemoryScaling": 0})", "nvidia.deviceMemoryScaling: must be positive"},
@@ -184,8 +185,7 @@ TEST(DecodeSchedulerConfigTest, WrongTypeOrValueIsAnErrorNamingTheField) {
       {R"({"enableNumaTopology": "true"})",
        "nvidia.enableNumaTopology: expected true or false, got \"true\""},
       {R"({"migProfileAllowlist": {}})", "nvidia.migProfileAllowlist: expected a list"},
-      {R"({"migProfileAllowlist": ["A100"]})",
-       "nvidia.migProfileAllowlist[0]: expected a mapping"},
+      {R"({"migProfileAllowlist": ["A100"]})", "nvidia.migProfileAllowlist[0]: expected a mapping"},
       {R"({"migProfileAllowlist": [{"models": "A100", "profiles": ["1g.5gb"]}]})",
        "nvidia.migProfileAllowlist[0].models: expected a list of strings"},
       {R"({"migProfileAllowlist": [{"models": ["A100"], "profiles": ["1g.5gb", 7]}]})",
@@ -272,13 +272,15 @@ TEST(AllowedProfilesTest, MatchesAModelThatIsASubstringOfTheGpuType) {
 
 TEST(AllowedProfilesTest, FirstMatchingEntryWins) {
   NvidiaConfig c = ConfigWithAllowlist();
-  EXPECT_THAT(c.AllowedProfiles("NVIDIA A100-SXM4-40GB"), Pointee(ElementsAre("1g.5gb", "7g.40gb")));
+  EXPECT_THAT(c.AllowedProfiles("NVIDIA A100-SXM4-40GB"),
+              Pointee(ElementsAre("1g.5gb", "7g.40gb")));
   EXPECT_THAT(c.AllowedProfiles("NVIDIA A100-SXM4-80GB"), Pointee(ElementsAre("1g.10gb")));
 }
 
 TEST(AllowedProfilesTest, IgnoresCase) {
   NvidiaConfig c = ConfigWithAllowlist();
-  EXPECT_THAT(c.AllowedProfiles("nvidia a100-pcie-40gb"), Pointee(ElementsAre("1g.5gb", "7g.40gb")));
+  EXPECT_THAT(c.AllowedProfiles("nvidia a100-pcie-40gb"),
+              Pointee(ElementsAre("1g.5gb", "7g.40gb")));
 }
 
 TEST(AllowedProfilesTest, NoMatchingEntryIsNull) {

@@ -78,12 +78,12 @@ TEST(GpuMigModelTest, InstanceLimitAndOverlapAreEnforced) {
 
 TEST(GpuMigModelTest, MediaEngineProfilesAreExclusive) {
   model::GpuDevice d = RtxPro6000Mig("GPU-r");
-  d.mig_profiles.push_back(testing::Profile("1g.24gb+me", 24192, 25, 1,
-                                            {{0, 3}, {3, 3}, {6, 3}, {9, 3}}, 1));
-  d.mig_profiles.push_back(testing::Profile("1g.24gb+me.all", 24192, 25, 1,
-                                            {{0, 3}, {3, 3}, {6, 3}, {9, 3}}, 1));
-  d.mig_profiles.push_back(testing::Profile("1g.24gb-me", 24192, 25, 1,
-                                            {{0, 3}, {3, 3}, {6, 3}, {9, 3}}, 4));
+  d.mig_profiles.push_back(
+      testing::Profile("1g.24gb+me", 24192, 25, 1, {{0, 3}, {3, 3}, {6, 3}, {9, 3}}, 1));
+  d.mig_profiles.push_back(
+      testing::Profile("1g.24gb+me.all", 24192, 25, 1, {{0, 3}, {3, 3}, {6, 3}, {9, 3}}, 1));
+  d.mig_profiles.push_back(
+      testing::Profile("1g.24gb-me", 24192, 25, 1, {{0, 3}, {3, 3}, {6, 3}, {9, 3}}, 4));
   GpuMigModel model(d, nullptr);
   const int me = model.ProfileIndex("1g.24gb+me");
   const int all = model.ProfileIndex("1g.24gb+me.all");

@@ -94,9 +94,9 @@ TEST_P(MigPropertyTest, SchedulerAgreesWithBruteForce) {
           model.Place(layouts[g], p, pl);
           running.devices[0].push_back(codec::ContainerDevice{
               devices[g].uuid, "NVIDIA", model.profiles()[p].memory_mib, model.profiles()[p].core});
-          running.mig.push_back(codec::MigAllocation{
-              0, static_cast<int>(running.devices[0].size() - 1), devices[g].uuid,
-              model.profiles()[p].name, pl, std::nullopt});
+          running.mig.push_back(
+              codec::MigAllocation{0, static_cast<int>(running.devices[0].size() - 1),
+                                   devices[g].uuid, model.profiles()[p].name, pl, std::nullopt});
           if (--want == 0) break;
         }
       }
@@ -111,7 +111,8 @@ TEST_P(MigPropertyTest, SchedulerAgreesWithBruteForce) {
       int containers = std::uniform_int_distribution<int>(1, 2)(rng);
       for (int c = 0; c < containers; ++c) {
         const auto& profiles = node->mig_models[0].profiles();
-        const auto& base = profiles[std::uniform_int_distribution<int>(0, profiles.size() - 1)(rng)];
+        const auto& base =
+            profiles[std::uniform_int_distribution<int>(0, profiles.size() - 1)(rng)];
         int mem = std::max(1, base.memory_mib - std::uniform_int_distribution<int>(0, 500)(rng));
         int cores = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? base.core : -1;
         int nums = std::uniform_int_distribution<int>(1, gpus_per_node == 1 ? 3 : 2)(rng);

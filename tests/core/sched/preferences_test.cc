@@ -93,8 +93,9 @@ TEST(ParseGpuPolicyTest, UnknownNameIsAnErrorNamingTheFirstUnknownToken) {
     SCOPED_TRACE(c.text);
     auto p = ParseGpuPolicy(c.text);
     ASSERT_FALSE(p.ok());
-    EXPECT_EQ(p.error().message, std::string("unknown GPU scheduler policy \"") + c.token +
-                                     "\" (expected binpack, spread, numa, topology-aware or mutex)");
+    EXPECT_EQ(p.error().message,
+              std::string("unknown GPU scheduler policy \"") + c.token +
+                  "\" (expected binpack, spread, numa, topology-aware or mutex)");
   }
 }
 
@@ -113,8 +114,7 @@ TEST(GpuPolicyTest, ChainKeepsSortKeysInWrittenOrderWithoutDuplicates) {
 }
 
 TEST(GpuPolicyTest, ChainIgnoresMutexAndTopologyAware) {
-  EXPECT_THAT(ParseGpuPolicy("mutex,binpack,topology-aware")->Chain(false),
-              ElementsAre("binpack"));
+  EXPECT_THAT(ParseGpuPolicy("mutex,binpack,topology-aware")->Chain(false), ElementsAre("binpack"));
 }
 
 TEST(GpuPolicyTest, ChainWithoutSortKeysIsSpread) {
@@ -181,7 +181,8 @@ TEST(ParseScoringWeightsTest, InvalidValueIsAnErrorQuotingTheAnnotation) {
       {"overflow", "slot=9223372036854775808,core=1,memory=1",
        "\"slot\" weight \"9223372036854775808\" is not an integer"},
       {"negative", "slot=1,core=-1,memory=3", "\"core\" weight must not be negative"},
-      {"unknown key", "slot=1,core=1,gpu=1", "unknown weight \"gpu\" (expected slot, core, memory)"},
+      {"unknown key", "slot=1,core=1,gpu=1",
+       "unknown weight \"gpu\" (expected slot, core, memory)"},
       {"keys are case sensitive", "slot=1,Core=1,memory=1",
        "unknown weight \"Core\" (expected slot, core, memory)"},
       {"all zero", "slot=0,core=0,memory=0", "all weights are zero"},
@@ -227,8 +228,8 @@ TEST(ParsePreferencesTest, TypeListsAreTrimmedUpperCasedAndSkipEmptyTokens) {
 }
 
 TEST(ParsePreferencesTest, WhitespaceTypeListIsNoConstraint) {
-  auto p = ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/use-gputype", "  ").Build(),
-                            {});
+  auto p =
+      ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/use-gputype", "  ").Build(), {});
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_THAT(p->use_types, IsEmpty());
 }
@@ -250,15 +251,14 @@ TEST(ParsePreferencesTest, NumaBindFollowsGoParseBool) {
     bool want;
   };
   const std::vector<Case> cases = {
-      {"true", true},   {"1", true},      {"t", true},      {"T", true},       {"TRUE", true},
-      {"True", true},   {"false", false}, {"0", false},     {"yes", false},    {"on", false},
-      {" true", false}, {"true ", false},
-      {"tRuE", false},  {"", false},      {"enabled", false},
+      {"true", true},   {"1", true},      {"t", true},     {"T", true},    {"TRUE", true},
+      {"True", true},   {"false", false}, {"0", false},    {"yes", false}, {"on", false},
+      {" true", false}, {"true ", false}, {"tRuE", false}, {"", false},    {"enabled", false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.value);
-    auto p = ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/numa-bind", c.value).Build(),
-                              {});
+    auto p = ParsePreferences(
+        PodBuilder("ns/p").Annotation("nvidia.com/numa-bind", c.value).Build(), {});
     ASSERT_TRUE(p.ok()) << p.error().message;
     EXPECT_EQ(p->numa_bind, c.want);
   }
@@ -267,16 +267,16 @@ TEST(ParsePreferencesTest, NumaBindFollowsGoParseBool) {
 TEST(ParsePreferencesTest, VgpuModeAcceptsEachKnownMode) {
   for (const char* mode : {"mig", "hami-core", "mps"}) {
     SCOPED_TRACE(mode);
-    auto p = ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", mode).Build(),
-                              {});
+    auto p =
+        ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", mode).Build(), {});
     ASSERT_TRUE(p.ok()) << p.error().message;
     EXPECT_EQ(p->vgpu_mode, std::optional<std::string>(mode));
   }
 }
 
 TEST(ParsePreferencesTest, VgpuModeIsTrimmed) {
-  auto p = ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", " mig ").Build(),
-                            {});
+  auto p =
+      ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", " mig ").Build(), {});
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->vgpu_mode, std::optional<std::string>("mig"));
 }
@@ -284,8 +284,8 @@ TEST(ParsePreferencesTest, VgpuModeIsTrimmed) {
 TEST(ParsePreferencesTest, UnknownVgpuModeIsAnErrorNamingPodAndAnnotation) {
   for (const char* mode : {"MIG", "mig,mps", "", "time-slicing"}) {
     SCOPED_TRACE(mode);
-    auto p = ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", mode).Build(),
-                              {});
+    auto p =
+        ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", mode).Build(), {});
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().message, std::string("pod ns/p: annotation nvidia.com/vgpu-mode: unknown "
                                              "mode \"") +
@@ -341,10 +341,11 @@ TEST(ParsePreferencesTest, UnknownDefaultGpuPolicyIsAnErrorNamingTheDefault) {
 }
 
 TEST(ParsePreferencesTest, ReadsScoringWeights) {
-  auto p = ParsePreferences(
-      PodBuilder("ns/p").Annotation("hami.io/device-scoring-weights", "slot=2,core=0,memory=3")
-          .Build(),
-      {});
+  auto p =
+      ParsePreferences(PodBuilder("ns/p")
+                           .Annotation("hami.io/device-scoring-weights", "slot=2,core=0,memory=3")
+                           .Build(),
+                       {});
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->weights.slot, 2);
   EXPECT_EQ(p->weights.core, 0);
@@ -352,10 +353,11 @@ TEST(ParsePreferencesTest, ReadsScoringWeights) {
 }
 
 TEST(ParsePreferencesTest, InvalidScoringWeightsAreAnErrorNamingThePod) {
-  auto p = ParsePreferences(
-      PodBuilder("ns/p").Annotation("hami.io/device-scoring-weights", "slot=1,core=-1,memory=3")
-          .Build(),
-      {});
+  auto p =
+      ParsePreferences(PodBuilder("ns/p")
+                           .Annotation("hami.io/device-scoring-weights", "slot=1,core=-1,memory=3")
+                           .Build(),
+                       {});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().message,
             "pod ns/p: invalid hami.io/device-scoring-weights annotation \"slot=1,core=-1,"

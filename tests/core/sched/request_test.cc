@@ -11,8 +11,8 @@
 namespace tessera::sched {
 namespace {
 
-using ::testing::ElementsAre;
 using testing::ContainerBuilder;
+using ::testing::ElementsAre;
 using testing::PodBuilder;
 
 ContainerRequest Req(int32_t nums, int32_t mem, int32_t pct, int32_t cores) {
@@ -35,8 +35,8 @@ TEST(DeriveContainerRequestTest, CountAloneAsksForAllOfEachGpusMemory) {
 }
 
 TEST(DeriveContainerRequestTest, ReadsCountMemoryAndCores) {
-  auto r = DeriveContainerRequest(ContainerBuilder("c").Gpu(1).GpuMem(3000).GpuCores(30).Build(),
-                                  {});
+  auto r =
+      DeriveContainerRequest(ContainerBuilder("c").Gpu(1).GpuMem(3000).GpuCores(30).Build(), {});
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, Req(1, 3000, kMemPercentUnset, 30));
 }
@@ -219,20 +219,24 @@ TEST(DeriveContainerRequestTest, UnusableValueIsAnErrorNamingContainerResourceAn
     const char* why;
   };
   const std::vector<Case> cases = {
-      {"nvidia.com/gpumem", "16Gi", "is 17179869184 MiB, more than the maximum 2147483647"},
+      {"nvidia.com/gpumem", "16Gi",
+       "means 17179869184 MiB, more than the maximum 2147483647 (nvidia.com/gpumem counts MiB: "
+       "write a "
+       "plain number)"},
       {"nvidia.com/gpumem", "16.5", "is not a whole number of MiB"},
       {"nvidia.com/gpumem", "-1", "is negative"},
       {"nvidia.com/gpumem", "lots", "is not a Kubernetes quantity"},
-      {"nvidia.com/gpumem", "2147483648", "is 2147483648 MiB, more than the maximum 2147483647"},
+      {"nvidia.com/gpumem", "2147483648", "means 2147483648 MiB, more than the maximum 2147483647"},
       {"nvidia.com/gpu", "0.5", "is not a whole number of devices"},
       {"nvidia.com/gpu", "-1", "is negative"},
       {"nvidia.com/gpu", "500m", "is not a whole number of devices"},
-      {"nvidia.com/gpu", "2147483648", "is 2147483648 devices, more than the maximum 2147483647"},
-      {"nvidia.com/gpumem-percentage", "150", "is 150 percent, more than the maximum 100"},
-      {"nvidia.com/gpumem-percentage", "101", "is 101 percent, more than the maximum 100"},
+      {"nvidia.com/gpu", "2147483648",
+       "means 2147483648 devices, more than the maximum 2147483647"},
+      {"nvidia.com/gpumem-percentage", "150", "means 150 percent, more than the maximum 100"},
+      {"nvidia.com/gpumem-percentage", "101", "means 101 percent, more than the maximum 100"},
       {"nvidia.com/gpumem-percentage", "-5", "is negative"},
       {"nvidia.com/gpumem-percentage", "12.5", "is not a whole number of percent"},
-      {"nvidia.com/gpucores", "101", "is 101 percent, more than the maximum 100"},
+      {"nvidia.com/gpucores", "101", "means 101 percent, more than the maximum 100"},
       {"nvidia.com/gpucores", "-1", "is negative"},
       {"nvidia.com/gpucores", "0.5", "is not a whole number of percent"},
   };
@@ -254,8 +258,8 @@ TEST(DeriveContainerRequestTest, MemoryLimitIsDividedByTheFactor) {
       ContainerBuilder("c").Gpu(1).Limit("nvidia.com/gpumem", "2097152").Build(), config);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
-            "container c: resource nvidia.com/gpumem: value \"2097152\" is 2097152 MiB, more than "
-            "the maximum 2097151");
+            "container c: resource nvidia.com/gpumem: value \"2097152\" means 2097152 MiB, more "
+            "than the maximum 2097151");
 }
 
 TEST(DeriveContainerRequestTest, UnusableRequestedValueIsAnErrorToo) {
@@ -263,8 +267,8 @@ TEST(DeriveContainerRequestTest, UnusableRequestedValueIsAnErrorToo) {
       ContainerBuilder("c").Gpu(1).Request("nvidia.com/gpumem", "8Gi").Build(), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
-            "container c: resource nvidia.com/gpumem: value \"8Gi\" is 8589934592 MiB, more than "
-            "the maximum 2147483647");
+            "container c: resource nvidia.com/gpumem: value \"8Gi\" means 8589934592 MiB, more "
+            "than the maximum 2147483647 (nvidia.com/gpumem counts MiB: write a plain number)");
 }
 
 TEST(DeriveContainerRequestTest, UnusableValueIsIgnoredWhenTheContainerAsksForNoGpu) {
@@ -305,9 +309,10 @@ TEST(DerivePodRequestTest, ErrorNamesThePodAndTheContainer) {
           .Build();
   auto req = DerivePodRequest(pod, {});
   ASSERT_FALSE(req.ok());
-  EXPECT_EQ(req.error().message,
-            "pod team/train: container worker: resource nvidia.com/gpucores: value \"101\" is 101 "
-            "percent, more than the maximum 100");
+  EXPECT_EQ(
+      req.error().message,
+      "pod team/train: container worker: resource nvidia.com/gpucores: value \"101\" means 101 "
+      "percent, more than the maximum 100");
 }
 
 }  // namespace

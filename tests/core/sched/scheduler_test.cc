@@ -10,8 +10,8 @@
 namespace tessera::sched {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::A100Mig;
+using ::testing::HasSubstr;
 using testing::NodeWith;
 using testing::PodBuilder;
 using testing::RtxPro6000Mig;
@@ -98,8 +98,10 @@ TEST_F(SchedulerTest, NonMigRequestKeepsThePhysicalCountCheck) {
 
 TEST_F(SchedulerTest, HamiCoreModeOnAMigNodeIsATypeMismatch) {
   AddNode("node-a", {RtxPro6000Mig("GPU-r")});
-  Decision d = Schedule(
-      PodBuilder("default/p").Annotation("nvidia.com/vgpu-mode", "hami-core").Container(1, 8000).Build());
+  Decision d = Schedule(PodBuilder("default/p")
+                            .Annotation("nvidia.com/vgpu-mode", "hami-core")
+                            .Container(1, 8000)
+                            .Build());
   EXPECT_FALSE(d.scheduled);
   EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardTypeMismatch");
 }
@@ -112,7 +114,8 @@ TEST_F(SchedulerTest, FitChecksCountTheirReasons) {
   AddNode("n", {sick, cordoned, small}, {{"hami.io/device-cordon", " GPU-cordoned ,"}});
   Decision d = Schedule(PodBuilder("default/p").Container(1, 8000, 10).Build());
   EXPECT_FALSE(d.scheduled);
-  EXPECT_EQ(d.failed_nodes.at("n"), "1/3 CardCordoned, 1/3 CardInsufficientMemory, 1/3 CardNotHealth");
+  EXPECT_EQ(d.failed_nodes.at("n"),
+            "1/3 CardCordoned, 1/3 CardInsufficientMemory, 1/3 CardNotHealth");
 }
 
 TEST_F(SchedulerTest, CoreChecksAndExclusiveUse) {
@@ -186,8 +189,8 @@ TEST_F(SchedulerTest, GpuPolicySpreadAndBinpack) {
                            .Container(1, 1000, 10)
                            .Build())
                   .scheduled);
-  Decision spread = scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(),
-                                        nullptr, 0);
+  Decision spread =
+      scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(), nullptr, 0);
   EXPECT_EQ(spread.containers[0][0].uuid, "GPU-1");
   Decision binpack = scheduler_.Evaluate(PodBuilder("default/b")
                                              .Annotation("hami.io/gpu-scheduler-policy", "binpack")
@@ -202,16 +205,16 @@ TEST_F(SchedulerTest, NodePolicyAndDeterministicTies) {
   AddNode("n1", {SharingGpu("GPU-10")});
   AddNode("n3", {SharingGpu("GPU-30")});
   // All empty: ties break by node name.
-  Decision first = scheduler_.Evaluate(PodBuilder("default/x").Container(1, 1000, 10).Build(),
-                                       nullptr, 0);
+  Decision first =
+      scheduler_.Evaluate(PodBuilder("default/x").Container(1, 1000, 10).Build(), nullptr, 0);
   EXPECT_EQ(first.node, "n1");
   ASSERT_TRUE(Schedule(PodBuilder("default/a")
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-30")
                            .Container(1, 4000, 10)
                            .Build())
                   .scheduled);
-  Decision binpack = scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(),
-                                         nullptr, 0);
+  Decision binpack =
+      scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(), nullptr, 0);
   EXPECT_EQ(binpack.node, "n3");
   Decision spread = scheduler_.Evaluate(PodBuilder("default/b")
                                             .Annotation("hami.io/node-scheduler-policy", "spread")
@@ -266,10 +269,9 @@ TEST_F(SchedulerTest, TopologyAwarePicksTheBestLinkedPair) {
   AddNode("n",
           {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1),
            SharingGpu("GPU-2", 32768, 0, 2)},
-          {{"hami.io/node-nvidia-score",
-            R"([{"uuid":"GPU-0","score":{"GPU-1":10,"GPU-2":100}},)"
-            R"({"uuid":"GPU-1","score":{"GPU-0":10,"GPU-2":20}},)"
-            R"({"uuid":"GPU-2","score":{"GPU-0":100,"GPU-1":20}}])"}});
+          {{"hami.io/node-nvidia-score", R"([{"uuid":"GPU-0","score":{"GPU-1":10,"GPU-2":100}},)"
+                                         R"({"uuid":"GPU-1","score":{"GPU-0":10,"GPU-2":20}},)"
+                                         R"({"uuid":"GPU-2","score":{"GPU-0":100,"GPU-1":20}}])"}});
   Decision d = Schedule(PodBuilder("default/p")
                             .Annotation("hami.io/gpu-scheduler-policy", "topology-aware")
                             .Container(2, 1000, 10)
@@ -282,7 +284,8 @@ TEST_F(SchedulerTest, TopologyAwarePicksTheBestLinkedPair) {
 
 TEST_F(SchedulerTest, InitContainersCountAtTheirPeak) {
   AddNode("n", {SharingGpu("GPU-0", 10000)});
-  model::Pod pod = PodBuilder("default/p").InitContainer(1, 9000, 10).Container(1, 9000, 10).Build();
+  model::Pod pod =
+      PodBuilder("default/p").InitContainer(1, 9000, 10).Container(1, 9000, 10).Build();
   Decision d = Schedule(pod);
   ASSERT_TRUE(d.scheduled) << d.message;
   EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-allocated"),
@@ -326,10 +329,14 @@ TEST_F(SchedulerTest, JointSearchFindsWhatContainerByContainerMisses) {
   // Container 1 fits a 3g on either; container 2 asks for the 4g's cores, which only GPU-0's
   // slice 0 can give. Container by container, 1 takes GPU-0 and 2 fails; jointly both fit.
   AddNode("n", {A100Mig("GPU-0", 0), A100Mig("GPU-1", 1)});
-  state::PodReservation busy{"default/busy", "u", "n", 0,
-                             {{{"GPU-0", "NVIDIA", 19968, 43}, {"GPU-1", "NVIDIA", 19968, 58}}},
-                             {codec::MigAllocation{0, 0, "GPU-0", "3g.20gb", {4, 4}, std::nullopt},
-                              codec::MigAllocation{0, 1, "GPU-1", "4g.20gb", {0, 4}, std::nullopt}}};
+  state::PodReservation busy{
+      "default/busy",
+      "u",
+      "n",
+      0,
+      {{{"GPU-0", "NVIDIA", 19968, 43}, {"GPU-1", "NVIDIA", 19968, 58}}},
+      {codec::MigAllocation{0, 0, "GPU-0", "3g.20gb", {4, 4}, std::nullopt},
+       codec::MigAllocation{0, 1, "GPU-1", "4g.20gb", {0, 4}, std::nullopt}}};
   state_.AddPod(busy);
   model::Pod pod =
       PodBuilder("default/p").MigMode().Container(1, 19000).Container(1, 19000, 55).Build();

@@ -58,7 +58,10 @@ TEST(ClusterStateTest, ReRegisteringANodeReappliesItsPods) {
 TEST(ClusterStateTest, InitContainersCountAtPeakAppContainersAddUp) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0")}));
-  PodReservation r{"ns/p", "u", "n", 2,
+  PodReservation r{"ns/p",
+                   "u",
+                   "n",
+                   2,
                    {{{"GPU-0", "NVIDIA", 5000, 30}},
                     {{"GPU-0", "NVIDIA", 7000, 10}},
                     {{"GPU-0", "NVIDIA", 3000, 20}},
@@ -66,15 +69,18 @@ TEST(ClusterStateTest, InitContainersCountAtPeakAppContainersAddUp) {
                    {}};
   s.AddPod(r);
   const DeviceUsage& u = s.node("n")->usage[0];
-  EXPECT_EQ(u.used_mem, 7000);    // max(init peak 7000, app sum 5000)
-  EXPECT_EQ(u.used_cores, 40);    // max(init peak 30, app sum 40)
-  EXPECT_EQ(u.used, 2);           // max(1, two app slots)
+  EXPECT_EQ(u.used_mem, 7000);  // max(init peak 7000, app sum 5000)
+  EXPECT_EQ(u.used_cores, 40);  // max(init peak 30, app sum 40)
+  EXPECT_EQ(u.used, 2);         // max(1, two app slots)
 }
 
 TEST(ClusterStateTest, MigInstancesRebuildTheLayout) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r")}));
-  PodReservation r{"ns/p", "u", "n", 0,
+  PodReservation r{"ns/p",
+                   "u",
+                   "n",
+                   0,
                    {{{"GPU-r", "NVIDIA", 24192, 25}, {"GPU-r", "NVIDIA", 24192, 25}}},
                    {{0, 0, "GPU-r", "1g.24gb", {0, 3}, std::nullopt},
                     {0, 1, "GPU-r", "1g.24gb", {9, 3}, std::nullopt}}};
@@ -95,9 +101,17 @@ TEST(ClusterStateTest, ContradictoryAnnotationsFailClosedUntilRemoved) {
   s.RemovePod("ns/no-placement");
   EXPECT_TRUE(s.node("n")->usage[0].Trusted());
   // Two pods claiming overlapping placements.
-  PodReservation a{"ns/a", "u", "n", 0, {{{"GPU-r", "NVIDIA", 48512, 50}}},
+  PodReservation a{"ns/a",
+                   "u",
+                   "n",
+                   0,
+                   {{{"GPU-r", "NVIDIA", 48512, 50}}},
                    {{0, 0, "GPU-r", "2g.48gb", {0, 6}, std::nullopt}}};
-  PodReservation b{"ns/b", "u", "n", 0, {{{"GPU-r", "NVIDIA", 24192, 25}}},
+  PodReservation b{"ns/b",
+                   "u",
+                   "n",
+                   0,
+                   {{{"GPU-r", "NVIDIA", 24192, 25}}},
                    {{0, 0, "GPU-r", "1g.24gb", {3, 3}, std::nullopt}}};
   s.AddPod(a);
   s.AddPod(b);
@@ -105,7 +119,11 @@ TEST(ClusterStateTest, ContradictoryAnnotationsFailClosedUntilRemoved) {
   s.RemovePod("ns/b");
   EXPECT_TRUE(s.node("n")->usage[0].Trusted());
   // A MIG instance on a GPU that is not in MIG mode.
-  PodReservation c{"ns/c", "u", "n", 0, {{{"GPU-s", "NVIDIA", 1000, 0}}},
+  PodReservation c{"ns/c",
+                   "u",
+                   "n",
+                   0,
+                   {{{"GPU-s", "NVIDIA", 1000, 0}}},
                    {{0, 0, "GPU-s", "1g.24gb", {3, 3}, std::nullopt}}};
   s.AddPod(c);
   EXPECT_FALSE(s.node("n")->usage[1].Trusted());

@@ -1,0 +1,99 @@
+#include "core/sched/node_scoring.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/common/strings.h"
+
+namespace tessera::sched {
+
+NodeCapacity CapacityOf(const state::NodeState& node) {
+  NodeCapacity c;
+  const size_t n = node.devices.size();
+  c.gpu_free_mem.resize(n);
+  c.gpu_total_mem.resize(n);
+  c.gpu_free_cores.resize(n);
+  c.gpu_usable.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& d = node.devices[i];
+    const auto& u = node.usage[i];
+    c.gpu_total_mem[i] = d.total_mem_mib;
+    c.gpu_free_mem[i] = static_cast<int32_t>(std::max<int64_t>(0, d.total_mem_mib - u.used_mem));
+    c.gpu_free_cores[i] = std::max(0, d.total_cores - u.used_cores);
+    c.gpu_usable[i] = d.healthy && u.Trusted() && !d.IsMig() && node.cordoned.count(d.uuid) == 0 &&
+                      u.used < d.count;
+    if (c.gpu_type.empty() && c.gpu_usable[i]) c.gpu_type = ToUpper(d.type);
+  }
+  if (node.cpu_allocatable_milli) {
+    c.cpu_free_milli = *node.cpu_allocatable_milli - node.cpu_used_milli;
+  }
+  return c;
+}
+
+std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
+                                   const std::string& gpu_type) {
+  DemandShape s;
+  s.cpu_milli = cpu_milli;
+  s.gpu_type = ToUpper(Trim(gpu_type));
+  for (size_t i = 0; i < request.slots.size(); ++i) {
+    if (request.IsInit(i) || request.slots[i].Empty()) continue;
+    const ContainerRequest& r = request.slots[i];
+    s.gpus += r.nums;
+    s.gpu_mem_mib = std::max(s.gpu_mem_mib, r.mem_mib);
+    s.gpu_cores = std::max(s.gpu_cores, r.cores);
+  }
+  if (s.gpus == 0) return std::nullopt;
+  return s;
+}
+
+NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
+                           const SlotAssignments& slots, int64_t cpu_milli) {
+  for (const auto& slot : slots) {
+    for (const auto& a : slot) {
+      if (node.devices[a.device].IsMig()) continue;
+      capacity.gpu_free_mem[a.device] = std::max(0, capacity.gpu_free_mem[a.device] - a.mem);
+      capacity.gpu_free_cores[a.device] = std::max(0, capacity.gpu_free_cores[a.device] - a.cores);
+    }
+  }
+  if (capacity.cpu_free_milli) *capacity.cpu_free_milli -= cpu_milli;
+  return capacity;
+}
+
+std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
+                                   const ContainerRequest& request, int64_t cpu_milli,
+                                   const std::vector<WeightedShape>& target) {
+  const size_t n = node.devices.size();
+  std::vector<double> ranks(n, std::numeric_limits<double>::infinity());
+  NodeCapacity after = capacity;
+  if (after.cpu_free_milli) *after.cpu_free_milli -= cpu_milli;
+  for (size_t g = 0; g < n; ++g) {
+    if (!capacity.gpu_usable[g] || node.devices[g].IsMig()) continue;
+    int32_t mem = request.mem_mib;
+    if (mem == 0) {
+      mem = static_cast<int32_t>(static_cast<int64_t>(capacity.gpu_total_mem[g]) *
+                                 request.mem_percent / 100);
+    }
+    if (capacity.gpu_free_mem[g] < mem || capacity.gpu_free_cores[g] < request.cores) continue;
+    // GPUs in the same state give the same answer: reuse it.
+    bool reused = false;
+    for (size_t h = 0; h < g; ++h) {
+      if (ranks[h] != std::numeric_limits<double>::infinity() &&
+          capacity.gpu_free_mem[h] == capacity.gpu_free_mem[g] &&
+          capacity.gpu_free_cores[h] == capacity.gpu_free_cores[g] &&
+          capacity.gpu_total_mem[h] == capacity.gpu_total_mem[g]) {
+        ranks[g] = ranks[h];
+        reused = true;
+        break;
+      }
+    }
+    if (reused) continue;
+    after.gpu_free_mem[g] -= mem;
+    after.gpu_free_cores[g] -= request.cores;
+    ranks[g] = NodeFragmentation(after, target);
+    after.gpu_free_mem[g] += mem;
+    after.gpu_free_cores[g] += request.cores;
+  }
+  return ranks;
+}
+
+}  // namespace tessera::sched

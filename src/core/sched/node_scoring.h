@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/sched/fit.h"
+#include "core/sched/fragmentation.h"
+#include "core/sched/request.h"
+#include "core/state/cluster_state.h"
+
+namespace tessera::sched {
+
+// Fragmentation-aware scoring of sharing GPUs: the glue between ClusterState and the
+// fragmentation measure, shared by the extender, `simulate` and `replay`.
+
+// What the fragmentation measure sees of a node (MIG GPUs are left out: they are not shared).
+NodeCapacity CapacityOf(const state::NodeState& node);
+
+// The pod's shape for the demand mix: the GPUs of its app containers and the largest per-GPU
+// request among them; nullopt for a pod without GPUs.
+std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
+                                   const std::string& gpu_type);
+
+// The node's capacity after the assignments (and `cpu_milli` more host CPU) are applied.
+NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
+                           const SlotAssignments& slots, int64_t cpu_milli);
+
+// For a pod asking one shared GPU: the fragmentation after placing it on each GPU (infinity where
+// it does not fit by memory or cores). Lower is better; FitPodOnNode tries the lowest first.
+std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
+                                   const ContainerRequest& request, int64_t cpu_milli,
+                                   const std::vector<WeightedShape>& target);
+
+}  // namespace tessera::sched

@@ -1,0 +1,118 @@
+#include "sim/replay/cluster.h"
+
+#include <algorithm>
+
+namespace tessera::sim::replay {
+
+int GpuAffinityOf(const TracePod& pod) {
+  if (pod.num_gpu == 0) return kNoAffinity;
+  if (pod.num_gpu == 1 && pod.gpu_milli < kMilliPerGpu) return kShareAffinity;
+  return pod.num_gpu;
+}
+
+ReplayCluster::ReplayCluster(const std::vector<TraceNode>& nodes, TieBreak tie_break)
+    : tie_break_(tie_break) {
+  nodes_.reserve(nodes.size());
+  for (const TraceNode& trace_node : nodes) {
+    NodeState node;
+    node.name = trace_node.name;
+    node.cpu_capacity = node.cpu_free = trace_node.cpu_milli;
+    node.memory_capacity = node.memory_free = trace_node.memory_mib;
+    node.gpu_offset = static_cast<int>(gpu_free_.size());
+    node.gpu_count = std::max(trace_node.gpus, 0);
+    node.gpu_free_total = node.gpu_count * kMilliPerGpu;
+    node.fully_free_gpus = node.gpu_count;
+    if (node.gpu_count > 0) {
+      auto it = std::find(model_names_.begin(), model_names_.end(), trace_node.model);
+      node.model_id = static_cast<int>(it - model_names_.begin());
+      if (it == model_names_.end()) model_names_.push_back(trace_node.model);
+    }
+    gpu_free_.insert(gpu_free_.end(), node.gpu_count, static_cast<int32_t>(kMilliPerGpu));
+    total_gpus_ += node.gpu_count;
+    nodes_.push_back(std::move(node));
+  }
+}
+
+ModelMask ReplayCluster::AllowedModels(const TracePod& pod) const {
+  // IsNodeAccessibleToPodByType: an empty spec accepts every model.
+  ModelMask allowed(model_names_.size(), pod.gpu_spec.empty() ? 1 : 0);
+  for (const std::string& model : pod.gpu_spec) {
+    auto it = std::find(model_names_.begin(), model_names_.end(), model);
+    if (it != model_names_.end()) allowed[it - model_names_.begin()] = 1;
+  }
+  return allowed;
+}
+
+bool ReplayCluster::FitsCpuAndMemory(int node, const TracePod& pod) const {
+  const NodeState& n = nodes_[node];
+  return n.cpu_free >= pod.cpu_milli && n.memory_free >= pod.memory_mib;
+}
+
+bool ReplayCluster::FitsGpu(int node, const TracePod& pod, const ModelMask& allowed) const {
+  if (pod.num_gpu == 0) return true;
+  const NodeState& n = nodes_[node];
+  if (n.gpu_count < pod.num_gpu || n.model_id < 0) return false;
+  if (n.model_id >= static_cast<int>(allowed.size()) || !allowed[n.model_id]) return false;
+  if (pod.gpu_milli >= kMilliPerGpu) return n.fully_free_gpus >= pod.num_gpu;
+  int fitting = 0;
+  for (int32_t free : GpuFree(node)) fitting += free >= pod.gpu_milli ? 1 : 0;
+  return fitting >= pod.num_gpu;
+}
+
+std::vector<int> ReplayCluster::FeasibleNodes(const TracePod& pod) const {
+  ModelMask allowed = AllowedModels(pod);
+  std::vector<int> feasible;
+  for (int node = 0; node < node_count(); ++node) {
+    if (Fits(node, pod, allowed)) feasible.push_back(node);
+  }
+  return feasible;
+}
+
+Status ReplayCluster::Allocate(int node, const TracePod& pod, std::span<const int> gpus) {
+  if (node < 0 || node >= node_count()) {
+    return Error{"allocate " + pod.name + ": no node " + std::to_string(node)};
+  }
+  NodeState& n = nodes_[node];
+  auto refuse = [&](const std::string& why) {
+    return Status(Error{"allocate " + pod.name + " on " + n.name + ": " + why});
+  };
+  if (!Fits(node, pod)) return refuse("the pod does not fit");
+  if (static_cast<int>(gpus.size()) != pod.num_gpu) {
+    return refuse("expected " + std::to_string(pod.num_gpu) + " GPU indices, got " +
+                  std::to_string(gpus.size()));
+  }
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i] < 0 || gpus[i] >= n.gpu_count) {
+      return refuse("no GPU " + std::to_string(gpus[i]));
+    }
+    if (std::find(gpus.begin(), gpus.begin() + i, gpus[i]) != gpus.begin() + i) {
+      return refuse("GPU " + std::to_string(gpus[i]) + " given twice");
+    }
+    if (gpu_free_[n.gpu_offset + gpus[i]] < pod.gpu_milli) {
+      return refuse("GPU " + std::to_string(gpus[i]) + " has only " +
+                    std::to_string(gpu_free_[n.gpu_offset + gpus[i]]) + " milli free");
+    }
+  }
+  n.cpu_free -= pod.cpu_milli;
+  n.memory_free -= pod.memory_mib;
+  for (int gpu : gpus) {
+    int32_t& free = gpu_free_[n.gpu_offset + gpu];
+    if (free == kMilliPerGpu) --n.fully_free_gpus;
+    free -= static_cast<int32_t>(pod.gpu_milli);
+  }
+  n.gpu_free_total -= pod.TotalGpuMilli();
+  allocated_gpu_milli_ += pod.TotalGpuMilli();
+  if (int tag = GpuAffinityOf(pod); tag != kNoAffinity) {
+    auto it = std::find_if(n.affinities.begin(), n.affinities.end(),
+                           [tag](const auto& entry) { return entry.first == tag; });
+    if (it == n.affinities.end()) {
+      n.affinities.emplace_back(tag, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  ++n.version;
+  return Status::Ok();
+}
+
+}  // namespace tessera::sim::replay

@@ -1,0 +1,422 @@
+#include "sim/replay/report.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace tessera::sim::replay {
+namespace {
+
+constexpr std::array<std::string_view, 3> kMetrics = {kMetricAllocation, kMetricFragAmount,
+                                                      kMetricFragRatio};
+
+const std::vector<double>& SeriesOf(const SeedResult& run, std::string_view metric) {
+  if (metric == kMetricFragAmount) return run.series.frag_amount_pct;
+  if (metric == kMetricFragRatio) return run.series.frag_ratio_pct;
+  return run.series.gpu_alloc_pct;
+}
+
+struct MeanStd {
+  double mean = std::numeric_limits<double>::quiet_NaN();
+  double std = 0;
+  int n = 0;
+};
+
+MeanStd Stats(const std::vector<double>& values) {
+  MeanStd out;
+  double sum = 0;
+  for (double v : values) {
+    if (std::isnan(v)) continue;
+    sum += v;
+    ++out.n;
+  }
+  if (out.n == 0) return out;
+  out.mean = sum / out.n;
+  if (out.n > 1) {
+    double squares = 0;
+    for (double v : values) {
+      if (!std::isnan(v)) squares += (v - out.mean) * (v - out.mean);
+    }
+    out.std = std::sqrt(squares / (out.n - 1));
+  }
+  return out;
+}
+
+MeanStd StatsAt(const std::vector<SeedResult>& runs, std::string_view metric, int pct) {
+  std::vector<double> values;
+  for (const SeedResult& run : runs) {
+    const auto& series = SeriesOf(run, metric);
+    values.push_back(pct >= 0 && static_cast<size_t>(pct) < series.size()
+                         ? series[pct]
+                         : std::numeric_limits<double>::quiet_NaN());
+  }
+  return Stats(values);
+}
+
+std::string Fixed(double value, int decimals) {
+  if (std::isnan(value)) return "";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> SplitFields(std::string_view line) {
+  std::vector<std::string> fields;
+  size_t pos = 0;
+  while (true) {
+    size_t comma = line.find(',', pos);
+    fields.emplace_back(
+        line.substr(pos, comma == std::string_view::npos ? line.npos : comma - pos));
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return fields;
+}
+
+std::optional<double> ParseDouble(std::string_view text) {
+  if (text.empty()) return std::numeric_limits<double>::quiet_NaN();  // an empty cell
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// ---- SVG line charts.
+
+constexpr std::array<const char*, 8> kColors = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                                "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+
+struct Line {
+  std::string label;
+  const char* color;
+  bool dashed;
+  std::vector<std::pair<double, double>> points;  // (arrived %, value)
+};
+
+double NiceStep(double range) {
+  const double raw = range / 6;
+  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
+  for (double factor : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= factor * magnitude) return factor * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+std::string SvgChart(const std::string& title, const std::vector<Line>& lines) {
+  constexpr double kWidth = 760, kHeight = 380, kLeft = 60, kRight = 170, kTop = 30, kBottom = 45;
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  double y_min = std::numeric_limits<double>::infinity(), y_max = -y_min, x_max = kMaxArrivedPct;
+  for (const Line& line : lines) {
+    for (auto [x, y] : line.points) {
+      y_min = std::min(y_min, y);
+      y_max = std::max(y_max, y);
+      x_max = std::max(x_max, x);
+    }
+  }
+  if (!std::isfinite(y_min)) y_min = 0, y_max = 1;
+  y_min = std::min(0.0, y_min);
+  if (y_max <= y_min) y_max = y_min + 1;
+  const double y_step = NiceStep(y_max - y_min);
+  y_max = std::ceil(y_max / y_step) * y_step;
+  auto px = [&](double x) { return kLeft + x / x_max * plot_w; };
+  auto py = [&](double y) { return kTop + (1 - (y - y_min) / (y_max - y_min)) * plot_h; };
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg << "<text x=\"" << kLeft << "\" y=\"18\" font-weight=\"bold\">" << HtmlEscape(title)
+      << "</text>\n";
+  for (double y = y_min; y <= y_max + 1e-9; y += y_step) {
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y)
+        << "\" y2=\"" << py(y) << "\" stroke=\"#ddd\"/>"
+        << "<text x=\"" << kLeft - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
+        << Fixed(y, y_step < 1 ? 1 : 0) << "</text>\n";
+  }
+  for (int x = 0; x <= x_max; x += 10) {
+    svg << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << kTop << "\" y2=\""
+        << kTop + plot_h << "\" stroke=\"#eee\"/>"
+        << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 16 << "\" text-anchor=\"middle\">"
+        << x << "</text>\n";
+  }
+  svg << "<text x=\"" << kLeft + plot_w / 2 << "\" y=\"" << kHeight - 8
+      << "\" text-anchor=\"middle\">arrived GPU requests (% of capacity)</text>\n";
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\""
+      << plot_h << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  int legend_row = 0;
+  for (const Line& line : lines) {
+    if (line.points.empty()) continue;
+    svg << "<polyline fill=\"none\" stroke=\"" << line.color << "\" stroke-width=\"1.6\""
+        << (line.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
+    for (auto [x, y] : line.points) svg << Fixed(px(x), 1) << "," << Fixed(py(y), 1) << " ";
+    svg << "\"/>\n";
+    const double ly = kTop + 10 + 16 * legend_row++;
+    svg << "<line x1=\"" << kLeft + plot_w + 10 << "\" x2=\"" << kLeft + plot_w + 34 << "\" y1=\""
+        << ly << "\" y2=\"" << ly << "\" stroke=\"" << line.color << "\" stroke-width=\"2\""
+        << (line.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>"
+        << "<text x=\"" << kLeft + plot_w + 40 << "\" y=\"" << ly + 4 << "\">"
+        << HtmlEscape(line.label) << "</text>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+std::vector<Line> ChartLines(const HtmlReportInput& input, std::string_view metric) {
+  std::vector<Line> lines;
+  for (size_t i = 0; i < input.policies.size(); ++i) {
+    const PolicyRuns& policy = input.policies[i];
+    const char* color = kColors[i % kColors.size()];
+    Line ours{policy.policy, color, false, {}};
+    for (int pct = 0; pct <= kMaxArrivedPct; ++pct) {
+      MeanStd s = StatsAt(policy.runs, metric, pct);
+      if (s.n > 0) ours.points.emplace_back(pct, s.mean);
+    }
+    lines.push_back(std::move(ours));
+    const std::string label = PublishedPolicyLabel(policy.policy);
+    Line published{label + " (published)", color, true, {}};
+    for (const SummaryRow& row : input.published) {
+      if (row.workload == input.workload && row.policy == label && row.metric == metric &&
+          !std::isnan(row.mean)) {
+        published.points.emplace_back(row.arrived_pct, row.mean);
+      }
+    }
+    std::sort(published.points.begin(), published.points.end());
+    if (!published.points.empty()) lines.push_back(std::move(published));
+  }
+  return lines;
+}
+
+std::string MeanPlusMinus(const MeanStd& s) {
+  if (s.n == 0) return "&ndash;";
+  return Fixed(s.mean, 2) + " &plusmn; " + Fixed(s.std, 2);
+}
+
+}  // namespace
+
+std::string PublishedPolicyLabel(std::string_view policy) {
+  static const std::map<std::string_view, std::string_view> labels = {
+      {"random", "01-Random"},
+      {"dotprod", "02-DotProd"},
+      {"gpuclustering", "03-GpuClustering"},
+      {"gpupacking", "04-GpuPacking"},
+      {"bestfit", "05-BestFit"},
+      {"fgd", "06-FGD"}};
+  auto it = labels.find(policy);
+  return std::string(it == labels.end() ? policy : it->second);
+}
+
+std::string WorkloadName(std::string_view pod_csv_path) {
+  size_t slash = pod_csv_path.find_last_of("/\\");
+  std::string_view name =
+      slash == std::string_view::npos ? pod_csv_path : pod_csv_path.substr(slash + 1);
+  if (name.size() > 4 && name.substr(name.size() - 4) == ".csv") name.remove_suffix(4);
+  return std::string(name);
+}
+
+std::vector<SummaryRow> Summarize(std::string_view workload, std::string_view policy_label,
+                                  const std::vector<SeedResult>& runs, int step_pct) {
+  std::vector<SummaryRow> rows;
+  if (step_pct <= 0) step_pct = 5;
+  for (std::string_view metric : kMetrics) {
+    for (int pct = 0; pct <= kMaxArrivedPct; pct += step_pct) {
+      MeanStd s = StatsAt(runs, metric, pct);
+      if (s.n == 0) continue;
+      rows.push_back({std::string(workload), std::string(policy_label), std::string(metric), pct,
+                      s.mean, s.std, s.n});
+    }
+  }
+  return rows;
+}
+
+std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
+  std::string out = "workload,policy,metric,arrived_pct,mean,std,n_seeds\n";
+  for (const SummaryRow& row : rows) {
+    out += row.workload + "," + row.policy + "," + row.metric + "," +
+           std::to_string(row.arrived_pct) + "," + Fixed(row.mean, 3) + "," + Fixed(row.std, 3) +
+           "," + std::to_string(row.n_seeds) + "\n";
+  }
+  return out;
+}
+
+Result<std::vector<SummaryRow>> ParseSummaryCsv(std::string_view text, std::string_view source) {
+  std::vector<SummaryRow> rows;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int line_number = 0;
+  std::map<std::string, size_t> columns;
+  const std::array<const char*, 7> required = {"workload", "policy", "metric", "arrived_pct",
+                                               "mean",     "std",    "n_seeds"};
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> fields = SplitFields(line);
+    auto where = [&](const char* column) {
+      return std::string(source) + ":" + std::to_string(line_number) + ": column '" + column + "'";
+    };
+    if (columns.empty()) {
+      for (size_t i = 0; i < fields.size(); ++i) columns[fields[i]] = i;
+      for (const char* name : required) {
+        if (!columns.count(name)) {
+          return Error{std::string(source) + ": header has no column '" + name + "'"};
+        }
+      }
+      continue;
+    }
+    auto field = [&](const char* name) -> std::string_view {
+      size_t i = columns[name];
+      return i < fields.size() ? std::string_view(fields[i]) : std::string_view();
+    };
+    SummaryRow row;
+    row.workload = std::string(field("workload"));
+    row.policy = std::string(field("policy"));
+    row.metric = std::string(field("metric"));
+    auto pct = ParseDouble(field("arrived_pct"));
+    if (!pct || std::isnan(*pct)) return Error{where("arrived_pct") + ": expected a number"};
+    row.arrived_pct = static_cast<int>(std::lround(*pct));
+    auto mean = ParseDouble(field("mean"));
+    if (!mean) return Error{where("mean") + ": expected a number"};
+    auto std_dev = ParseDouble(field("std"));
+    if (!std_dev) return Error{where("std") + ": expected a number"};
+    auto n = ParseDouble(field("n_seeds"));
+    if (!n) return Error{where("n_seeds") + ": expected a number"};
+    row.mean = *mean;
+    row.std = *std_dev;
+    row.n_seeds = std::isnan(*n) ? 0 : static_cast<int>(std::lround(*n));
+    rows.push_back(std::move(row));
+  }
+  if (columns.empty()) return Error{std::string(source) + ": empty file, expected a CSV header"};
+  return rows;
+}
+
+Result<std::vector<SummaryRow>> LoadSummaryCsv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": cannot open file"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseSummaryCsv(text.str(), path);
+}
+
+const SummaryRow* FindSummaryRow(const std::vector<SummaryRow>& rows, std::string_view workload,
+                                 std::string_view policy, std::string_view metric,
+                                 int arrived_pct) {
+  for (const SummaryRow& row : rows) {
+    if (row.arrived_pct == arrived_pct && row.metric == metric && row.policy == policy &&
+        row.workload == workload) {
+      return &row;
+    }
+  }
+  return nullptr;
+}
+
+std::string RenderHtmlReport(const HtmlReportInput& input) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(input.title)
+       << "</title>\n<style>"
+       << "body{font-family:sans-serif;margin:24px;color:#222}"
+       << "table{border-collapse:collapse;margin:12px 0}"
+       << "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+       << "th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}"
+       << ".note{color:#666;font-size:90%}</style></head><body>\n";
+  html << "<h1>" << HtmlEscape(input.title) << "</h1>\n";
+  html << "<p>Workload <b>" << HtmlEscape(input.workload) << "</b>. Solid lines: this replay "
+       << "(mean over seeds). Dashed lines: the FGD paper's published results "
+       << "(USENIX ATC'23, authors' simulator, 10 seeds).</p>\n";
+  if (input.published.empty()) html << "<p class=\"note\">No published reference given.</p>\n";
+
+  html << SvgChart("GPU allocation ratio (%)", ChartLines(input, kMetricAllocation));
+  html << SvgChart("Fragmentation amount (% of GPU capacity)",
+                   ChartLines(input, kMetricFragAmount));
+  html << SvgChart("Fragmentation ratio (% of idle GPU)", ChartLines(input, kMetricFragRatio));
+
+  html << "<h2>GPU allocation ratio (%), mean &plusmn; sample std over seeds</h2>\n<table>\n"
+       << "<tr><th>policy</th><th>seeds</th><th>ours @100%</th><th>published @100%</th>"
+       << "<th>&Delta;</th><th>ours @130%</th><th>published @130%</th><th>&Delta;</th>"
+       << "<th>unallocated @130%</th></tr>\n";
+  for (const PolicyRuns& policy : input.policies) {
+    const std::string label = PublishedPolicyLabel(policy.policy);
+    html << "<tr><td>" << HtmlEscape(policy.policy) << "</td><td>" << policy.runs.size() << "</td>";
+    for (int pct : {100, kMaxArrivedPct}) {
+      MeanStd ours = StatsAt(policy.runs, kMetricAllocation, pct);
+      const SummaryRow* published =
+          FindSummaryRow(input.published, input.workload, label, kMetricAllocation, pct);
+      html << "<td>" << MeanPlusMinus(ours) << "</td><td>";
+      if (published) {
+        html << Fixed(published->mean, 2) << " &plusmn; " << Fixed(published->std, 2);
+      } else {
+        html << "&ndash;";
+      }
+      html << "</td><td>";
+      if (published && ours.n > 0) {
+        const double delta = ours.mean - published->mean;
+        html << (delta >= 0 ? "+" : "") << Fixed(delta, 2);
+      } else {
+        html << "&ndash;";
+      }
+      html << "</td>";
+    }
+    MeanStd end = StatsAt(policy.runs, kMetricAllocation, kMaxArrivedPct);
+    html << "<td>" << (end.n > 0 ? Fixed(100 - end.mean, 2) : std::string("&ndash;"))
+         << "</td></tr>\n";
+  }
+  html << "</table>\n";
+
+  html << "<h2>Failed pods by type (mean per seed)</h2>\n<table>\n<tr><th>policy</th>";
+  for (int kind = 0; kind < kPodKindCount; ++kind) {
+    html << "<th>" << PodKindName(static_cast<PodKind>(kind)) << "</th>";
+  }
+  html << "<th>all</th><th>pods replayed</th><th>run time (s)</th>"
+       << "<th>p99 decision (&micro;s)</th></tr>\n";
+  for (const PolicyRuns& policy : input.policies) {
+    const double n = std::max<size_t>(policy.runs.size(), 1);
+    std::array<double, kPodKindCount> failed{};
+    double all = 0, pods = 0, wall = 0, p99 = 0;
+    for (const SeedResult& run : policy.runs) {
+      for (int kind = 0; kind < kPodKindCount; ++kind) failed[kind] += run.failed_by_kind[kind];
+      all += static_cast<double>(run.failed());
+      pods += static_cast<double>(run.pods);
+      wall += run.wall_seconds;
+      p99 += run.decision_p99_us;
+    }
+    html << "<tr><td>" << HtmlEscape(policy.policy) << "</td>";
+    for (double f : failed) html << "<td>" << Fixed(f / n, 1) << "</td>";
+    html << "<td>" << Fixed(all / n, 1) << "</td><td>" << Fixed(pods / n, 0) << "</td><td>"
+         << Fixed(wall / n, 3) << "</td><td>" << Fixed(p99 / n, 1) << "</td></tr>\n";
+  }
+  html << "</table>\n<p class=\"note\">Protocol: pods shuffled and inflated to 1.3&times; the "
+       << "GPU capacity, placed one at a time with no departures; every node scored; ties drawn "
+       << "uniformly. Seeds use std::mt19937_64, not Go's math/rand: compare means, not single "
+       << "seeds.</p>\n</body></html>\n";
+  return html.str();
+}
+
+}  // namespace tessera::sim::replay
