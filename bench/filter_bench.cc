@@ -3,11 +3,21 @@
 // or in MIG mode, empty or 80% occupied. Only Evaluate is timed; the cluster is built and filled
 // once per benchmark, before the timed loop.
 //
-// Occupancy: C is how many of the benchmarked pods one empty node takes (found by scheduling
-// them onto a probe node until one no longer fits). "uniform80" puts round(0.8 * C) of them on
-// every node, so every node still fits and is scored (the slowest case); "packed80" fills
-// round(0.8 * nodes) nodes to C and leaves the rest empty, which is what the default binpack
-// policy converges to (full nodes are rejected, the others scored).
+// Arguments:
+//   nodes     100, 1000, 5000 (8 GPUs each).
+//   fill      0 empty; 1 uniform80: round(0.8 * C) pods on every node, where C is how many of the
+//             benchmarked pods one empty node takes (every node still fits and is scored);
+//             2 packed80: round(0.8 * nodes) nodes full (C pods), the rest empty, which is what
+//             the default binpack policy converges to (full nodes are rejected).
+//   distinct  0: nodes in the same state share one evaluation (the scheduler's equivalence
+//             cache; here all nodes of one fill level are identical, the best case);
+//             1: the probe pod carries nvidia.com/nouse-gpuuuid naming a GPU that does not exist,
+//             which disables that cache without changing the answer: every node is evaluated,
+//             as in a cluster whose nodes all differ (the worst case).
+// Before filling, the probe pod is scheduled once and released, so that the demand mix used by
+// fragmentation-aware scoring is non-empty in every case (the empty cluster included).
+//
+// Build and run: see bench/CMakeLists.txt and docs/performance.md.
 
 #include <benchmark/benchmark.h>
 
@@ -103,7 +113,7 @@ model::Node MakeNode(const std::string& name, Kind kind) {
 }
 
 // Sharing: gpu 1, gpumem 8000, gpucores 20. MIG: vgpu-mode mig, gpu 2, gpumem 9000.
-model::Pod MakePod(const std::string& name, Kind kind) {
+model::Pod MakePod(const std::string& name, Kind kind, bool distinct = false) {
   model::Pod pod;
   pod.ns = "bench";
   pod.name = name;
@@ -117,6 +127,7 @@ model::Pod MakePod(const std::string& name, Kind kind) {
     c.limits = {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "9000"}};
     pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
   }
+  if (distinct) pod.annotations[std::string(model::annotations::kNoUseGpuUuid)] = "GPU-none";
   pod.containers.push_back(std::move(c));
   return pod;
 }
@@ -144,7 +155,6 @@ struct Cluster {
   std::tuple<int, int, int> key;
   state::ClusterState state{config::SchedulerConfig{}};
   std::unique_ptr<sched::Scheduler> scheduler;
-  model::Pod pod;
   int capacity = 0;
   int pods = 0;
   std::string error;
@@ -161,6 +171,11 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
   c->key = key;
   for (int i = 0; i < nodes; ++i) c->state.UpsertNode(MakeNode(NodeName(i), kind));
   c->scheduler = std::make_unique<sched::Scheduler>(c->state, sched::PolicyDefaults{});
+  const model::Pod warmup = MakePod("warmup", kind);
+  if (!c->scheduler->Schedule(warmup, nullptr, kNow).scheduled) {
+    c->error = "the probe pod does not fit on an empty node";
+  }
+  (void)c->scheduler->Release(warmup.Key());
   c->capacity = NodeCapacity(kind);
   int per_node_uniform = 0;
   int full_nodes = 0;
@@ -183,7 +198,6 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
       ++c->pods;
     }
   }
-  c->pod = MakePod("probe", kind);
   cached = std::move(c);
   return *cached;
 }
@@ -191,23 +205,25 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
 void BM_FilterDecision(benchmark::State& state, Kind kind) {
   const int nodes = static_cast<int>(state.range(0));
   const Fill fill = static_cast<Fill>(state.range(1));
+  const bool distinct = state.range(2) != 0;
   Cluster& c = GetCluster(kind, nodes, fill);
+  const model::Pod probe = MakePod("probe", kind, distinct);
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
   }
   // The probe pod must fit somewhere, or the benchmark would time a rejection.
-  const sched::Decision check = c.scheduler->Evaluate(c.pod, nullptr, kNow);
+  const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
   if (!check.scheduled) {
     state.SkipWithError(("probe pod does not fit: " + check.message).c_str());
     return;
   }
   for (auto _ : state) {
-    sched::Decision d = c.scheduler->Evaluate(c.pod, nullptr, kNow);
+    sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
     benchmark::DoNotOptimize(d);
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetLabel(FillName(fill));
+  state.SetLabel(std::string(FillName(fill)) + (distinct ? ",distinct" : ",cached"));
   state.counters["gpus"] = static_cast<double>(nodes) * kGpusPerNode;
   state.counters["pods"] = c.pods;
   state.counters["node_cap"] = c.capacity;
@@ -215,8 +231,8 @@ void BM_FilterDecision(benchmark::State& state, Kind kind) {
 }
 
 void Args(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"nodes", "fill"});
-  b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2}});
+  b->ArgNames({"nodes", "fill", "distinct"});
+  b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2}, {0, 1}});
   b->Unit(benchmark::kMicrosecond);
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "app/replay_command.h"
 #include "core/mig/catalog.h"
 #include "sim/demo.h"
 #include "sim/report.h"
@@ -88,6 +89,25 @@ int main(int argc, char** argv) {
 
   auto* models = app.add_subcommand("models", "List the built-in GPU models and MIG profiles");
 
+  auto* replay = app.add_subcommand(
+      "replay", "Replay a GPU-sharing trace with the FGD paper's protocol (docs/replay.md)");
+  tessera::app::ReplayOptions replay_options;
+  replay->add_option("--nodes", replay_options.nodes_csv, "Node list CSV")->required();
+  replay->add_option("--pods", replay_options.pods_csv, "Pod list CSV")->required();
+  replay
+      ->add_option("--policy", replay_options.policies,
+                   "Policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessera")
+      ->delimiter(',')
+      ->required();
+  replay->add_option("--seeds", replay_options.seeds, "Seeds, e.g. 42-51 or 1,2,3");
+  replay->add_option("--tune", replay_options.tune, "Workload inflation (1.3 = 130%)");
+  replay->add_option("--out", replay_options.out_dir, "Write summary.csv, runs.csv, report.html");
+  replay->add_option("--jobs", replay_options.jobs, "Seeds run in parallel");
+  replay->add_option("--reference", replay_options.reference_csv,
+                     "Published summary CSV to compare with (fgd_expected_summary.csv)");
+  replay->add_option("--tie-break", replay_options.tie_break, "first (the paper) or uniform")
+      ->check(CLI::IsMember({"first", "uniform"}));
+
   CLI11_PARSE(app, argc, argv);
 
   auto catalog = GpuModelCatalog::Builtin();
@@ -95,6 +115,7 @@ int main(int argc, char** argv) {
 
   if (demo->parsed()) return RunDemo(catalog.value());
   if (models->parsed()) return ListModels(catalog.value());
+  if (replay->parsed()) return tessera::app::RunReplayCommand(replay_options);
   if (simulate->parsed()) {
     auto scenario = tessera::sim::LoadScenarioFile(scenario_path, catalog.value());
     if (!scenario.ok()) return Fail(scenario.error().message);

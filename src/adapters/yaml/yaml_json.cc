@@ -2,16 +2,50 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string_view>
 
 namespace tessera::adapters {
 namespace {
+
+size_t SkipDigits(const std::string& s, size_t i) {
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+
+// YAML 1.2 core schema: [-+]?[0-9]+
+bool IsYamlInt(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  size_t end = SkipDigits(s, i);
+  return end > i && end == s.size();
+}
+
+// YAML 1.2 core schema: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool IsYamlFloat(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  size_t int_end = SkipDigits(s, i);
+  bool digits = int_end > i;
+  i = int_end;
+  if (i < s.size() && s[i] == '.') {
+    size_t frac_end = SkipDigits(s, i + 1);
+    digits = digits || frac_end > i + 1;
+    i = frac_end;
+  }
+  if (!digits) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < s.size() && (s[j] == '-' || s[j] == '+')) ++j;
+    size_t exp_end = SkipDigits(s, j);
+    if (exp_end == j) return false;
+    i = exp_end;
+  }
+  return i == s.size();
+}
 
 constexpr int kMaxDepth = 200;  // deeper documents are refused rather than risking the stack
 
@@ -88,20 +122,18 @@ Result<codec::Json> Convert(const YAML::Node& node, int depth) {
       const std::string& s = node.Scalar();
       if (!ValidUtf8(s)) return InvalidUtf8(node);
       if (node.Tag() == "!") return codec::Json(s);  // quoted: always a string
-      static const std::regex kInt("[-+]?[0-9]+");
-      static const std::regex kFloat("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?");
       if (s == "true" || s == "True" || s == "TRUE") return codec::Json(true);
       if (s == "false" || s == "False" || s == "FALSE") return codec::Json(false);
       if (s == "null" || s == "Null" || s == "NULL" || s == "~" || s.empty()) {
         return codec::Json(nullptr);
       }
-      if (std::regex_match(s, kInt)) {
+      if (IsYamlInt(s)) {
         errno = 0;
         long long v = std::strtoll(s.c_str(), nullptr, 10);
         if (errno == 0) return codec::Json(v);
         return codec::Json(s);
       }
-      if (std::regex_match(s, kFloat)) return codec::Json(std::strtod(s.c_str(), nullptr));
+      if (IsYamlFloat(s)) return codec::Json(std::strtod(s.c_str(), nullptr));
       return codec::Json(s);
     }
   }

@@ -44,8 +44,19 @@ const std::vector<WeightedShape>& DemandMix::Target() const {
 
 namespace {
 
+// `wanted` is a comma list of model substrings (nvidia.com/use-gputype): any one matches.
 bool TypeMatches(const std::string& node_type, const std::string& wanted) {
-  return wanted.empty() || node_type.find(wanted) != std::string::npos;
+  if (wanted.empty()) return true;
+  size_t begin = 0;
+  while (begin <= wanted.size()) {
+    size_t end = wanted.find(',', begin);
+    if (end == std::string::npos) end = wanted.size();
+    if (end > begin && node_type.find(wanted.substr(begin, end - begin)) != std::string::npos) {
+      return true;
+    }
+    begin = end + 1;
+  }
+  return false;
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ struct DemandShape {
   int32_t gpu_mem_mib = 0;  // per GPU
   int32_t gpu_cores = 0;    // per GPU, percent
   int64_t cpu_milli = 0;    // host CPU
-  std::string gpu_type;     // required model substring, upper case; empty = any
+  std::string gpu_type;     // accepted model substrings: comma list, upper case; "" = any
   auto Key() const { return std::tie(gpus, gpu_mem_mib, gpu_cores, cpu_milli, gpu_type); }
   bool operator<(const DemandShape& o) const { return Key() < o.Key(); }
   bool operator==(const DemandShape& o) const { return Key() == o.Key(); }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/codec/mig_allocations.h"
+#include "core/common/strings.h"
 #include "core/codec/pod_devices.h"
 #include "core/model/annotations.h"
 #include "core/sched/node_scoring.h"
@@ -80,12 +81,19 @@ bool SameState(const state::NodeState& a, const state::NodeState& b) {
   return true;
 }
 
+// Fragmentation deltas are compared in steps of 4% of a GPU (FGD's integer scores have about
+// this resolution near zero; measured in docs/replay.md).
+constexpr double kFragmentationQuantum = 0.04;
+
 template <class E>
 bool Better(const E& candidate, const E& best, const std::string& candidate_name,
             const std::string& best_name, NodePolicy policy, bool by_fragmentation) {
-  constexpr double kEpsilon = 1e-9;
-  if (by_fragmentation && std::abs(candidate.frag_delta - best.frag_delta) > kEpsilon) {
-    return candidate.frag_delta < best.frag_delta;
+  if (by_fragmentation) {
+    // Expected fragmentation is an estimate: differences below a quantum (a small share of one
+    // GPU) are noise, and chasing them scatters pods; binpack decides among equals.
+    const double a = std::floor(candidate.frag_delta / kFragmentationQuantum);
+    const double b = std::floor(best.frag_delta / kFragmentationQuantum);
+    if (a != b) return a < b;
   }
   // binpack: fullest node after placement; spread: emptiest. Ties: the first by name.
   if (candidate.fit.score != best.fit.score) {
@@ -254,7 +262,7 @@ Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::strin
   if (auto request = DerivePodRequest(pod, state_.config().nvidia); request.ok()) {
     std::string type;
     if (const std::string* t = pod.Annotation(std::string(model::annotations::kUseGpuType))) {
-      if (t->find(',') == std::string::npos) type = *t;  // one model: a typed shape
+      type = Join(SplitTrimmed(*t, ','), ",");
     }
     if (auto shape = ShapeOf(*request, model::PodCpuRequestMilli(pod), type)) {
       mix_.Observe(*shape);

@@ -350,5 +350,56 @@ TEST_F(SchedulerTest, JointSearchFindsWhatContainerByContainerMisses) {
   EXPECT_EQ(d.containers[1][0].placement, (model::Placement{0, 4}));
 }
 
+TEST_F(SchedulerTest, FragmentationAwareScoringKeepsGpusWholeForTheObservedDemand) {
+  // Demand so far: mostly whole GPUs. A small pod should go where it strands no whole GPU.
+  AddNode("a", {SharingGpu("GPU-a0", 1000, 0, 0), SharingGpu("GPU-a1", 1000, 0, 1)});
+  AddNode("b", {SharingGpu("GPU-b0", 1000, 0, 0), SharingGpu("GPU-b1", 1000, 0, 1)});
+  // b already has a half-used GPU.
+  ASSERT_TRUE(Schedule(PodBuilder("default/half")
+                           .Annotation("nvidia.com/use-gpuuuid", "GPU-b1")
+                           .Container(1, 500, 0)
+                           .Build())
+                  .scheduled);
+  for (int i = 0; i < 20; ++i) {
+    DemandShape whole;
+    whole.gpus = 1;
+    whole.gpu_mem_mib = 1000;
+    scheduler_.ObserveDemand(whole);
+  }
+  Decision d = Schedule(PodBuilder("default/small").Container(1, 400, 0).Build());
+  ASSERT_TRUE(d.scheduled);
+  // Plain binpack by node usage would also pick b; the point is the GPU: the half-used one.
+  EXPECT_EQ(d.node, "b");
+  EXPECT_EQ(d.containers[0][0].uuid, "GPU-b1");
+}
+
+TEST_F(SchedulerTest, EquivalentNodesGiveTheSameAnswerAsEvaluatingEachNode) {
+  for (int i = 0; i < 6; ++i) {
+    AddNode("n" + std::to_string(i), {SharingGpu("GPU-" + std::to_string(i) + "a", 32768, 0, 0),
+                                      SharingGpu("GPU-" + std::to_string(i) + "b", 32768, 0, 1)});
+  }
+  ASSERT_TRUE(Schedule(PodBuilder("default/x")
+                           .Annotation("nvidia.com/use-gpuuuid", "GPU-3a")
+                           .Container(1, 30000, 10)
+                           .Build())
+                  .scheduled);
+  // UUID filters turn the cache off; the same pod without them must pick the same kind of node.
+  Decision cached = scheduler_.Evaluate(PodBuilder("default/y").Container(1, 1000, 10).Build(),
+                                        nullptr, 0);
+  std::vector<std::string> all;
+  for (int i = 0; i < 6; ++i) all.push_back("GPU-" + std::to_string(i) + "a,GPU-" +
+                                            std::to_string(i) + "b");
+  std::string every;
+  for (const auto& s : all) every += (every.empty() ? "" : ",") + s;
+  Decision uncached = scheduler_.Evaluate(PodBuilder("default/y")
+                                              .Annotation("nvidia.com/use-gpuuuid", every)
+                                              .Container(1, 1000, 10)
+                                              .Build(),
+                                          nullptr, 0);
+  ASSERT_TRUE(cached.scheduled && uncached.scheduled);
+  EXPECT_EQ(cached.node, uncached.node);
+  EXPECT_EQ(cached.containers[0][0].uuid, uncached.containers[0][0].uuid);
+}
+
 }  // namespace
 }  // namespace tessera::sched

@@ -1,0 +1,155 @@
+#include "app/replay_command.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+#include "sim/replay/report.h"
+#include "sim/replay/runner.h"
+#include "sim/replay/tessera_policy.h"
+
+namespace tessera::app {
+namespace {
+
+using namespace tessera::sim::replay;  // NOLINT: one command, one library
+
+Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  for (size_t begin = 0; begin <= text.size();) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string part = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (part.empty()) continue;
+    size_t dash = part.find('-');
+    try {
+      if (dash == std::string::npos) {
+        seeds.push_back(std::stoull(part));
+      } else {
+        uint64_t a = std::stoull(part.substr(0, dash));
+        uint64_t b = std::stoull(part.substr(dash + 1));
+        if (b < a || b - a > 10000) return Error{"--seeds: bad range \"" + part + "\""};
+        for (uint64_t s = a; s <= b; ++s) seeds.push_back(s);
+      }
+    } catch (const std::exception&) {
+      return Error{"--seeds: \"" + part + "\" is not a seed or a range like 42-51"};
+    }
+  }
+  if (seeds.empty()) return Error{"--seeds: no seeds"};
+  return seeds;
+}
+
+double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
+  for (const auto& r : rows) {
+    if (r.metric == kMetricAllocation && r.arrived_pct == pct) {
+      *std_out = r.std;
+      return r.mean;
+    }
+  }
+  *std_out = NAN;
+  return NAN;
+}
+
+}  // namespace
+
+int RunReplayCommand(const ReplayOptions& o) {
+  auto nodes = LoadTraceNodes(o.nodes_csv);
+  if (!nodes.ok()) return std::cerr << "tessera: " << nodes.error().message << "\n", 1;
+  auto pods = LoadTracePods(o.pods_csv);
+  if (!pods.ok()) return std::cerr << "tessera: " << pods.error().message << "\n", 1;
+  auto seeds = ParseSeeds(o.seeds);
+  if (!seeds.ok()) return std::cerr << "tessera: " << seeds.error().message << "\n", 1;
+  std::vector<SummaryRow> published;
+  if (!o.reference_csv.empty()) {
+    auto ref = LoadSummaryCsv(o.reference_csv);
+    if (!ref.ok()) return std::cerr << "tessera: " << ref.error().message << "\n", 1;
+    published = std::move(ref.value());
+  }
+  const TieBreak tie_break = o.tie_break == "uniform" ? TieBreak::kUniform
+                                                      : TieBreak::kFirstInNodeOrder;
+  PolicyFactories extra;
+  extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
+  extra["tessera-prior"] = [](const TargetWorkload& m) { return MakeTesseraPolicy(&m); };
+  const std::string workload = WorkloadName(o.pods_csv);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+
+  HtmlReportInput html;
+  html.title = "tessera replay: " + workload;
+  html.workload = workload;
+  html.published = published;
+  std::vector<SummaryRow> all_rows;
+  std::printf("%-14s %8s %16s %16s %10s %10s %12s\n", "policy", "seeds", "alloc@100%",
+              "alloc@130%", "failed", "s/run", "p99 us/pod");
+  for (const auto& policy : o.policies) {
+    std::mutex progress_mutex;
+    ProgressFn progress = [&](int done, int total) {
+      if (!tty) return;
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      int width = 30;
+      int filled = total > 0 ? done * width / total : width;
+      std::fprintf(stderr, "\r%-14s [%s%s] %3d%%", policy.c_str(), std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), total > 0 ? done * 100 / total : 100);
+      std::fflush(stderr);
+    };
+    auto runs = RunReplay(nodes.value(), pods.value(), policy, seeds.value(), o.tune, o.jobs,
+                          &extra, progress, tie_break);
+    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+    if (!runs.ok()) return std::cerr << "tessera: " << runs.error().message << "\n", 1;
+    auto rows = Summarize(workload, PublishedPolicyLabel(policy), runs.value());
+    double s100 = 0;
+    double s130 = 0;
+    double m100 = MeanAt(rows, 100, &s100);
+    double m130 = MeanAt(rows, 130, &s130);
+    double failed = 0;
+    double wall = 0;
+    double p99 = 0;
+    for (const auto& r : runs.value()) {
+      failed += static_cast<double>(r.failed());
+      wall += r.wall_seconds;
+      p99 = std::max(p99, r.decision_p99_us);
+    }
+    const double n = static_cast<double>(runs->size());
+    std::printf("%-14s %8zu %9.2f ± %4.2f %9.2f ± %4.2f %10.0f %10.3f %12.1f\n", policy.c_str(),
+                runs->size(), m100, s100, m130, s130, failed / n, wall / n, p99);
+    all_rows.insert(all_rows.end(), rows.begin(), rows.end());
+    html.policies.push_back(PolicyRuns{policy, std::move(runs.value())});
+  }
+  if (!published.empty()) {
+    std::printf("\npublished (%s):\n", workload.c_str());
+    for (const auto& label : {"01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking",
+                              "05-BestFit", "06-FGD"}) {
+      const SummaryRow* a = FindSummaryRow(published, workload, label, kMetricAllocation, 100);
+      const SummaryRow* b = FindSummaryRow(published, workload, label, kMetricAllocation, 130);
+      if (a == nullptr || b == nullptr) continue;
+      std::printf("%-16s %6s %9.2f ± %4.2f %9.2f ± %4.2f\n", label, "", a->mean, a->std, b->mean,
+                  b->std);
+    }
+  }
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) return std::cerr << "tessera: " << o.out_dir << ": " << ec.message() << "\n", 1;
+    std::ofstream(o.out_dir + "/summary.csv") << SummaryCsv(all_rows);
+    std::ofstream(o.out_dir + "/report.html") << RenderHtmlReport(html);
+    std::ofstream runs_csv(o.out_dir + "/runs.csv");
+    runs_csv << "workload,policy,seed,pods,scheduled,failed_cpu_only,failed_sharing,"
+                "failed_one_gpu,failed_multi_gpu,wall_seconds,decision_p99_us\n";
+    for (const auto& p : html.policies) {
+      for (const auto& r : p.runs) {
+        runs_csv << workload << "," << p.policy << "," << r.seed << "," << r.pods << ","
+                 << r.scheduled << "," << r.failed_by_kind[0] << "," << r.failed_by_kind[1] << ","
+                 << r.failed_by_kind[2] << "," << r.failed_by_kind[3] << "," << r.wall_seconds
+                 << "," << r.decision_p99_us << "\n";
+      }
+    }
+    std::printf("\nwrote %s/summary.csv, runs.csv, report.html\n", o.out_dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace tessera::app

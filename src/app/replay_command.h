@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tessera::app {
+
+struct ReplayOptions {
+  std::string nodes_csv;
+  std::string pods_csv;
+  std::vector<std::string> policies;
+  std::string seeds = "42-51";
+  double tune = 1.3;
+  std::string out_dir;
+  int jobs = 1;
+  std::string reference_csv;  // published summary to compare with; optional
+  std::string tie_break = "first";
+};
+
+// `tessera replay`: the FGD paper's protocol on a trace; prints a table, writes CSV and HTML.
+int RunReplayCommand(const ReplayOptions& options);
+
+}  // namespace tessera::app

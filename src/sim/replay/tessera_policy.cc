@@ -1,0 +1,171 @@
+#include "sim/replay/tessera_policy.h"
+
+#include <limits>
+#include <unordered_map>
+
+#include "core/codec/node_register.h"
+#include "core/model/annotations.h"
+#include "core/sched/node_scoring.h"
+#include "core/sched/scheduler.h"
+#include "core/state/cluster_state.h"
+
+namespace tessera::sim::replay {
+namespace {
+
+constexpr int32_t kMibPerGpu = 1000;  // one milli-GPU = one MiB of a 1000-MiB GPU
+
+std::string GpuUuid(int node, int gpu) {
+  return "GPU-" + std::to_string(node) + "-" + std::to_string(gpu);
+}
+
+class TesseraPolicy : public Policy {
+ public:
+  explicit TesseraPolicy(const TargetWorkload* prior)
+      : state_(config::SchedulerConfig{}), scheduler_(state_, Defaults()) {
+    if (prior == nullptr) return;
+    for (const auto& t : prior->shapes) {
+      sched::DemandShape s;
+      s.gpus = t.shape.num_gpu;
+      s.gpu_mem_mib = static_cast<int32_t>(t.shape.gpu_milli);
+      s.cpu_milli = t.shape.cpu_milli;
+      for (const auto& m : t.shape.models) s.gpu_type += (s.gpu_type.empty() ? "" : ",") + m;
+      scheduler_.ObserveDemand(s, static_cast<double>(t.count));
+    }
+  }
+
+  std::string_view Name() const override { return "tessera"; }
+
+  std::optional<Choice> Choose(const ReplayCluster& cluster, const TracePod& pod,
+                               std::mt19937_64& /*rng: tessera is deterministic*/) override {
+    if (!bound_) Bind(cluster);
+    ++pod_counter_;
+    // kube-scheduler's own filters (resources, and GPU model for CPU-only pods is moot).
+    std::vector<std::string> candidates;
+    std::vector<int> candidate_index;
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (!cluster.FitsCpuAndMemory(n, pod)) continue;
+      if (pod.num_gpu > 0 && cluster.GpuCount(n) == 0) continue;
+      candidates.push_back(NodeName(n));
+      candidate_index.push_back(n);
+    }
+    if (pod.num_gpu == 0) return ChooseCpuOnly(pod, candidate_index);
+    model::Pod kpod = ToPod(pod);
+    sched::Decision d = scheduler_.Schedule(kpod, &candidates, 0);
+    if (!d.scheduled) return std::nullopt;
+    Choice choice;
+    choice.node = NodeIndex(d.node);
+    for (const auto& slot : d.containers) {
+      for (const auto& g : slot) {
+        choice.gpus.push_back(std::stoi(g.uuid.substr(g.uuid.rfind('-') + 1)));
+      }
+    }
+    return choice;
+  }
+
+ private:
+  static sched::PolicyDefaults Defaults() {
+    sched::PolicyDefaults d;
+    d.node = sched::NodePolicy::kBinpack;
+    d.gpu = "binpack";
+    d.fragmentation_aware = true;
+    return d;
+  }
+  // Registers the replayed cluster's nodes (in its node order) with the scheduler's state.
+  void Bind(const ReplayCluster& cluster) {
+    bound_ = true;
+    for (int i = 0; i < cluster.node_count(); ++i) {
+      model::Node node;
+      node.name = NodeName(i);
+      node.allocatable["cpu"] = std::to_string(cluster.CpuCapacity(i)) + "m";
+      if (cluster.GpuCount(i) > 0) {
+        std::vector<model::GpuDevice> gpus;
+        for (int g = 0; g < cluster.GpuCount(i); ++g) {
+          model::GpuDevice d;
+          d.uuid = GpuUuid(i, g);
+          d.index = static_cast<uint32_t>(g);
+          d.count = 1000;  // the trace has no task limit per GPU
+          d.total_mem_mib = kMibPerGpu;
+          d.total_cores = 100;
+          d.type = cluster.model_names()[cluster.ModelId(i)];
+          d.mode = "hami-core";
+          d.healthy = true;
+          gpus.push_back(std::move(d));
+        }
+        node.annotations[std::string(model::annotations::kNodeRegister)] =
+            codec::EncodeNodeRegister(gpus);
+      }
+      state_.UpsertNode(node);
+    }
+  }
+
+  static std::string NodeName(int i) { return "n" + std::to_string(i); }
+  static int NodeIndex(const std::string& name) { return std::stoi(name.substr(1)); }
+
+  model::Pod ToPod(const TracePod& tp) const {
+    model::Pod p;
+    p.ns = "trace";
+    p.name = "pod-" + std::to_string(pod_counter_);
+    model::Container c;
+    c.name = "main";
+    c.requests["cpu"] = std::to_string(tp.cpu_milli) + "m";
+    c.limits["nvidia.com/gpu"] = std::to_string(tp.num_gpu);
+    c.limits["nvidia.com/gpumem"] = std::to_string(tp.gpu_milli);
+    c.limits["nvidia.com/gpucores"] = "0";
+    p.containers.push_back(std::move(c));
+    if (!tp.gpu_spec.empty()) {
+      std::string types;
+      for (const auto& t : tp.gpu_spec) types += (types.empty() ? "" : ",") + t;
+      p.annotations[std::string(model::annotations::kUseGpuType)] = types;
+    }
+    return p;
+  }
+
+  // CPU-only pods: the node where the pod strands the least GPU capacity for the demand mix.
+  std::optional<Choice> ChooseCpuOnly(const TracePod& pod, const std::vector<int>& nodes) {
+    sched::DemandShape shape;
+    shape.cpu_milli = pod.cpu_milli;
+    scheduler_.ObserveDemand(shape);
+    const auto& target = scheduler_.demand_mix().Target();
+    int best = -1;
+    double best_delta = std::numeric_limits<double>::infinity();
+    int64_t best_cpu_left = 0;
+    for (int n : nodes) {
+      const state::NodeState* ns = state_.node(NodeName(n));
+      sched::NodeCapacity before = sched::CapacityOf(*ns);
+      int64_t cpu_left = before.cpu_free_milli.value_or(0) - pod.cpu_milli;
+      double delta = 0;
+      if (!ns->devices.empty()) {
+        sched::NodeCapacity after = before;
+        if (after.cpu_free_milli) *after.cpu_free_milli -= pod.cpu_milli;
+        delta = sched::NodeFragmentation(after, target) - sched::NodeFragmentation(before, target);
+      }
+      // Least added fragmentation, then the tightest CPU fit, then the first node.
+      if (best < 0 || delta < best_delta - 1e-9 ||
+          (delta <= best_delta + 1e-9 && cpu_left < best_cpu_left)) {
+        best = n;
+        best_delta = delta;
+        best_cpu_left = cpu_left;
+      }
+    }
+    if (best < 0) return std::nullopt;
+    state::PodReservation r;
+    r.key = "trace/cpu-" + std::to_string(pod_counter_);
+    r.node = NodeName(best);
+    r.cpu_milli = pod.cpu_milli;
+    state_.AddPod(std::move(r));
+    return Choice{best, {}};
+  }
+
+  state::ClusterState state_;
+  sched::Scheduler scheduler_;
+  bool bound_ = false;
+  uint64_t pod_counter_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior) {
+  return std::make_unique<TesseraPolicy>(prior);
+}
+
+}  // namespace tessera::sim::replay

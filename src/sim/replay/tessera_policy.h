@@ -1,0 +1,22 @@
+#pragma once
+
+#include <memory>
+
+#include "sim/replay/policy.h"
+
+namespace tessera::sim::replay {
+
+// The "tessera" replay policy: the production scheduler, not a re-implementation. Each trace
+// node becomes a Node whose register annotation lists its GPUs (1000 "MiB" each, so that a
+// milli-GPU is a MiB of GPU memory) and whose allocatable CPU is the node's; each trace pod
+// becomes a Pod asking `nvidia.com/gpu: num_gpu`, `nvidia.com/gpumem: gpu_milli` and
+// `cpu: cpu_milli`, with `nvidia.com/use-gputype` from gpu_spec. As in a real cluster,
+// kube-scheduler's own filter (CPU and memory fit) narrows the nodes, and tessera's
+// Scheduler::Schedule — the code behind the extender's filter — picks the node and the GPUs.
+// Pods without GPUs never reach the extender in a cluster; here the same fragmentation score
+// places them (fewest stranded GPUs), and they join the demand mix as FGD's workload does.
+// The scheduler's state is built from the cluster on the first pod, in its node order.
+// `prior`, when given, seeds the demand mix (as a configured prior would in a cluster).
+std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior = nullptr);
+
+}  // namespace tessera::sim::replay
