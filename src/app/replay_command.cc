@@ -70,8 +70,8 @@ int RunReplayCommand(const ReplayOptions& o) {
     if (!ref.ok()) return std::cerr << "tessera: " << ref.error().message << "\n", 1;
     published = std::move(ref.value());
   }
-  const TieBreak tie_break = o.tie_break == "uniform" ? TieBreak::kUniform
-                                                      : TieBreak::kFirstInNodeOrder;
+  const TieBreak tie_break =
+      o.tie_break == "uniform" ? TieBreak::kUniform : TieBreak::kFirstInNodeOrder;
   PolicyFactories extra;
   extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
   extra["tessera-prior"] = [](const TargetWorkload& m) { return MakeTesseraPolicy(&m); };
@@ -83,8 +83,8 @@ int RunReplayCommand(const ReplayOptions& o) {
   html.workload = workload;
   html.published = published;
   std::vector<SummaryRow> all_rows;
-  std::printf("%-14s %8s %16s %16s %10s %10s %12s\n", "policy", "seeds", "alloc@100%",
-              "alloc@130%", "failed", "s/run", "p99 us/pod");
+  std::printf("%-14s %8s %16s %16s %10s %10s %12s\n", "policy", "seeds", "alloc@100%", "alloc@130%",
+              "failed", "s/run", "p99 us/pod");
   for (const auto& policy : o.policies) {
     std::mutex progress_mutex;
     ProgressFn progress = [&](int done, int total) {
@@ -121,8 +121,8 @@ int RunReplayCommand(const ReplayOptions& o) {
   }
   if (!published.empty()) {
     std::printf("\npublished (%s):\n", workload.c_str());
-    for (const auto& label : {"01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking",
-                              "05-BestFit", "06-FGD"}) {
+    for (const auto& label :
+         {"01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking", "05-BestFit", "06-FGD"}) {
       const SummaryRow* a = FindSummaryRow(published, workload, label, kMetricAllocation, 100);
       const SummaryRow* b = FindSummaryRow(published, workload, label, kMetricAllocation, 130);
       if (a == nullptr || b == nullptr) continue;

@@ -4,8 +4,8 @@
 #include <unordered_map>
 
 #include "core/codec/mig_allocations.h"
-#include "core/common/strings.h"
 #include "core/codec/pod_devices.h"
+#include "core/common/strings.h"
 #include "core/model/annotations.h"
 #include "core/sched/node_scoring.h"
 #include "core/sched/reasons.h"

@@ -384,11 +384,11 @@ TEST_F(SchedulerTest, EquivalentNodesGiveTheSameAnswerAsEvaluatingEachNode) {
                            .Build())
                   .scheduled);
   // UUID filters turn the cache off; the same pod without them must pick the same kind of node.
-  Decision cached = scheduler_.Evaluate(PodBuilder("default/y").Container(1, 1000, 10).Build(),
-                                        nullptr, 0);
+  Decision cached =
+      scheduler_.Evaluate(PodBuilder("default/y").Container(1, 1000, 10).Build(), nullptr, 0);
   std::vector<std::string> all;
-  for (int i = 0; i < 6; ++i) all.push_back("GPU-" + std::to_string(i) + "a,GPU-" +
-                                            std::to_string(i) + "b");
+  for (int i = 0; i < 6; ++i)
+    all.push_back("GPU-" + std::to_string(i) + "a,GPU-" + std::to_string(i) + "b");
   std::string every;
   for (const auto& s : all) every += (every.empty() ? "" : ",") + s;
   Decision uncached = scheduler_.Evaluate(PodBuilder("default/y")
