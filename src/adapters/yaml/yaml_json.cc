@@ -47,6 +47,7 @@ bool IsYamlFloat(const std::string& s) {
   return i == s.size();
 }
 
+constexpr size_t kMaxValues = 1000000;
 constexpr int kMaxDepth = 200;  // deeper documents are refused rather than risking the stack
 
 // Well-formed UTF-8 (no overlong forms, surrogates or code points above U+10FFFF). JSON strings
@@ -89,8 +90,13 @@ Error InvalidUtf8(const YAML::Node& node) {
   return Error{"line " + std::to_string(node.Mark().line + 1) + ": invalid UTF-8"};
 }
 
-Result<codec::Json> Convert(const YAML::Node& node, int depth) {
+Result<codec::Json> Convert(const YAML::Node& node, int depth, size_t* budget) {
   if (depth > kMaxDepth) return Error{"nesting deeper than " + std::to_string(kMaxDepth)};
+  // Aliases can make a small file expand exponentially ("billion laughs"): cap the values.
+  if (*budget == 0) {
+    return Error{"more than " + std::to_string(kMaxValues) + " values (alias expansion?)"};
+  }
+  --*budget;
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -98,7 +104,7 @@ Result<codec::Json> Convert(const YAML::Node& node, int depth) {
     case YAML::NodeType::Sequence: {
       codec::Json arr = codec::Json::array();
       for (const auto& item : node) {
-        auto v = Convert(item, depth + 1);
+        auto v = Convert(item, depth + 1, budget);
         if (!v.ok()) return v;
         arr.push_back(std::move(v.value()));
       }
@@ -112,7 +118,7 @@ Result<codec::Json> Convert(const YAML::Node& node, int depth) {
                        ": mapping keys must be scalars"};
         }
         if (!ValidUtf8(kv.first.Scalar())) return InvalidUtf8(kv.first);
-        auto v = Convert(kv.second, depth + 1);
+        auto v = Convert(kv.second, depth + 1, budget);
         if (!v.ok()) return v;
         obj[kv.first.Scalar()] = std::move(v.value());
       }
@@ -145,7 +151,8 @@ Result<codec::Json> Convert(const YAML::Node& node, int depth) {
 Result<codec::Json> ParseYaml(std::string_view text, const std::string& what) {
   try {
     YAML::Node root = YAML::Load(std::string(text));
-    auto v = Convert(root, 0);
+    size_t budget = kMaxValues;
+    auto v = Convert(root, 0, &budget);
     if (!v.ok()) return Error{what + ": " + v.error().message};
     return v;
   } catch (const YAML::Exception& e) {

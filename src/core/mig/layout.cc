@@ -26,6 +26,8 @@ GpuMigModel::GpuMigModel(const model::GpuDevice& device,
     allowed_.push_back(allowed);
   }
   for (const auto& p : profiles_) {
+    media_.push_back(p.media());
+    max_count_.push_back(p.EffectiveMaxCount());
     for (const auto& pl : p.placements) memory_slices_ = std::max(memory_slices_, pl.end());
     compute_slices_ = std::max(compute_slices_, p.slice_count);
   }
@@ -54,11 +56,11 @@ bool GpuMigModel::CanPlace(const Layout& layout, int profile,
     return false;
   }
   if ((layout.occupied & PlacementMask(placement)) != 0) return false;
-  if (layout.counts[profile] >= p.EffectiveMaxCount()) return false;
+  if (layout.counts[profile] >= max_count_[profile]) return false;
   // No separate compute-slice check: on every GPU in the MIG tables, non-overlapping placements
   // never use more compute slices than the GPU has (mig-hardware.md rule R9), and a node that
   // registers only some profiles does not tell us the GPU's compute-slice count anyway.
-  switch (p.media()) {
+  switch (media_[profile]) {
     case model::MediaEngines::kShared:
       if (layout.media_shared > 0 || layout.media_all > 0) return false;
       break;
@@ -77,22 +79,24 @@ bool GpuMigModel::CanPlace(const Layout& layout, int profile,
 
 void GpuMigModel::Place(Layout& layout, int profile, const model::Placement& placement) const {
   const auto& p = profiles_[profile];
+  const model::MediaEngines media = media_[profile];
   layout.occupied |= PlacementMask(placement);
   layout.counts[profile]++;
   layout.compute_used += p.slice_count;
-  if (p.media() == model::MediaEngines::kShared) layout.media_shared++;
-  if (p.media() == model::MediaEngines::kAll) layout.media_all++;
-  if (p.media() != model::MediaEngines::kNone) layout.with_media++;
+  if (media == model::MediaEngines::kShared) layout.media_shared++;
+  if (media == model::MediaEngines::kAll) layout.media_all++;
+  if (media != model::MediaEngines::kNone) layout.with_media++;
 }
 
 void GpuMigModel::Remove(Layout& layout, int profile, const model::Placement& placement) const {
   const auto& p = profiles_[profile];
+  const model::MediaEngines media = media_[profile];
   layout.occupied &= ~PlacementMask(placement);
   if (layout.counts[profile] > 0) layout.counts[profile]--;
   layout.compute_used -= std::min(layout.compute_used, p.slice_count);
-  if (p.media() == model::MediaEngines::kShared && layout.media_shared > 0) layout.media_shared--;
-  if (p.media() == model::MediaEngines::kAll && layout.media_all > 0) layout.media_all--;
-  if (p.media() != model::MediaEngines::kNone && layout.with_media > 0) layout.with_media--;
+  if (media == model::MediaEngines::kShared && layout.media_shared > 0) layout.media_shared--;
+  if (media == model::MediaEngines::kAll && layout.media_all > 0) layout.media_all--;
+  if (media != model::MediaEngines::kNone && layout.with_media > 0) layout.with_media--;
 }
 
 std::vector<int> GpuMigModel::EligibleProfiles(const InstanceDemand& demand) const {

@@ -74,6 +74,8 @@ class GpuMigModel {
  private:
   std::vector<model::MigProfile> profiles_;
   std::vector<bool> allowed_;
+  std::vector<model::MediaEngines> media_;  // per profile, parsed once from the name
+  std::vector<int32_t> max_count_;          // per profile
   uint32_t memory_slices_ = 0;
   uint32_t compute_slices_ = 0;
 };

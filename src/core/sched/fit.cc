@@ -18,8 +18,8 @@ struct PendingInstance {
   int position = 0;  // index in the slot's assignment list
 };
 
-bool TypeAllowed(const model::GpuDevice& d, const PodPreferences& p) {
-  std::string type = ToUpper(d.type);
+// `type` is the device's type, upper-cased (NodeState::types_upper).
+bool TypeAllowed(const model::GpuDevice& d, const std::string& type, const PodPreferences& p) {
   if (!p.use_types.empty()) {
     bool any = false;
     for (const auto& t : p.use_types) any = any || type.find(t) != std::string::npos;
@@ -46,7 +46,7 @@ std::string_view StaticReject(const state::NodeState& node, int dev, const PodPr
   const model::GpuDevice& d = node.devices[dev];
   if (!d.healthy || !node.usage[dev].Trusted()) return reason::kCardNotHealth;
   if (node.cordoned.count(d.uuid) > 0) return reason::kCardCordoned;
-  if (!TypeAllowed(d, p)) return reason::kCardTypeMismatch;
+  if (!TypeAllowed(d, node.types_upper[dev], p)) return reason::kCardTypeMismatch;
   if (!UuidAllowed(d, p)) return reason::kCardUuidMismatch;
   return {};
 }

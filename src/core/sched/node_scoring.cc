@@ -22,7 +22,7 @@ NodeCapacity CapacityOf(const state::NodeState& node) {
     c.gpu_free_cores[i] = std::max(0, d.total_cores - u.used_cores);
     c.gpu_usable[i] = d.healthy && u.Trusted() && !d.IsMig() && node.cordoned.count(d.uuid) == 0 &&
                       u.used < d.count;
-    if (c.gpu_type.empty() && c.gpu_usable[i]) c.gpu_type = ToUpper(d.type);
+    if (c.gpu_type.empty() && c.gpu_usable[i]) c.gpu_type = node.types_upper[i];
   }
   if (node.cpu_allocatable_milli) {
     c.cpu_free_milli = *node.cpu_allocatable_milli - node.cpu_used_milli;

@@ -23,17 +23,11 @@ Decision Rejected(Decision d, const std::string& message) {
 
 void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
 
-// Everything FitPodOnNode and the scores read of a node, except GPU UUIDs and the name.
+// Everything FitPodOnNode and the scores read of a node, except GPU UUIDs and the name: the
+// node's spec id (its devices, interned by ClusterState), its usage and its free CPU.
 uint64_t NodeSignature(const state::NodeState& ns) {
-  uint64_t h = ns.devices.size();
-  for (size_t i = 0; i < ns.devices.size(); ++i) {
-    const auto& d = ns.devices[i];
-    const auto& u = ns.usage[i];
-    Mix(h, std::hash<std::string>{}(d.type));
-    Mix(h, (static_cast<uint64_t>(d.index) << 32) ^ static_cast<uint32_t>(d.count));
-    Mix(h, (static_cast<uint64_t>(d.total_mem_mib) << 32) ^ static_cast<uint32_t>(d.total_cores));
-    Mix(h, (static_cast<uint64_t>(static_cast<uint32_t>(d.numa)) << 8) ^ (d.healthy ? 1 : 0) ^
-               (ns.cordoned.count(d.uuid) > 0 ? 2 : 0) ^ (d.IsMig() ? 4 : 0));
+  uint64_t h = static_cast<uint64_t>(ns.spec_id);
+  for (const auto& u : ns.usage) {
     Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));
     Mix(h, static_cast<uint64_t>(u.used_mem));
     Mix(h, (static_cast<uint64_t>(u.layout.occupied) << 32) ^
@@ -44,41 +38,10 @@ uint64_t NodeSignature(const state::NodeState& ns) {
 }
 
 bool SameState(const state::NodeState& a, const state::NodeState& b) {
-  if (a.devices.size() != b.devices.size() || a.usage != b.usage) return false;
-  if (a.cpu_allocatable_milli.has_value() != b.cpu_allocatable_milli.has_value()) return false;
-  if (a.cpu_allocatable_milli.value_or(0) - a.cpu_used_milli !=
-      b.cpu_allocatable_milli.value_or(0) - b.cpu_used_milli) {
-    return false;
-  }
-  for (size_t i = 0; i < a.devices.size(); ++i) {
-    const auto& x = a.devices[i];
-    const auto& y = b.devices[i];
-    if (x.index != y.index || x.count != y.count || x.total_mem_mib != y.total_mem_mib ||
-        x.total_cores != y.total_cores || x.type != y.type || x.numa != y.numa ||
-        x.mode != y.mode || x.healthy != y.healthy ||
-        (a.cordoned.count(x.uuid) > 0) != (b.cordoned.count(y.uuid) > 0)) {
-      return false;
-    }
-    if (x.IsMig()) {
-      if (x.mig_profiles.size() != y.mig_profiles.size()) return false;
-      for (size_t p = 0; p < x.mig_profiles.size(); ++p) {
-        const auto& px = x.mig_profiles[p];
-        const auto& py = y.mig_profiles[p];
-        if (px.name != py.name || px.memory_mib != py.memory_mib || px.core != py.core ||
-            px.placements != py.placements || px.max_count != py.max_count) {
-          return false;
-        }
-      }
-      if (a.mig_models[i].profiles().size() != b.mig_models[i].profiles().size()) return false;
-      for (size_t p = 0; p < a.mig_models[i].profiles().size(); ++p) {
-        if (a.mig_models[i].Allowed(static_cast<int>(p)) !=
-            b.mig_models[i].Allowed(static_cast<int>(p))) {
-          return false;
-        }
-      }
-    }
-  }
-  return true;
+  return a.spec_id == b.spec_id && a.usage == b.usage &&
+         a.cpu_allocatable_milli.has_value() == b.cpu_allocatable_milli.has_value() &&
+         a.cpu_allocatable_milli.value_or(0) - a.cpu_used_milli ==
+             b.cpu_allocatable_milli.value_or(0) - b.cpu_used_milli;
 }
 
 // Fragmentation deltas are compared in steps of 4% of a GPU (FGD's integer scores have about

@@ -67,8 +67,34 @@ void ClusterState::UpsertNode(const model::Node& node) {
     ns.mig_models.emplace_back(d, config_.nvidia.AllowedProfiles(d.type));
   }
   ns.cpu_allocatable_milli = model::NodeCpuAllocatableMilli(node);
+  ns.types_upper.clear();
+  for (const auto& d : ns.devices) ns.types_upper.push_back(ToUpper(d.type));
+  ns.spec_id = SpecId(ns);
   ResetUsage(ns);
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
+}
+
+int ClusterState::SpecId(const NodeState& ns) {
+  std::string key = ns.unusable_reason + "\n";
+  for (size_t i = 0; i < ns.devices.size(); ++i) {
+    const auto& d = ns.devices[i];
+    key += std::to_string(d.index) + "|" + std::to_string(d.count) + "|" +
+           std::to_string(d.total_mem_mib) + "|" + std::to_string(d.total_cores) + "|" + d.type +
+           "|" + std::to_string(d.numa) + "|" + d.mode + "|" + (d.healthy ? "h" : "u") +
+           (ns.cordoned.count(d.uuid) > 0 ? "c" : "-");
+    for (size_t p = 0; p < d.mig_profiles.size(); ++p) {
+      const auto& prof = d.mig_profiles[p];
+      key += "|" + prof.name + ":" + std::to_string(prof.memory_mib) + ":" +
+             std::to_string(prof.core) + ":" + std::to_string(prof.max_count) + ":" +
+             (ns.mig_models[i].Allowed(static_cast<int>(p)) ? "a" : "x");
+      for (const auto& pl : prof.placements) {
+        key += ":" + std::to_string(pl.start) + "+" + std::to_string(pl.size);
+      }
+    }
+    key += "\n";
+  }
+  auto [it, inserted] = spec_ids_.try_emplace(key, static_cast<int>(spec_ids_.size()));
+  return it->second;
 }
 
 void ClusterState::RemoveNode(const std::string& name) {

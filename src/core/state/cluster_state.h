@@ -61,8 +61,12 @@ struct NodeState {
   std::vector<DeviceUsage> usage;
   std::vector<std::vector<MigInstance>> instances;  // per device
   std::set<std::string> pods;                       // keys of pods reserved here
-  std::optional<int64_t> cpu_allocatable_milli;     // from the Node object, when it says
-  int64_t cpu_used_milli = 0;                       // by the pods reserved here
+  // Nodes whose GPUs are alike in everything but their UUIDs (type, memory, mode, health,
+  // cordon, MIG profiles) share a spec id: with equal usage they answer every pod alike.
+  int spec_id = -1;
+  std::vector<std::string> types_upper;          // per device, for type filters
+  std::optional<int64_t> cpu_allocatable_milli;  // from the Node object, when it says
+  int64_t cpu_used_milli = 0;                    // by the pods reserved here
 
   bool usable() const { return unusable_reason.empty(); }
   int DeviceIndex(const std::string& uuid) const;
@@ -107,7 +111,10 @@ class ClusterState {
   void RebuildLayout(NodeState& node, int device);
   void ResetUsage(NodeState& node);
 
+  int SpecId(const NodeState& node);
+
   config::SchedulerConfig config_;
+  std::map<std::string, int> spec_ids_;  // canonical device description -> id
   std::map<std::string, NodeState> nodes_;
   std::map<std::string, PodReservation> pods_;
   std::map<std::string, std::vector<Applied>> applied_;  // by pod key
