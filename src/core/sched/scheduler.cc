@@ -21,29 +21,6 @@ Decision Rejected(Decision d, const std::string& message) {
   return d;
 }
 
-void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
-
-// Everything FitPodOnNode and the scores read of a node, except GPU UUIDs and the name: the
-// node's spec id (its devices, interned by ClusterState), its usage and its free CPU.
-uint64_t NodeSignature(const state::NodeState& ns) {
-  uint64_t h = static_cast<uint64_t>(ns.spec_id);
-  for (const auto& u : ns.usage) {
-    Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));
-    Mix(h, static_cast<uint64_t>(u.used_mem));
-    Mix(h, (static_cast<uint64_t>(u.layout.occupied) << 32) ^
-               static_cast<uint32_t>(u.fail_closed + u.layout_conflicts));
-  }
-  Mix(h, static_cast<uint64_t>(ns.cpu_allocatable_milli.value_or(-1) - ns.cpu_used_milli));
-  return h;
-}
-
-bool SameState(const state::NodeState& a, const state::NodeState& b) {
-  return a.spec_id == b.spec_id && a.usage == b.usage &&
-         a.cpu_allocatable_milli.has_value() == b.cpu_allocatable_milli.has_value() &&
-         a.cpu_allocatable_milli.value_or(0) - a.cpu_used_milli ==
-             b.cpu_allocatable_milli.value_or(0) - b.cpu_used_milli;
-}
-
 // Fragmentation deltas are compared in steps of 4% of a GPU (FGD's integer scores have about
 // this resolution near zero; measured in docs/replay.md).
 constexpr double kFragmentationQuantum = 0.04;
@@ -92,7 +69,7 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   // Phase 2: filter every candidate node; phase 3: score the ones that fit.
   std::vector<const state::NodeState*> nodes;
   if (candidates == nullptr) {
-    for (const auto& [name, ns] : state_.nodes()) nodes.push_back(&ns);
+    nodes = state_.node_list();
   } else {
     for (const auto& name : *candidates) {
       const state::NodeState* ns = state_.node(name);
@@ -130,21 +107,24 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   evaluated.reserve(nodes.size());  // pointers into it stay valid
   std::unordered_multimap<uint64_t, size_t> by_signature;
 
+  // Why each node failed; written out only when no node fits (kube-scheduler needs the reasons
+  // then, and building 5000 strings per successful decision would dominate its cost).
+  std::vector<std::pair<const state::NodeState*, const std::string*>> failures;
   const state::NodeState* best = nullptr;
   const Evaluated* best_eval = nullptr;
   for (const state::NodeState* ns : nodes) {
     if (!ns->usable()) {
-      decision.failed_nodes[ns->name] = ns->unusable_reason;
+      failures.emplace_back(ns, &ns->unusable_reason);
       continue;
     }
     const Evaluated* result = nullptr;
     const bool use_cache = cacheable && ns->pair_scores.empty();
     uint64_t signature = 0;
     if (use_cache) {
-      signature = NodeSignature(*ns);
+      signature = ns->signature;
       auto range = by_signature.equal_range(signature);
       for (auto it = range.first; it != range.second; ++it) {
-        if (SameState(*evaluated[it->second].representative, *ns)) {
+        if (evaluated[it->second].representative->SameAs(*ns)) {
           result = &evaluated[it->second];
           break;
         }
@@ -168,7 +148,7 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
       if (use_cache) by_signature.emplace(signature, evaluated.size() - 1);
     }
     if (!result->fit.fits) {
-      decision.failed_nodes[ns->name] = result->fit.reason;
+      failures.emplace_back(ns, &result->fit.reason);
       continue;
     }
     if (best == nullptr ||
@@ -178,6 +158,7 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
     }
   }
   if (best == nullptr) {
+    for (const auto& [ns, why] : failures) decision.failed_nodes[ns->name] = *why;
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");
     return Rejected(std::move(decision), FormatPodMessage(decision.failed_nodes, total_nodes));
   }

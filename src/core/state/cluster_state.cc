@@ -10,6 +10,36 @@ namespace tessera::state {
 
 namespace ann = model::annotations;
 
+bool NodeState::SameAs(const NodeState& o) const {
+  return spec_id == o.spec_id && usage == o.usage &&
+         cpu_allocatable_milli.has_value() == o.cpu_allocatable_milli.has_value() &&
+         cpu_allocatable_milli.value_or(0) - cpu_used_milli ==
+             o.cpu_allocatable_milli.value_or(0) - o.cpu_used_milli;
+}
+
+namespace {
+
+void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+}  // namespace
+
+void ClusterState::RefreshSignature(NodeState& ns) {
+  uint64_t h = static_cast<uint64_t>(ns.spec_id);
+  for (const auto& u : ns.usage) {
+    Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));
+    Mix(h, static_cast<uint64_t>(u.used_mem));
+    Mix(h, (static_cast<uint64_t>(u.layout.occupied) << 32) ^
+               static_cast<uint32_t>(u.fail_closed + u.layout_conflicts));
+  }
+  Mix(h, static_cast<uint64_t>(ns.cpu_allocatable_milli.value_or(-1) - ns.cpu_used_milli));
+  ns.signature = h;
+}
+
+void ClusterState::RebuildNodeList() {
+  node_list_.clear();
+  for (const auto& [name, ns] : nodes_) node_list_.push_back(&ns);
+}
+
 int NodeState::DeviceIndex(const std::string& uuid) const {
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i].uuid == uuid) return static_cast<int>(i);
@@ -72,6 +102,8 @@ void ClusterState::UpsertNode(const model::Node& node) {
   ns.spec_id = SpecId(ns);
   ResetUsage(ns);
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
+  RefreshSignature(ns);
+  if (node_list_.size() != nodes_.size()) RebuildNodeList();
 }
 
 int ClusterState::SpecId(const NodeState& ns) {
@@ -103,6 +135,7 @@ void ClusterState::RemoveNode(const std::string& name) {
   // Pods stay known: if the node comes back, their reservations are applied again.
   for (const auto& key : it->second.pods) applied_.erase(key);
   nodes_.erase(it);
+  RebuildNodeList();
 }
 
 void ClusterState::ResetUsage(NodeState& ns) {
@@ -124,6 +157,8 @@ void ClusterState::AddPod(PodReservation reservation) {
   }
   ns.pods.insert(key);
   Apply(ns, pods_[key]);
+  RefreshSignature(ns);
+  if (node_list_.size() != nodes_.size()) RebuildNodeList();
 }
 
 std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
@@ -136,6 +171,7 @@ std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
     if (applied_.count(key) > 0) nit->second.cpu_used_milli -= r.cpu_milli;
     Unapply(nit->second, key);
     nit->second.pods.erase(key);
+    RefreshSignature(nit->second);
   }
   applied_.erase(key);
   return r;

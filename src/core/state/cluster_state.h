@@ -64,11 +64,16 @@ struct NodeState {
   // Nodes whose GPUs are alike in everything but their UUIDs (type, memory, mode, health,
   // cordon, MIG profiles) share a spec id: with equal usage they answer every pod alike.
   int spec_id = -1;
+  // Hash of spec_id, usage and free CPU, kept current by ClusterState: nodes with equal
+  // signatures are (up to a 64-bit hash collision, checked by SameAs) in the same state.
+  uint64_t signature = 0;
   std::vector<std::string> types_upper;          // per device, for type filters
   std::optional<int64_t> cpu_allocatable_milli;  // from the Node object, when it says
   int64_t cpu_used_milli = 0;                    // by the pods reserved here
 
   bool usable() const { return unusable_reason.empty(); }
+  // Same devices (but for UUIDs), same usage, same free CPU.
+  bool SameAs(const NodeState& other) const;
   int DeviceIndex(const std::string& uuid) const;
 };
 
@@ -93,6 +98,8 @@ class ClusterState {
   static Result<std::optional<PodReservation>> ReservationFromAnnotations(const model::Pod& pod);
 
   const std::map<std::string, NodeState>& nodes() const { return nodes_; }
+  // The nodes by name, as a flat list (cheaper to walk than the map).
+  const std::vector<const NodeState*>& node_list() const { return node_list_; }
   const NodeState* node(const std::string& name) const;
   const PodReservation* pod(const std::string& key) const;
   const std::map<std::string, PodReservation>& pods() const { return pods_; }
@@ -112,10 +119,13 @@ class ClusterState {
   void ResetUsage(NodeState& node);
 
   int SpecId(const NodeState& node);
+  void RefreshSignature(NodeState& node);
+  void RebuildNodeList();
 
   config::SchedulerConfig config_;
   std::map<std::string, int> spec_ids_;  // canonical device description -> id
   std::map<std::string, NodeState> nodes_;
+  std::vector<const NodeState*> node_list_;
   std::map<std::string, PodReservation> pods_;
   std::map<std::string, std::vector<Applied>> applied_;  // by pod key
 };
