@@ -74,10 +74,21 @@ build_and_test() {  # build_and_test DIR CTEST_ARGS -- CMAKE_ARGS...
   return "$rc"
 }
 
+lint() {  # clang-tidy over src/ with .clang-tidy's checks, on the release build's commands
+  local log=build/clang-tidy.log
+  run-clang-tidy-14 -p build/release -quiet -j "$JOBS" "^$ROOT/src/" > "$log" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] || grep -qE '(warning|error): ' "$log"; then
+    grep -E -A3 '(warning|error): ' "$log" | head -100
+    return 1
+  fi
+}
+
 mkdir -p build
 stage "format (clang-format)" check_format
 stage "layering" check_layers
 stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Release
+stage "lint (clang-tidy)" lint
 stage "ASan+UBSan build + tests" build_and_test build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSERA_SANITIZE=address,undefined -DTESSERA_BUILD_BENCH=OFF
 stage "TSan build + tests" build_and_test build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -22,6 +22,7 @@ std::string FormatPodMessage(const std::map<std::string, std::string>& failed_no
   std::map<std::string, int> histogram;
   for (const auto& [node, why] : failed_nodes) histogram[why]++;
   std::vector<std::string> pieces;
+  pieces.reserve(histogram.size());
   for (const auto& [why, count] : histogram) pieces.push_back(std::to_string(count) + " " + why);
   std::sort(pieces.begin(), pieces.end());
   return "0/" + std::to_string(total_nodes) + " nodes are available: " + Join(pieces, ", ") + ".";

@@ -160,7 +160,8 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   if (best == nullptr) {
     for (const auto& [ns, why] : failures) decision.failed_nodes[ns->name] = *why;
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");
-    return Rejected(std::move(decision), FormatPodMessage(decision.failed_nodes, total_nodes));
+    std::string message = FormatPodMessage(decision.failed_nodes, total_nodes);
+    return Rejected(std::move(decision), message);
   }
   const NodeFit& best_fit = best_eval->fit;
   // Phase 4 (prepared here, applied by Schedule): the reservation and its annotations.

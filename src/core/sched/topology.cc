@@ -94,6 +94,7 @@ std::vector<int> PickByTopology(const state::NodeState& node, const std::vector<
     std::sort(best_idx.begin(), best_idx.end());
   }
   std::vector<int> out;
+  out.reserve(best_idx.size());
   for (int i : best_idx) out.push_back(candidates[i]);
   return out;
 }
