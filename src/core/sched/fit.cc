@@ -159,35 +159,30 @@ class PodFitter {
       mig_pushed.clear();
     };
 
+    // Check 4 with numa-bind: a GPU on another NUMA node starts a new run; a partial run is
+    // given back and counted as NumaNotFit.
+    auto numa_check = [&](const model::GpuDevice& d) {
+      if (!prefs_.numa_bind || (!first_numa && prev_numa == d.numa)) return;
+      if (remaining != request.nums) {
+        reasons[std::string(reason::kNumaNotFit)] +=
+            static_cast<int>(chosen.size() - chosen_before);
+      }
+      rollback_run();
+      remaining = request.nums;
+      prev_numa = d.numa;
+      first_numa = false;
+    };
+
     for (int i = n - 1; i >= 0; --i) {
       const int dev = order[i];
       const model::GpuDevice& d = node_.devices[dev];
       if (auto r = StaticReject(node_, dev, prefs_); !r.empty()) {
-        if (r == reason::kCardUuidMismatch && prefs_.numa_bind) {
-          // NUMA bookkeeping (check 4) happens before the UUID check in HAMi's order.
-          if (first_numa || prev_numa != d.numa) {
-            if (remaining != request.nums)
-              reasons[std::string(reason::kNumaNotFit)] +=
-                  static_cast<int>(chosen.size() - chosen_before);
-            rollback_run();
-            remaining = request.nums;
-            prev_numa = d.numa;
-            first_numa = false;
-          }
-        }
+        // In HAMi's order the NUMA check comes before the UUID check, after the others.
+        if (r == reason::kCardUuidMismatch) numa_check(d);
         reasons[std::string(r)]++;
         continue;
       }
-      if (prefs_.numa_bind && (first_numa || prev_numa != d.numa)) {
-        if (remaining != request.nums) {
-          reasons[std::string(reason::kNumaNotFit)] +=
-              static_cast<int>(chosen.size() - chosen_before);
-        }
-        rollback_run();
-        remaining = request.nums;
-        prev_numa = d.numa;
-        first_numa = false;
-      }
+      numa_check(d);
       const state::DeviceUsage& u = Usage(dev, init);
       // Check 6: on a MIG GPU the placements, not the split count, decide.
       if (!d.IsMig() && d.count <= u.used) {
