@@ -50,19 +50,14 @@ class PodBuilder {
   }
   // Adds one app container "c<N>" with these GPU resources.
   PodBuilder& Container(int gpus, int mem_mib = 0, int cores = -1) {
-    ContainerBuilder c("c" + std::to_string(pod_.containers.size()));
-    if (gpus > 0) c.Gpu(gpus);
-    if (mem_mib > 0) c.GpuMem(mem_mib);
-    if (cores >= 0) c.GpuCores(cores);
-    pod_.containers.push_back(c.Build());
+    pod_.containers.push_back(
+        GpuContainer("c" + std::to_string(pod_.containers.size()), gpus, mem_mib, cores));
     return *this;
   }
+  // Adds one init container "init<N>" with these GPU resources.
   PodBuilder& InitContainer(int gpus, int mem_mib = 0, int cores = -1) {
-    ContainerBuilder c("init" + std::to_string(pod_.init_containers.size()));
-    if (gpus > 0) c.Gpu(gpus);
-    if (mem_mib > 0) c.GpuMem(mem_mib);
-    if (cores >= 0) c.GpuCores(cores);
-    pod_.init_containers.push_back(c.Build());
+    pod_.init_containers.push_back(
+        GpuContainer("init" + std::to_string(pod_.init_containers.size()), gpus, mem_mib, cores));
     return *this;
   }
   PodBuilder& With(model::Container c) {
@@ -77,6 +72,15 @@ class PodBuilder {
   model::Pod Build() const { return pod_; }
 
  private:
+  // Zero or negative values leave the resource out.
+  static model::Container GpuContainer(std::string name, int gpus, int mem_mib, int cores) {
+    ContainerBuilder c(std::move(name));
+    if (gpus > 0) c.Gpu(gpus);
+    if (mem_mib > 0) c.GpuMem(mem_mib);
+    if (cores >= 0) c.GpuCores(cores);
+    return c.Build();
+  }
+
   model::Pod pod_;
 };
 
