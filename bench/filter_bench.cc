@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_cluster.h"
 #include "core/codec/node_register.h"
 #include "core/config/scheduler_config.h"
 #include "core/mig/catalog.h"
@@ -44,11 +45,6 @@
 namespace tessera {
 namespace {
 
-constexpr int kGpusPerNode = 8;
-constexpr int64_t kNow = 1767225600;  // 2026-01-01T00:00:00Z
-constexpr char kModel[] = "A100-40GB";
-
-enum class Kind { kSharing = 0, kMig = 1 };
 enum class Fill { kEmpty = 0, kUniform80 = 1, kPacked80 = 2 };
 
 const char* FillName(Fill f) {
@@ -63,92 +59,14 @@ const char* FillName(Fill f) {
   return "?";
 }
 
-const mig::GpuModelSpec& A100Spec() {
-  static const mig::GpuModelCatalog* catalog = [] {
-    auto c = mig::GpuModelCatalog::Builtin();
-    if (!c.ok()) {
-      std::fprintf(stderr, "built-in MIG table: %s\n", c.error().message.c_str());
-      std::abort();
-    }
-    return new mig::GpuModelCatalog(std::move(c.value()));
-  }();
-  const mig::GpuModelSpec* spec = catalog->Find(kModel);
-  if (spec == nullptr) {
-    std::fprintf(stderr, "%s is not in the built-in MIG table\n", kModel);
-    std::abort();
-  }
-  return *spec;
+;
+sched::Scheduler scheduler(state, sched::PolicyDefaults{});
+int n = 0;
+while (n < 1000 &&
+       scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled) {
+  ++n;
 }
-
-// 8 GPUs as HAMi's agent registers them (what `tessera simulate` shorthand nodes produce).
-model::Node MakeNode(const std::string& name, Kind kind) {
-  const mig::GpuModelSpec& spec = A100Spec();
-  std::vector<model::GpuDevice> gpus;
-  for (int i = 0; i < kGpusPerNode; ++i) {
-    model::GpuDevice d;
-    char uuid[64];
-    std::snprintf(uuid, sizeof(uuid), "GPU-%s-%02d", name.c_str(), i);
-    d.uuid = uuid;
-    d.index = static_cast<uint32_t>(i);
-    d.type = "NVIDIA A100-SXM4-40GB";
-    d.total_mem_mib = spec.memory_mib;
-    d.total_cores = 100;
-    d.healthy = true;
-    d.numa = i < kGpusPerNode / 2 ? 0 : 1;
-    if (kind == Kind::kSharing) {
-      d.mode = "hami-core";
-      d.count = 10;
-    } else {
-      d.mode = "mig";
-      d.mig_profiles = spec.profiles;
-      for (const auto& p : spec.profiles) d.count = std::max(d.count, p.EffectiveMaxCount());
-    }
-    gpus.push_back(std::move(d));
-  }
-  model::Node node;
-  node.name = name;
-  node.annotations[std::string(model::annotations::kNodeRegister)] =
-      codec::EncodeNodeRegister(gpus);
-  return node;
-}
-
-// Sharing: gpu 1, gpumem 8000, gpucores 20. MIG: vgpu-mode mig, gpu 2, gpumem 9000.
-model::Pod MakePod(const std::string& name, Kind kind, bool distinct = false) {
-  model::Pod pod;
-  pod.ns = "bench";
-  pod.name = name;
-  pod.uid = "uid-" + name;
-  model::Container c;
-  c.name = "main";
-  if (kind == Kind::kSharing) {
-    c.limits = {
-        {"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", "20"}};
-  } else {
-    c.limits = {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "9000"}};
-    pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
-  }
-  if (distinct) pod.annotations[std::string(model::annotations::kNoUseGpuUuid)] = "GPU-none";
-  pod.containers.push_back(std::move(c));
-  return pod;
-}
-
-std::string NodeName(int i) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "node-%05d", i);
-  return buf;
-}
-
-// How many benchmark pods one empty node takes.
-int NodeCapacity(Kind kind) {
-  state::ClusterState state{config::SchedulerConfig{}};
-  state.UpsertNode(MakeNode("probe", kind));
-  sched::Scheduler scheduler(state, sched::PolicyDefaults{});
-  int n = 0;
-  while (n < 1000 &&
-         scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled) {
-    ++n;
-  }
-  return n;
+return n;
 }
 
 struct Cluster {

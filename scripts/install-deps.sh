@@ -8,6 +8,7 @@ PACKAGES=(
   clang clang-format clang-tidy libclang-rt-14-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcurl4-openssl-dev libcpp-httplib-dev libssl-dev openssl prometheus-cpp-dev libspdlog-dev python3
 )
 
 missing=()

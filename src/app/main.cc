@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/replay_command.h"
+#include "app/serve_command.h"
 #include "core/mig/catalog.h"
 #include "sim/demo.h"
 #include "sim/report.h"
@@ -108,7 +109,59 @@ int main(int argc, char** argv) {
   replay->add_option("--tie-break", replay_options.tie_break, "first (the paper) or uniform")
       ->check(CLI::IsMember({"first", "uniform"}));
 
+  auto* serve = app.add_subcommand(
+      "serve", "Run the kube-scheduler extender and mutating webhook (docs/serve.md)");
+  tessera::app::ServeOptions so;
+  serve->add_option("--kubeconfig", so.kubeconfig,
+                    "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  serve->add_option("--cluster", so.cluster,
+                    "Serve an embedded in-memory cluster from a scenario file instead");
+  serve->add_option("--http-bind,--http_bind", so.http_bind, "Listen address HOST:PORT")
+      ->capture_default_str();
+  serve->add_option("--tls-cert-file,--cert_file", so.tls_cert_file,
+                    "TLS certificate (PEM, reloaded when it changes)");
+  serve->add_option("--tls-key-file,--key_file", so.tls_key_file, "TLS private key (PEM)");
+  serve
+      ->add_option("--scheduler-name", so.scheduler_name,
+                   "Scheduler name the webhook sets and events carry")
+      ->capture_default_str();
+  serve->add_option("--device-config,--device-config-file", so.device_config,
+                    "HAMi device-config.yaml");
+  serve->add_option("--node-scheduler-policy", so.node_policy, "binpack or spread")
+      ->capture_default_str();
+  serve->add_option("--gpu-scheduler-policy", so.gpu_policy, "spread, binpack, topology-aware…")
+      ->capture_default_str();
+  serve
+      ->add_option("--force-overwrite-default-scheduler", so.force_overwrite_default_scheduler,
+                   "Webhook takes over pods that name default-scheduler")
+      ->capture_default_str();
+  serve
+      ->add_option("--node-lock", so.node_lock,
+                   "none, or hami (write hami.io/mutex.lock for HAMi's device plugin)")
+      ->capture_default_str();
+  serve
+      ->add_option("--reservation-timeout", so.reservation_timeout,
+                   "How long a filtered pod's devices stay reserved without a bind (60s, 2m)")
+      ->capture_default_str();
+  serve->add_flag("--leader-elect", so.leader_elect, "Only the Lease holder serves");
+  serve
+      ->add_option("--leader-elect-mode", so.leader_elect_mode,
+                   "campaign (own Lease) or follow (the kube-scheduler's Lease)")
+      ->capture_default_str();
+  serve
+      ->add_option("--leader-elect-namespace,--leader-elect-resource-namespace",
+                   so.leader_elect_namespace, "Lease namespace")
+      ->capture_default_str();
+  serve
+      ->add_option("--leader-elect-name,--leader-elect-resource-name", so.leader_elect_name,
+                   "Lease name")
+      ->capture_default_str();
+  serve->add_option("--leader-elect-identity", so.leader_elect_identity,
+                    "Holder identity (campaign) or identity prefix (follow); default hostname");
+  serve->add_option("--log-level", so.log_level, "debug, info or warn")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+  if (serve->parsed()) return tessera::app::RunServeCommand(so);
 
   auto catalog = GpuModelCatalog::Builtin();
   if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);

@@ -109,4 +109,68 @@ bool ParseInt64(std::string_view text, long long* out) {
   return ec == std::errc() && ptr == last && first != last;
 }
 
+namespace {
+constexpr std::string_view kBase64Alphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) |
+                       (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    out += kBase64Alphabet[(v >> 18) & 63];
+    out += kBase64Alphabet[(v >> 12) & 63];
+    out += kBase64Alphabet[(v >> 6) & 63];
+    out += kBase64Alphabet[v & 63];
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    if (rest == 2) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    out += kBase64Alphabet[(v >> 18) & 63];
+    out += kBase64Alphabet[(v >> 12) & 63];
+    out += rest == 2 ? kBase64Alphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+bool Base64Decode(std::string_view text, std::string* out) {
+  std::string clean;
+  for (char c : text) {
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') clean += c;
+  }
+  if (clean.size() % 4 != 0) return false;
+  std::string result;
+  result.reserve(clean.size() / 4 * 3);
+  for (size_t i = 0; i < clean.size(); i += 4) {
+    unsigned v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = clean[i + k];
+      unsigned d = 0;
+      if (c == '=') {
+        // Padding only in the last group's last two places, and nothing after it.
+        if (i + 4 != clean.size() || k < 2) return false;
+        ++pad;
+      } else {
+        if (pad > 0) return false;
+        const size_t pos = kBase64Alphabet.find(c);
+        if (pos == std::string_view::npos) return false;
+        d = static_cast<unsigned>(pos);
+      }
+      v = (v << 6) | d;
+    }
+    result += static_cast<char>((v >> 16) & 0xFF);
+    if (pad < 2) result += static_cast<char>((v >> 8) & 0xFF);
+    if (pad < 1) result += static_cast<char>(v & 0xFF);
+  }
+  *out = std::move(result);
+  return true;
+}
+
 }  // namespace tessera

@@ -22,5 +22,9 @@ bool ParseGoBool(std::string_view text, bool* out);
 // Parses a decimal integer that must use the whole string, with at most one leading '+' or '-'
 // (as Go's strconv.ParseInt). Callers reject negatives themselves where they must.
 bool ParseInt64(std::string_view text, long long* out);
+// Standard base64 with padding (RFC 4648), as AdmissionReview patches and kubeconfig data use.
+std::string Base64Encode(std::string_view bytes);
+// False when `text` is not valid padded base64 (whitespace is ignored).
+bool Base64Decode(std::string_view text, std::string* out);
 
 }  // namespace tessera

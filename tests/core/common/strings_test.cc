@@ -116,3 +116,32 @@ TEST(ParseInt64Test, RejectsPartialOrMalformedNumbers) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(Base64, EncodesWithPaddingAndRoundTrips) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("f"), "Zg==");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  std::string back;
+  ASSERT_TRUE(Base64Decode(Base64Encode(all), &back));
+  EXPECT_EQ(back, all);
+}
+
+TEST(Base64, RejectsInvalidText) {
+  std::string out;
+  EXPECT_FALSE(Base64Decode("Zg=", &out));
+  EXPECT_FALSE(Base64Decode("Z===", &out));
+  EXPECT_FALSE(Base64Decode("Zm9v!A==", &out));
+  EXPECT_FALSE(Base64Decode("Zg==Zg==", &out));
+  ASSERT_TRUE(Base64Decode("Zm9v\nYmFy", &out));
+  EXPECT_EQ(out, "foobar");
+}
+
+}  // namespace
+}  // namespace tessera

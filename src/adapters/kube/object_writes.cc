@@ -1,0 +1,68 @@
+#include "adapters/kube/object_writes.h"
+
+#include <utility>
+
+#include "adapters/kube/url.h"
+
+namespace tessera::kube {
+namespace {
+
+Json MetadataPatchBody(const Json& metadata_patch, const std::string& resource_version) {
+  Json metadata = metadata_patch.is_object() ? metadata_patch : Json::object();
+  if (!resource_version.empty()) metadata["resourceVersion"] = resource_version;
+  return Json{{"metadata", std::move(metadata)}};
+}
+
+Result<Json> MergePatchMetadata(Client& client, const std::string& path, const std::string& what,
+                                const Json& metadata_patch, const std::string& resource_version,
+                                Response* response_out) {
+  if (!metadata_patch.is_object()) return Error{"patch " + what + ": metadata patch not an object"};
+  Response response =
+      client.Patch(path, ToJsonText(MetadataPatchBody(metadata_patch, resource_version)),
+                   "application/merge-patch+json");
+  if (response_out != nullptr) *response_out = response;
+  if (!response.ok()) return Error{"patch " + what + ": " + response.Describe()};
+  auto object = codec::ParseJson(response.body, "patch " + what + ": response");
+  if (!object.ok()) return object.error();
+  return std::move(*object);
+}
+
+}  // namespace
+
+std::string PodPath(const std::string& ns, const std::string& name) {
+  return "/api/v1/namespaces/" + EscapeUrlComponent(ns) + "/pods/" + EscapeUrlComponent(name);
+}
+
+std::string NodePath(const std::string& name) {
+  return "/api/v1/nodes/" + EscapeUrlComponent(name);
+}
+
+Result<Json> MergePatchPodMetadata(Client& client, const std::string& ns, const std::string& name,
+                                   const Json& metadata_patch, const std::string& resource_version,
+                                   Response* response) {
+  return MergePatchMetadata(client, PodPath(ns, name), "pod " + ns + "/" + name, metadata_patch,
+                            resource_version, response);
+}
+
+Result<Json> MergePatchNodeMetadata(Client& client, const std::string& name,
+                                    const Json& metadata_patch, const std::string& resource_version,
+                                    Response* response) {
+  return MergePatchMetadata(client, NodePath(name), "node " + name, metadata_patch,
+                            resource_version, response);
+}
+
+Status BindPod(Client& client, const std::string& ns, const std::string& name,
+               const std::string& uid, const std::string& node, Response* response_out) {
+  const Json binding = {{"apiVersion", "v1"},
+                        {"kind", "Binding"},
+                        {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+                        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  Response response = client.Post(PodPath(ns, name) + "/binding", ToJsonText(binding));
+  if (response_out != nullptr) *response_out = response;
+  if (!response.ok()) {
+    return Error{"bind pod " + ns + "/" + name + " to node " + node + ": " + response.Describe()};
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera::kube

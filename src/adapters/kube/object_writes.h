@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+
+#include "adapters/kube/client.h"
+#include "adapters/kube/json_text.h"
+#include "core/common/result.h"
+
+// Typed writes to pods and nodes. Errors name the object and carry the server's reason
+// ("patch pod ns/p: HTTP 409: ..."); pass `response` to see the raw answer, e.g. to tell a 409
+// conflict (compare-and-swap lost, or pod already bound) from other failures.
+namespace tessera::kube {
+
+// JSON merge patch of a pod's metadata: {"metadata": metadata_patch}; null values delete keys.
+// A non-empty resource_version is added as metadata.resourceVersion, which makes the patch a
+// compare-and-swap (409 when the pod changed). Returns the updated pod.
+Result<Json> MergePatchPodMetadata(Client& client, const std::string& ns, const std::string& name,
+                                   const Json& metadata_patch,
+                                   const std::string& resource_version = "",
+                                   Response* response = nullptr);
+
+// The same for a node.
+Result<Json> MergePatchNodeMetadata(Client& client, const std::string& name,
+                                    const Json& metadata_patch,
+                                    const std::string& resource_version = "",
+                                    Response* response = nullptr);
+
+// Binds a pod to a node (POST .../pods/<name>/binding); 409 when it is already bound.
+Status BindPod(Client& client, const std::string& ns, const std::string& name,
+               const std::string& uid, const std::string& node, Response* response = nullptr);
+
+// "/api/v1/namespaces/<ns>/pods/<name>" with the segments escaped.
+std::string PodPath(const std::string& ns, const std::string& name);
+std::string NodePath(const std::string& name);
+
+}  // namespace tessera::kube

@@ -1,0 +1,182 @@
+#include "app/serve_command.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "adapters/yaml/yaml_json.h"
+#include "core/common/duration.h"
+#include "core/config/config_codec.h"
+#include "core/mig/catalog.h"
+#include "core/sched/preferences.h"
+#include "serve/embedded_cluster.h"
+#include "serve/http_server.h"
+#include "serve/kube_cluster.h"
+#include "service/extender_service.h"
+#include "sim/scenario.h"
+
+namespace tessera::app {
+namespace {
+
+int Fail(const std::string& message) {
+  spdlog::error("{}", message);
+  return 1;
+}
+
+Result<config::SchedulerConfig> LoadDeviceConfig(const std::string& path) {
+  if (path.empty()) return config::SchedulerConfig{};
+  auto text = adapters::ReadFile(path);
+  if (!text.ok()) return text.error();
+  auto json = adapters::ParseYaml(text.value(), "device config " + path);
+  if (!json.ok()) return json.error();
+  auto cfg = config::DecodeSchedulerConfig(*json);
+  if (!cfg.ok()) return Error{"device config " + path + ": " + cfg.error().message};
+  return cfg;
+}
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "tessera");
+  std::random_device rd;
+  std::ostringstream id;
+  id << host << "_" << std::hex << rd();
+  return id.str();
+}
+
+// Blocks SIGINT/SIGTERM in every thread; one waiter turns them into a clean stop.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int RunServeCommand(const ServeOptions& options) {
+  if (options.log_level == "debug") spdlog::set_level(spdlog::level::debug);
+  if (options.log_level == "warn") spdlog::set_level(spdlog::level::warn);
+  if (!options.kubeconfig.empty() && !options.cluster.empty()) {
+    return Fail("--kubeconfig and --cluster are exclusive: one cluster source at a time");
+  }
+  auto catalog = mig::GpuModelCatalog::Builtin();
+  if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);
+
+  service::ServiceOptions so;
+  std::optional<sim::Scenario> scenario;
+  config::SchedulerConfig config;
+  if (!options.cluster.empty()) {
+    auto loaded = sim::LoadScenarioFile(options.cluster, catalog.value());
+    if (!loaded.ok()) return Fail(loaded.error().message);
+    scenario = std::move(loaded.value());
+    config = scenario->config;
+    so.policy = scenario->policy;
+  }
+  if (!options.device_config.empty()) {
+    auto cfg = LoadDeviceConfig(options.device_config);
+    if (!cfg.ok()) return Fail(cfg.error().message);
+    config = std::move(cfg.value());
+  }
+  for (const auto& w : config.warnings) spdlog::warn("{}", w);
+  if (scenario == std::nullopt || !options.node_policy.empty()) {
+    auto np = sched::ParseNodePolicy(options.node_policy);
+    if (!np.ok()) return Fail("--node-scheduler-policy: " + np.error().message);
+    so.policy.node = np.value();
+  }
+  auto gp = sched::ParseGpuPolicy(options.gpu_policy);
+  if (!gp.ok()) return Fail("--gpu-scheduler-policy: " + gp.error().message);
+  so.policy.gpu = options.gpu_policy;
+  so.webhook.scheduler_name = options.scheduler_name;
+  so.webhook.force_overwrite_default_scheduler = options.force_overwrite_default_scheduler;
+  auto timeout = ParseDuration(options.reservation_timeout);
+  if (!timeout.ok() || timeout.value().count() <= 0) {
+    return Fail("--reservation-timeout " + options.reservation_timeout +
+                ": want a positive duration such as 60s, 2m or 1m30s");
+  }
+  so.reservation_timeout = timeout.value();
+  if (options.node_lock != "none" && options.node_lock != "hami") {
+    return Fail("--node-lock: want none or hami, got " + options.node_lock);
+  }
+  so.hami_node_lock = options.node_lock == "hami";
+
+  sigset_t stop_signals = BlockStopSignals();
+
+  std::unique_ptr<service::ClusterWriter> writer;
+  serve::EmbeddedCluster* embedded = nullptr;
+  serve::KubeCluster* kube = nullptr;
+  if (scenario) {
+    auto e = std::make_unique<serve::EmbeddedCluster>();
+    embedded = e.get();
+    writer = std::move(e);
+  } else {
+    serve::KubeClusterOptions ko;
+    ko.kubeconfig = options.kubeconfig;
+    ko.scheduler_name = options.scheduler_name;
+    if (options.leader_elect) {
+      if (options.leader_elect_mode != "campaign" && options.leader_elect_mode != "follow") {
+        return Fail("--leader-elect-mode: want campaign or follow, got " +
+                    options.leader_elect_mode);
+      }
+      ko.leader_election = options.leader_elect_mode == "campaign"
+                               ? serve::LeaderElectionMode::kCampaign
+                               : serve::LeaderElectionMode::kFollow;
+      ko.lease_namespace = options.leader_elect_namespace;
+      ko.lease_name = options.leader_elect_name;
+      ko.identity =
+          options.leader_elect_identity.empty() ? DefaultIdentity() : options.leader_elect_identity;
+    }
+    auto k = serve::KubeCluster::Connect(ko);
+    if (!k.ok()) return Fail(k.error().message);
+    kube = k.value().get();
+    writer = std::move(k.value());
+  }
+
+  service::ExtenderService service(config, so, *writer);
+  serve::HttpOptions ho;
+  ho.bind = options.http_bind;
+  ho.tls_cert_file = options.tls_cert_file;
+  ho.tls_key_file = options.tls_key_file;
+  serve::HttpServer http(service, ho);
+  if (Status s = http.Listen(); !s.ok()) return Fail(s.message());
+
+  if (embedded != nullptr) {
+    size_t adopted = serve::EmbeddedCluster::Load(*scenario, service);
+    spdlog::info("embedded cluster from {}: {} nodes, {} placed pods", options.cluster,
+                 scenario->nodes.size(), adopted);
+  } else {
+    kube->Start(service);
+  }
+  spdlog::info("tessera serve listening on {}:{} ({})", ho.bind.substr(0, ho.bind.rfind(':')),
+               http.port(), ho.tls_cert_file.empty() ? "http" : "https");
+
+  std::atomic<bool> stopping{false};
+  std::thread server_thread([&] { http.Serve(); });
+  std::thread expiry_thread([&] {
+    while (!stopping.load()) {
+      service.ExpireReservations();
+      for (int i = 0; i < 10 && !stopping.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  });
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  stopping = true;
+  if (kube != nullptr) kube->Stop();  // releases a held lease first, so a standby takes over fast
+  http.Stop();
+  server_thread.join();
+  expiry_thread.join();
+  return 0;
+}
+
+}  // namespace tessera::app

@@ -1,0 +1,60 @@
+#include "serve/embedded_cluster.h"
+
+#include <spdlog/spdlog.h>
+
+namespace tessera::serve {
+
+Status EmbeddedCluster::PatchPodAnnotations(const service::PodRef& pod,
+                                            const service::AnnotationChanges& changes) {
+  std::lock_guard lock(mu_);
+  auto& stored = annotations_[pod.Key()];
+  for (const auto& [k, v] : changes) {
+    if (v) {
+      stored[k] = *v;
+    } else {
+      stored.erase(k);
+    }
+  }
+  return Status::Ok();
+}
+
+Status EmbeddedCluster::BindPod(const service::PodRef& pod, const std::string& node) {
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = bound_.emplace(pod.Key(), node);
+  if (!inserted && it->second != node) {
+    return Error{"pod " + pod.Key() + " is already bound to " + it->second};
+  }
+  return Status::Ok();
+}
+
+void EmbeddedCluster::RecordEvent(const service::PodRef& pod, bool warning,
+                                  const std::string& reason, const std::string& message) {
+  spdlog::info("event {} {} {}: {}", warning ? "Warning" : "Normal", pod.Key(), reason, message);
+}
+
+size_t EmbeddedCluster::Load(const sim::Scenario& scenario, service::ExtenderService& service) {
+  for (const auto& node : scenario.nodes) service.UpsertNodeModel(node);
+  size_t adopted = 0;
+  for (const auto& step : scenario.steps) {
+    if (step.kind != sim::ScenarioStep::Kind::kCreate) continue;
+    if (step.pod.node_name.empty()) continue;  // only pods already placed are part of the cluster
+    service.UpsertPodModel(step.pod);
+    ++adopted;
+  }
+  service.SetSynced(true);
+  return adopted;
+}
+
+std::map<std::string, std::string> EmbeddedCluster::Annotations(const std::string& pod_key) const {
+  std::lock_guard lock(mu_);
+  auto it = annotations_.find(pod_key);
+  return it == annotations_.end() ? std::map<std::string, std::string>{} : it->second;
+}
+
+std::string EmbeddedCluster::BoundNode(const std::string& pod_key) const {
+  std::lock_guard lock(mu_);
+  auto it = bound_.find(pod_key);
+  return it == bound_.end() ? std::string() : it->second;
+}
+
+}  // namespace tessera::serve

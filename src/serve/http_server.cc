@@ -1,0 +1,146 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "serve/tls_reloader.h"
+#include "service/service_metrics.h"
+
+namespace tessera::serve {
+
+struct HttpServer::Impl {
+  std::unique_ptr<TlsReloader> tls;
+  std::unique_ptr<httplib::Server> server;
+};
+
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& bind) {
+  const size_t colon = bind.rfind(':');
+  if (colon == std::string::npos) return Error{"--http-bind " + bind + ": expected HOST:PORT"};
+  std::string host = bind.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "0.0.0.0";
+  long long port = 0;
+  try {
+    size_t used = 0;
+    port = std::stoll(bind.substr(colon + 1), &used);
+    if (used != bind.size() - colon - 1) port = -1;
+  } catch (const std::exception&) {
+    port = -1;
+  }
+  if (port < 0 || port > 65535) return Error{"--http-bind " + bind + ": bad port"};
+  return std::make_pair(host, static_cast<int>(port));
+}
+
+// One handler shape for the four POST verbs: an empty body is a 400, anything else is the
+// service's answer (which carries its own errors).
+template <class Fn>
+void Post(httplib::Server& server, const char* path, Fn fn) {
+  server.Post(path, [fn](const httplib::Request& req, httplib::Response& res) {
+    if (req.body.empty()) {
+      res.status = 400;
+      res.set_content("Please send a request body", "text/plain");
+      return;
+    }
+    res.set_content(fn(req.body), kJson);
+  });
+}
+
+}  // namespace
+
+HttpServer::HttpServer(service::ExtenderService& service, HttpOptions options)
+    : impl_(std::make_unique<Impl>()), service_(service), options_(std::move(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Listen() {
+  auto hp = SplitHostPort(options_.bind);
+  if (!hp.ok()) return Error{hp.error().message};
+  const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
+  if (tls) {
+    if (options_.tls_cert_file.empty() || options_.tls_key_file.empty()) {
+      return Error{"TLS needs both --tls-cert-file and --tls-key-file"};
+    }
+    impl_->tls = std::make_unique<TlsReloader>(options_.tls_cert_file, options_.tls_key_file);
+    if (Status s = impl_->tls->Load(); !s.ok()) return s;
+    TlsReloader* reloader = impl_->tls.get();
+    impl_->server = std::make_unique<httplib::SSLServer>([reloader](SSL_CTX& ctx) {
+      SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+      reloader->Install(&ctx);
+      return true;
+    });
+  } else {
+    impl_->server = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& server = *impl_->server;
+  const int threads = options_.threads;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Small JSON answers must not wait for Nagle's algorithm and the peer's delayed ACK.
+  server.set_tcp_nodelay(true);
+  server.set_payload_max_length(options_.max_request_bytes);
+  server.set_read_timeout(options_.read_timeout_seconds, 0);
+  server.set_write_timeout(options_.write_timeout_seconds, 0);
+  service::ExtenderService& svc = service_;
+  Post(server, "/filter", [&svc](const std::string& b) { return svc.Filter(b); });
+  Post(server, "/bind", [&svc](const std::string& b) { return svc.Bind(b); });
+  Post(server, "/prioritize", [&svc](const std::string& b) { return svc.Prioritize(b); });
+  Post(server, "/webhook", [&svc](const std::string& b) { return svc.Webhook(b); });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  server.Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {
+    std::string why;
+    if (svc.Ready(&why)) {
+      res.set_content("ok", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content(why, "text/plain");
+    }
+  });
+  server.Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
+    std::vector<prometheus::MetricFamily> usage;
+    svc.WithState([&](const state::ClusterState& s) { usage = service::GpuUsageFamilies(s); });
+    res.set_content(svc.metrics().Render(usage), "text/plain; version=0.0.4");
+  });
+  server.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
+        std::string what = "unknown error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("{} {}: {}", req.method, req.path, what);
+        res.status = 500;
+        res.set_content("internal error: " + what, "text/plain");
+      });
+  const auto& [host, port] = hp.value();
+  if (port == 0) {
+    port_ = server.bind_to_any_port(host);
+    if (port_ < 0) return Error{"--http-bind " + options_.bind + ": cannot listen"};
+  } else {
+    if (!server.bind_to_port(host, port)) {
+      return Error{"--http-bind " + options_.bind + ": cannot listen (address in use?)"};
+    }
+    port_ = port;
+  }
+  return Status::Ok();
+}
+
+void HttpServer::Serve() {
+  if (impl_->server) impl_->server->listen_after_bind();
+}
+
+uint64_t HttpServer::tls_reloads() const { return impl_->tls ? impl_->tls->reloads() : 0; }
+
+void HttpServer::Stop() {
+  if (impl_ && impl_->server) impl_->server->stop();
+}
+
+}  // namespace tessera::serve

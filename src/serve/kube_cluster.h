@@ -1,0 +1,75 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "adapters/kube/client.h"
+#include "adapters/kube/event_recorder.h"
+#include "adapters/kube/informer.h"
+#include "adapters/kube/leader_election.h"
+#include "adapters/kube/object_writes.h"
+#include "core/common/result.h"
+#include "service/cluster_writer.h"
+#include "service/extender_service.h"
+
+namespace tessera::serve {
+
+enum class LeaderElectionMode {
+  kNone,      // always serve
+  kCampaign,  // hold our own Lease (active-passive replicas of tessera)
+  kFollow,    // serve while the kube-scheduler in the same pod holds its Lease (as HAMi does)
+};
+
+struct KubeClusterOptions {
+  std::string kubeconfig;  // empty: $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string scheduler_name = "tessera-scheduler";
+  LeaderElectionMode leader_election = LeaderElectionMode::kNone;
+  std::string lease_namespace = "kube-system";
+  std::string lease_name = "tessera-scheduler";
+  std::string identity;  // campaign: our holder identity; follow: the prefix that marks our pod
+  std::chrono::seconds node_lock_timeout{300};
+};
+
+// A real cluster through the API server: informers feed the service, writes are merge patches,
+// bindings and events, and the Lease decides which replica serves.
+class KubeCluster : public service::ClusterWriter {
+ public:
+  static Result<std::unique_ptr<KubeCluster>> Connect(const KubeClusterOptions& options);
+  // With a configuration at hand (tests; programs that load it themselves).
+  static std::unique_ptr<KubeCluster> WithConfig(const KubeClusterOptions& options,
+                                                 kube::ClusterConfig config,
+                                                 kube::ClientOptions client_options = {});
+  ~KubeCluster() override;
+
+  // Starts the informers (and leader election); the service turns ready once both have listed.
+  void Start(service::ExtenderService& service);
+  void Stop();
+
+  Status PatchPodAnnotations(const service::PodRef& pod,
+                             const service::AnnotationChanges& changes) override;
+  Status BindPod(const service::PodRef& pod, const std::string& node) override;
+  void RecordEvent(const service::PodRef& pod, bool warning, const std::string& reason,
+                   const std::string& message) override;
+  Status LockNode(const std::string& node, const service::PodRef& pod) override;
+  Status UnlockNode(const std::string& node, const service::PodRef& pod) override;
+
+ private:
+  KubeCluster(KubeClusterOptions options, kube::ClusterConfig config,
+              kube::ClientOptions client_options);
+  void WatchSync(service::ExtenderService& service);
+  void FollowLease(service::ExtenderService& service);
+
+  KubeClusterOptions options_;
+  kube::Client client_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  std::unique_ptr<kube::Informer> nodes_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::LeaderElector> elector_;
+  std::atomic<bool> stopping_{false};
+  std::thread sync_thread_;
+  std::thread follow_thread_;
+};
+
+}  // namespace tessera::serve

@@ -1,0 +1,570 @@
+#include "service/extender_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "core/codec/k8s_objects.h"
+#include "core/model/annotations.h"
+#include "core/sched/admission.h"
+
+namespace tessera::service {
+
+namespace ann = model::annotations;
+using codec::Json;
+
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string Describe(const Json& obj) {
+  const Json* meta = codec::FindKey(obj, "metadata");
+  if (meta == nullptr) return "(object without metadata)";
+  std::string out;
+  if (const Json* ns = codec::FindKey(*meta, "namespace"); ns != nullptr && ns->is_string()) {
+    out = ns->get<std::string>() + "/";
+  }
+  if (const Json* name = codec::FindKey(*meta, "name"); name != nullptr && name->is_string()) {
+    out += name->get<std::string>();
+  }
+  return out;
+}
+
+// FilteringFailed's message in HAMi's shape: "<n> nodes <Reason>(<nodes>)" per reason.
+std::string FailureSummary(const std::map<std::string, std::string>& failed) {
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& [node, reason] : failed) {
+    // "2/2 CardInsufficientMemory, 1/2 CardNotHealth": count each reason word once per node.
+    std::set<std::string> words;
+    size_t pos = 0;
+    while (pos < reason.size()) {
+      size_t end = reason.find(", ", pos);
+      std::string part =
+          reason.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+      if (size_t sp = part.find(' '); sp != std::string::npos && part.find('/') < sp) {
+        part = part.substr(sp + 1);
+      }
+      words.insert(part);
+      if (end == std::string::npos) break;
+      pos = end + 2;
+    }
+    for (const auto& w : words) by_reason[w].push_back(node);
+  }
+  std::string out;
+  for (const auto& [reason, nodes] : by_reason) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(nodes.size()) + " nodes " + reason + "(";
+    for (size_t i = 0; i < nodes.size(); ++i) out += (i ? "," : "") + nodes[i];
+    out += ")";
+  }
+  return out;
+}
+
+AnnotationChanges FilterAnnotations(const sched::Decision& decision) {
+  AnnotationChanges changes;
+  for (const auto& [k, v] : decision.annotations) changes[k] = v;
+  // A merge patch only sets keys: clear what a previous placement of this pod may have left
+  // (HAMi leaves a stale MIG reservation behind, hami-protocol.md 13.5).
+  const std::string mig(ann::kMigAllocations);
+  if (changes.count(mig) == 0) changes[mig] = std::nullopt;
+  changes[std::string(ann::kBindPhase)] = std::nullopt;
+  changes[std::string(ann::kBindTime)] = std::nullopt;
+  return changes;
+}
+
+}  // namespace
+
+ExtenderService::ExtenderService(config::SchedulerConfig config, ServiceOptions options,
+                                 ClusterWriter& writer, ServiceClocks clocks)
+    : config_(config),
+      options_(std::move(options)),
+      writer_(writer),
+      clocks_(std::move(clocks)),
+      state_(std::move(config)),
+      scheduler_(state_, options_.policy) {}
+
+// ---- readiness ----------------------------------------------------------------------------
+
+void ExtenderService::SetSynced(bool synced) {
+  {
+    std::lock_guard lock(mu_);
+    synced_ = synced;
+  }
+  ready_cv_.notify_all();
+}
+
+void ExtenderService::SetLeader(bool leader) {
+  {
+    std::lock_guard lock(mu_);
+    leader_ = leader;
+  }
+  ready_cv_.notify_all();
+}
+
+bool ExtenderService::Ready(std::string* why) const {
+  std::lock_guard lock(mu_);
+  if (!synced_) {
+    if (why) *why = "the cluster view has not synced yet";
+    return false;
+  }
+  if (!leader_) {
+    if (why) *why = "this replica is not the leader";
+    return false;
+  }
+  return true;
+}
+
+bool ExtenderService::WaitReady(std::string* why) {
+  std::unique_lock lock(mu_);
+  // Waiting helps only a replica that is starting up; a follower answers at once, so that a
+  // misrouted call does not stall kube-scheduler.
+  if (leader_) ready_cv_.wait_for(lock, options_.ready_wait, [&] { return synced_ || !leader_; });
+  if (synced_ && leader_) return true;
+  *why = !synced_ ? "tessera is not ready: the cluster view has not synced yet"
+                  : "tessera is not ready: this replica is not the leader";
+  return false;
+}
+
+// ---- filter -------------------------------------------------------------------------------
+
+std::string ExtenderService::Filter(std::string_view body) {
+  const auto start = std::chrono::steady_clock::now();
+  extender::FilterResult result;
+  auto args = extender::DecodeExtenderArgs(body);
+  if (!args.ok()) {
+    result.error = args.error().message;
+    metrics_.FilterDone("error", SecondsSince(start));
+    return extender::EncodeFilterResult(result);
+  }
+  auto pod = codec::DecodePod(args->pod);
+  if (!pod.ok()) {
+    result.error = "ExtenderArgs.Pod: " + pod.error().message;
+    metrics_.FilterDone("error", SecondsSince(start));
+    return extender::EncodeFilterResult(result);
+  }
+  std::string why;
+  if (!WaitReady(&why)) {
+    result.error = why;
+    metrics_.FilterDone("error", SecondsSince(start));
+    return extender::EncodeFilterResult(result);
+  }
+  uint64_t serial = 0;
+  sched::Decision decision;
+  {
+    std::lock_guard lock(mu_);
+    result = FilterLocked(*args, *pod, &serial, &decision);
+  }
+  const PodRef ref{pod->ns, pod->name, pod->uid};
+  std::string outcome;
+  if (decision.passthrough) {
+    outcome = "passthrough";
+  } else if (decision.invalid_request) {
+    outcome = "invalid";
+    writer_.RecordEvent(ref, true, "FilteringFailed", decision.message);
+  } else if (!decision.scheduled) {
+    outcome = "unschedulable";
+    writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
+  } else {
+    Status written = writer_.PatchPodAnnotations(ref, FilterAnnotations(decision));
+    if (!written.ok()) {
+      // Nothing may stay reserved for a placement the pod does not carry.
+      ReleaseIfSerial(ref.Key(), serial);
+      result = {};
+      result.error = "writing the placement of pod " + ref.Key() + ": " + written.message();
+      outcome = "error";
+      spdlog::warn("filter {}: {}", ref.Key(), result.error);
+    } else {
+      outcome = "scheduled";
+      writer_.RecordEvent(ref, false, "FilteringSucceed",
+                          "Successfully filtered to node " + decision.node);
+    }
+  }
+  metrics_.FilterDone(outcome, SecondsSince(start));
+  return extender::EncodeFilterResult(result);
+}
+
+extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArgs& args,
+                                                     const model::Pod& pod_in, uint64_t* serial,
+                                                     sched::Decision* decision) {
+  extender::FilterResult result;
+  std::vector<std::string> candidates = extender::CandidateNames(args);
+  const bool have_candidates = args.node_names.has_value() || args.nodes.has_value();
+  // Pods created without the webhook get the same resource defaults it would have applied.
+  auto admitted = sched::ApplyAdmissionDefaults(pod_in, config_.nvidia);
+  if (!admitted.ok()) {
+    decision->invalid_request = true;
+    decision->message = "pod " + pod_in.Key() + ": " + admitted.error().message;
+  } else {
+    *decision = scheduler_.Schedule(admitted->pod, have_candidates ? &candidates : nullptr,
+                                    clocks_.unix_seconds());
+  }
+  if (decision->passthrough) {
+    passthrough_.insert(pod_in.Key());
+    result.node_names = args.node_names;
+    result.nodes = args.nodes;
+    return result;
+  }
+  if (decision->invalid_request) {
+    // Preemption cannot fix a malformed request: every node is unresolvable, with the reason.
+    for (const auto& n : candidates) result.failed_and_unresolvable[n] = decision->message;
+    if (candidates.empty()) result.error = decision->message;
+    return result;
+  }
+  if (!decision->scheduled) {
+    result.failed_nodes = decision->failed_nodes;
+    if (result.failed_nodes.empty()) {
+      // No candidate at all: kube-scheduler needs a reason somewhere.
+      result.error = decision->message.empty() ? "no nodes to choose from" : decision->message;
+    }
+    return result;
+  }
+  Pending p;
+  p.serial = next_serial_++;
+  p.uid = pod_in.uid;
+  p.node = decision->node;
+  p.deadline = clocks_.steady() + options_.reservation_timeout;
+  *serial = p.serial;
+  pending_[pod_in.Key()] = p;
+  metrics_.SetPending(pending_.size());
+  if (args.node_names || !args.nodes) {
+    result.node_names = std::vector<std::string>{decision->node};
+  } else {
+    for (const auto& n : *args.nodes) {
+      const Json* meta = codec::FindKey(n, "metadata");
+      const Json* name = meta != nullptr ? codec::FindKey(*meta, "name") : nullptr;
+      if (name != nullptr && name->is_string() && name->get<std::string>() == decision->node) {
+        result.nodes = std::vector<Json>{n};
+      }
+    }
+  }
+  return result;
+}
+
+void ExtenderService::ReleaseIfSerial(const std::string& key, uint64_t serial) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(key);
+  if (it == pending_.end() || it->second.serial != serial) return;
+  pending_.erase(it);
+  scheduler_.Release(key);
+  metrics_.SetPending(pending_.size());
+}
+
+// ---- bind ---------------------------------------------------------------------------------
+
+std::string ExtenderService::Bind(std::string_view body) {
+  const auto start = std::chrono::steady_clock::now();
+  auto args = extender::DecodeBindingArgs(body);
+  if (!args.ok()) {
+    metrics_.BindDone("error", SecondsSince(start));
+    return extender::EncodeBindingResult(args.error().message);
+  }
+  const std::string key = args->PodKey();
+  const PodRef ref{args->pod_namespace, args->pod_name, args->pod_uid};
+  std::string why;
+  if (!WaitReady(&why)) {
+    metrics_.BindDone("error", SecondsSince(start));
+    return extender::EncodeBindingResult(why);
+  }
+  uint64_t serial = 0;
+  bool reserved = false;
+  {
+    std::lock_guard lock(mu_);
+    const state::PodReservation* held = state_.pod(key);
+    auto it = pending_.find(key);
+    if (held != nullptr && held->node != args->node) {
+      metrics_.BindDone("error", SecondsSince(start));
+      return extender::EncodeBindingResult("pod " + key + " holds devices on node " + held->node +
+                                           ", not on " + args->node +
+                                           "; it must be filtered again");
+    }
+    if (it != pending_.end()) {
+      it->second.binding = true;  // expiry must not release it while the bind is in flight
+      serial = it->second.serial;
+    }
+    reserved = held != nullptr;
+    if (!reserved && passthrough_.erase(key) == 0) {
+      metrics_.BindDone("error", SecondsSince(start));
+      return extender::EncodeBindingResult(
+          "pod " + key + " holds no reservation (it expired, or the pod was never filtered by " +
+          "this replica); it must be filtered again");
+    }
+  }
+  auto fail = [&](const std::string& message) {
+    if (reserved) ReleaseIfSerial(key, serial);
+    writer_.RecordEvent(ref, true, "BindingFailed", message);
+    metrics_.BindDone("error", SecondsSince(start));
+    spdlog::warn("bind {} to {}: {}", key, args->node, message);
+    return extender::EncodeBindingResult(message);
+  };
+  const bool lock_node = options_.hami_node_lock && reserved;
+  if (lock_node) {
+    if (Status s = writer_.LockNode(args->node, ref); !s.ok()) return fail(s.message());
+  }
+  if (reserved) {
+    AnnotationChanges phase = {
+        {std::string(ann::kBindPhase), "allocating"},
+        {std::string(ann::kBindTime), std::to_string(clocks_.unix_seconds())}};
+    if (Status s = writer_.PatchPodAnnotations(ref, phase); !s.ok()) {
+      if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+      return fail(s.message());
+    }
+  }
+  if (Status s = writer_.BindPod(ref, args->node); !s.ok()) {
+    if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+    return fail(s.message());
+  }
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(key);
+    if (it != pending_.end() && it->second.serial == serial) pending_.erase(it);
+    metrics_.SetPending(pending_.size());
+  }
+  writer_.RecordEvent(ref, false, "BindingSucceed",
+                      "Successfully binding node [" + args->node + "] to " + key);
+  metrics_.BindDone("bound", SecondsSince(start));
+  return extender::EncodeBindingResult("");
+}
+
+// ---- prioritize ---------------------------------------------------------------------------
+
+std::string ExtenderService::Prioritize(std::string_view body) {
+  auto args = extender::DecodeExtenderArgs(body);
+  std::vector<extender::HostPriority> out;
+  if (!args.ok()) return extender::EncodeHostPriorityList(out);
+  auto pod = codec::DecodePod(args->pod);
+  std::vector<std::string> candidates = extender::CandidateNames(*args);
+  std::string chosen;
+  if (pod.ok()) {
+    auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);
+    if (admitted.ok()) {
+      std::lock_guard lock(mu_);
+      // The node filter would choose scores highest; the pod's own reservation is not counted
+      // against it, so a re-scored pod keeps its node.
+      sched::Decision d = scheduler_.Evaluate(admitted->pod, &candidates, clocks_.unix_seconds());
+      if (d.scheduled) chosen = d.node;
+    }
+  }
+  for (const auto& n : candidates) {
+    out.push_back({n, n == chosen ? extender::kMaxPriority : 0});
+  }
+  return extender::EncodeHostPriorityList(out);
+}
+
+// ---- webhook ------------------------------------------------------------------------------
+
+std::string ExtenderService::Webhook(std::string_view body) {
+  auto request = extender::DecodeAdmissionReview(body);
+  if (!request.ok()) {
+    metrics_.WebhookDone("error");
+    return extender::EncodeAdmissionError("", "", request.error().message);
+  }
+  extender::AdmissionVerdict verdict =
+      extender::ReviewPod(request->object, options_.webhook, config_.nvidia);
+  metrics_.WebhookDone(!verdict.allowed ? "denied" : verdict.patch.empty() ? "allowed" : "patched");
+  if (!verdict.allowed)
+    spdlog::info("webhook denied {}: {}", Describe(request->object), verdict.message);
+  return extender::EncodeAdmissionReview(*request, verdict);
+}
+
+// ---- cluster feed -------------------------------------------------------------------------
+
+void ExtenderService::UpsertNodeModel(const model::Node& node) {
+  std::lock_guard lock(mu_);
+  state_.UpsertNode(node);
+}
+
+void ExtenderService::UpsertNode(const Json& node) {
+  auto decoded = codec::DecodeNode(node);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("node");
+    spdlog::warn("skipping node {}: {}", Describe(node), decoded.error().message);
+    return;
+  }
+  UpsertNodeModel(*decoded);
+}
+
+void ExtenderService::DeleteNode(const Json& node) {
+  auto decoded = codec::DecodeNode(node);
+  std::string name = decoded.ok() ? decoded->name : Describe(node);
+  std::lock_guard lock(mu_);
+  state_.RemoveNode(name);
+}
+
+void ExtenderService::ReplaceNodes(const std::vector<Json>& nodes) {
+  std::vector<model::Node> decoded;
+  for (const auto& n : nodes) {
+    auto d = codec::DecodeNode(n);
+    if (!d.ok()) {
+      metrics_.DecodeError("node");
+      spdlog::warn("skipping node {}: {}", Describe(n), d.error().message);
+      continue;
+    }
+    decoded.push_back(std::move(d.value()));
+  }
+  std::lock_guard lock(mu_);
+  std::set<std::string> present;
+  for (const auto& n : decoded) {
+    present.insert(n.name);
+    state_.UpsertNode(n);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [name, ns] : state_.nodes()) {
+    if (present.count(name) == 0) gone.push_back(name);
+  }
+  for (const auto& name : gone) state_.RemoveNode(name);
+}
+
+void ExtenderService::UpsertPodModel(const model::Pod& pod) {
+  std::lock_guard lock(mu_);
+  ApplyPodLocked(pod);
+}
+
+void ExtenderService::UpsertPod(const Json& pod) {
+  auto decoded = codec::DecodePod(pod);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("pod");
+    spdlog::warn("skipping pod {}: {}", Describe(pod), decoded.error().message);
+    return;
+  }
+  UpsertPodModel(*decoded);
+}
+
+void ExtenderService::DeletePod(const Json& pod) {
+  auto decoded = codec::DecodePod(pod);
+  const std::string key = decoded.ok() ? decoded->Key() : Describe(pod);
+  std::lock_guard lock(mu_);
+  ForgetPodLocked(key);
+}
+
+void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
+  std::vector<model::Pod> decoded;
+  for (const auto& p : pods) {
+    auto d = codec::DecodePod(p);
+    if (!d.ok()) {
+      metrics_.DecodeError("pod");
+      spdlog::warn("skipping pod {}: {}", Describe(p), d.error().message);
+      continue;
+    }
+    decoded.push_back(std::move(d.value()));
+  }
+  std::lock_guard lock(mu_);
+  std::set<std::string> present;
+  for (const auto& p : decoded) {
+    present.insert(p.Key());
+    ApplyPodLocked(p);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [key, r] : state_.pods()) {
+    if (present.count(key) == 0) gone.push_back(key);
+  }
+  for (const auto& key : gone) ForgetPodLocked(key);
+}
+
+void ExtenderService::ForgetPodLocked(const std::string& key) {
+  pending_.erase(key);
+  passthrough_.erase(key);
+  scheduler_.Release(key);
+  metrics_.SetPending(pending_.size());
+}
+
+void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
+  const std::string key = pod.Key();
+  const state::PodReservation* held = state_.pod(key);
+  // Same name, new pod (a StatefulSet replica): the old one's devices are free.
+  if (held != nullptr && !held->uid.empty() && !pod.uid.empty() && held->uid != pod.uid) {
+    ForgetPodLocked(key);
+    held = nullptr;
+  }
+  if (pod.IsTerminal()) {
+    ForgetPodLocked(key);
+    return;
+  }
+  auto pending = pending_.find(key);
+  if (pending != pending_.end() && pod.node_name.empty()) {
+    // Our own reservation is newer than whatever annotations this (possibly older) event carries.
+    return;
+  }
+  auto reservation = state::ClusterState::ReservationFromAnnotations(pod);
+  if (!reservation.ok()) {
+    metrics_.DecodeError("pod");
+    spdlog::warn("pod {}: {}", key, reservation.error().message);
+    return;
+  }
+  if (!reservation.value()) {
+    // A bound pod without a placement holds no GPU; an unbound one may still be filtered.
+    if (held != nullptr && !pod.node_name.empty()) ForgetPodLocked(key);
+    return;
+  }
+  state::PodReservation r = std::move(*reservation.value());
+  if (!pod.node_name.empty() && pod.node_name != r.node) {
+    spdlog::warn("pod {} is bound to {} but its placement names {}; trusting the placement", key,
+                 pod.node_name, r.node);
+  }
+  if (pending != pending_.end()) {
+    pending_.erase(pending);  // bound: confirmed
+    metrics_.SetPending(pending_.size());
+  }
+  const bool same =
+      held != nullptr && held->node == r.node && held->devices == r.devices && held->mig == r.mig;
+  if (!same) state_.AddPod(std::move(r));
+  if (pod.node_name.empty() && pending_.count(key) == 0 && !same) {
+    // Placed by filter (this process before a restart, or another replica) and not bound yet:
+    // hold it until it is bound or the reservation times out.
+    Pending p;
+    p.serial = next_serial_++;
+    p.uid = pod.uid;
+    p.node = pod.Annotation(std::string(ann::kAssignedNode))
+                 ? *pod.Annotation(std::string(ann::kAssignedNode))
+                 : "";
+    p.deadline = clocks_.steady() + options_.reservation_timeout;
+    pending_[key] = p;
+    metrics_.SetPending(pending_.size());
+  }
+}
+
+// ---- housekeeping -------------------------------------------------------------------------
+
+size_t ExtenderService::ExpireReservations() {
+  std::vector<std::pair<PodRef, std::string>> expired;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = clocks_.steady();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (!it->second.binding && it->second.deadline <= now) {
+        const std::string key = it->first;
+        const size_t slash = key.find('/');
+        expired.push_back(
+            {PodRef{key.substr(0, slash), key.substr(slash + 1), it->second.uid}, it->second.node});
+        scheduler_.Release(key);
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    metrics_.SetPending(pending_.size());
+  }
+  for (const auto& [ref, node] : expired) {
+    spdlog::info("released the reservation of pod {} on {}: not bound in time", ref.Key(), node);
+    writer_.RecordEvent(
+        ref, true, "ReservationExpired",
+        "devices reserved on node " + node + " were released: the pod was not bound in time");
+  }
+  metrics_.ReservationsExpired(expired.size());
+  return expired.size();
+}
+
+void ExtenderService::WithState(const std::function<void(const state::ClusterState&)>& fn) const {
+  std::lock_guard lock(mu_);
+  fn(state_);
+}
+
+size_t ExtenderService::pending_reservations() const {
+  std::lock_guard lock(mu_);
+  return pending_.size();
+}
+
+}  // namespace tessera::service

@@ -1,0 +1,123 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/codec/json_util.h"
+#include "core/config/scheduler_config.h"
+#include "core/extender/admission_review.h"
+#include "core/extender/extender_protocol.h"
+#include "core/model/pod.h"
+#include "core/sched/scheduler.h"
+#include "core/state/cluster_state.h"
+#include "service/cluster_writer.h"
+#include "service/service_metrics.h"
+
+namespace tessera::service {
+
+struct ServiceOptions {
+  sched::PolicyDefaults policy;
+  extender::WebhookOptions webhook;
+  // A reservation made by filter that no bind confirms within this time is released.
+  std::chrono::milliseconds reservation_timeout{std::chrono::seconds(60)};
+  // How long filter waits for the first sync before answering with an Error.
+  std::chrono::milliseconds ready_wait{std::chrono::seconds(10)};
+  bool hami_node_lock = false;
+};
+
+// Clocks are injectable so that tests can drive reservation expiry.
+struct ServiceClocks {
+  std::function<std::chrono::steady_clock::time_point()> steady = [] {
+    return std::chrono::steady_clock::now();
+  };
+  std::function<int64_t()> unix_seconds = [] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  };
+};
+
+// The extender's state machine: the cluster view fed by informers (or the embedded cluster), the
+// scheduling core, and the reservations between filter and bind. Thread-safe: filter, bind,
+// webhook and cluster events may arrive on any threads at once. The lock guards only in-memory
+// work; writes to the cluster happen outside it, and a failed write undoes its reservation.
+class ExtenderService {
+ public:
+  ExtenderService(config::SchedulerConfig config, ServiceOptions options, ClusterWriter& writer,
+                  ServiceClocks clocks = {});
+
+  // HTTP bodies in, HTTP bodies out. Errors travel in the protocol's Error fields.
+  std::string Filter(std::string_view body);
+  std::string Bind(std::string_view body);
+  std::string Prioritize(std::string_view body);
+  std::string Webhook(std::string_view body);
+
+  // The cluster feed. Replace* delivers a complete (re)list; objects missing from it are gone.
+  // A malformed object is logged through the metrics' decode-error counter and skipped: it never
+  // poisons other nodes or pods.
+  void ReplaceNodes(const std::vector<codec::Json>& nodes);
+  void UpsertNode(const codec::Json& node);
+  void DeleteNode(const codec::Json& node);
+  void ReplacePods(const std::vector<codec::Json>& pods);
+  void UpsertPod(const codec::Json& pod);
+  void DeletePod(const codec::Json& pod);
+  void UpsertNodeModel(const model::Node& node);
+  void UpsertPodModel(const model::Pod& pod);
+
+  // Readiness: the cluster view is complete, and (with leader election) this replica leads.
+  void SetSynced(bool synced);
+  void SetLeader(bool leader);
+  bool Ready(std::string* why) const;
+
+  // Releases reservations that filter made and no bind confirmed in time; returns how many.
+  size_t ExpireReservations();
+
+  ServiceMetrics& metrics() { return metrics_; }
+  // Runs `fn` on the state under the lock (metrics, debug views).
+  void WithState(const std::function<void(const state::ClusterState&)>& fn) const;
+  size_t pending_reservations() const;
+
+ private:
+  struct Pending {
+    uint64_t serial = 0;
+    std::string uid;
+    std::string node;
+    std::chrono::steady_clock::time_point deadline;
+    bool binding = false;
+  };
+
+  extender::FilterResult FilterLocked(const extender::ExtenderArgs& args, const model::Pod& pod,
+                                      uint64_t* serial, sched::Decision* decision);
+  bool WaitReady(std::string* why);
+  void ApplyPodLocked(const model::Pod& pod);
+  void ForgetPodLocked(const std::string& key);
+  void ReleaseIfSerial(const std::string& key, uint64_t serial);
+
+  config::SchedulerConfig config_;
+  ServiceOptions options_;
+  ClusterWriter& writer_;
+  ServiceClocks clocks_;
+  ServiceMetrics metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable ready_cv_;
+  state::ClusterState state_;
+  sched::Scheduler scheduler_;
+  std::map<std::string, Pending> pending_;  // by pod key
+  // Pods filter let through without devices (no GPU request): bind needs no reservation for them.
+  std::set<std::string> passthrough_;
+  uint64_t next_serial_ = 1;
+  bool synced_ = false;
+  bool leader_ = true;
+};
+
+}  // namespace tessera::service

@@ -1,0 +1,141 @@
+#include "service/service_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+namespace tessera::service {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  return kBuckets;
+}
+
+prometheus::ClientMetric Gauge(std::vector<prometheus::ClientMetric::Label> labels, double value) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  return m;
+}
+
+}  // namespace
+
+ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  filter_total_ = &prometheus::BuildCounter()
+                       .Name("tessera_filter_requests_total")
+                       .Help("Filter calls by outcome")
+                       .Register(*registry_);
+  filter_seconds_ = &prometheus::BuildHistogram()
+                         .Name("tessera_filter_duration_seconds")
+                         .Help("Time to answer a filter call, including annotation writes")
+                         .Register(*registry_);
+  bind_total_ = &prometheus::BuildCounter()
+                     .Name("tessera_bind_requests_total")
+                     .Help("Bind calls by outcome")
+                     .Register(*registry_);
+  bind_seconds_ = &prometheus::BuildHistogram()
+                       .Name("tessera_bind_duration_seconds")
+                       .Help("Time to answer a bind call")
+                       .Register(*registry_);
+  webhook_total_ = &prometheus::BuildCounter()
+                        .Name("tessera_webhook_requests_total")
+                        .Help("Admission reviews by outcome")
+                        .Register(*registry_);
+  decode_errors_ = &prometheus::BuildCounter()
+                        .Name("tessera_decode_errors_total")
+                        .Help("Cluster objects skipped because they could not be decoded")
+                        .Register(*registry_);
+  expired_ = &prometheus::BuildCounter()
+                  .Name("tessera_reservations_expired_total")
+                  .Help("Reservations released because no bind confirmed them in time")
+                  .Register(*registry_)
+                  .Add({});
+  pending_ = &prometheus::BuildGauge()
+                  .Name("tessera_pending_reservations")
+                  .Help("Reservations made by filter and not yet bound")
+                  .Register(*registry_)
+                  .Add({});
+}
+
+void ServiceMetrics::FilterDone(const std::string& result, double seconds) {
+  filter_total_->Add({{"result", result}}).Increment();
+  filter_seconds_->Add({}, LatencyBuckets()).Observe(seconds);
+}
+
+void ServiceMetrics::BindDone(const std::string& result, double seconds) {
+  bind_total_->Add({{"result", result}}).Increment();
+  bind_seconds_->Add({}, LatencyBuckets()).Observe(seconds);
+}
+
+void ServiceMetrics::WebhookDone(const std::string& result) {
+  webhook_total_->Add({{"result", result}}).Increment();
+}
+
+void ServiceMetrics::DecodeError(const std::string& kind) {
+  decode_errors_->Add({{"kind", kind}}).Increment();
+}
+
+void ServiceMetrics::ReservationsExpired(size_t n) { expired_->Increment(static_cast<double>(n)); }
+
+void ServiceMetrics::SetPending(size_t n) { pending_->Set(static_cast<double>(n)); }
+
+std::string ServiceMetrics::Render(const std::vector<prometheus::MetricFamily>& extra) const {
+  auto families = registry_->Collect();
+  families.insert(families.end(), extra.begin(), extra.end());
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state) {
+  using prometheus::MetricFamily;
+  using prometheus::MetricType;
+  MetricFamily mem_limit{
+      "hami_gpu_memory_limit_bytes", "GPU memory of each device", MetricType::Gauge, {}};
+  MetricFamily core_limit{
+      "hami_gpu_core_limit_ratio", "GPU cores of each device", MetricType::Gauge, {}};
+  MetricFamily mem_used{"hami_gpu_memory_allocated_bytes",
+                        "GPU memory allocated on each device",
+                        MetricType::Gauge,
+                        {}};
+  MetricFamily shared{"hami_gpu_shared_count", "Tasks sharing each device", MetricType::Gauge, {}};
+  MetricFamily core_used{
+      "hami_gpu_core_allocated_ratio", "GPU cores allocated on each device", MetricType::Gauge, {}};
+  MetricFamily mig{"hami_node_gpu_mig_instance_info",
+                   "MIG instances reserved on each device",
+                   MetricType::Gauge,
+                   {}};
+  constexpr double kMiB = 1024.0 * 1024.0;
+  for (const auto* node : state.node_list()) {
+    for (size_t d = 0; d < node->devices.size(); ++d) {
+      const auto& dev = node->devices[d];
+      const auto& use = node->usage[d];
+      std::vector<prometheus::ClientMetric::Label> labels = {
+          {"zone", "vGPU"},
+          {"node", node->name},
+          {"device_uuid", dev.uuid},
+          {"device_index", std::to_string(dev.index)},
+          {"device_type", dev.type}};
+      mem_limit.metric.push_back(Gauge(labels, static_cast<double>(dev.total_mem_mib) * kMiB));
+      core_limit.metric.push_back(Gauge(labels, static_cast<double>(dev.total_cores)));
+      shared.metric.push_back(Gauge(labels, static_cast<double>(use.used)));
+      core_used.metric.push_back(Gauge(labels, static_cast<double>(use.used_cores)));
+      auto with_cores = labels;
+      with_cores.push_back({"device_cores", std::to_string(use.used_cores)});
+      mem_used.metric.push_back(Gauge(with_cores, static_cast<double>(use.used_mem) * kMiB));
+      for (const auto& inst : node->instances[d]) {
+        std::vector<prometheus::ClientMetric::Label> mig_labels = {
+            {"zone", "vGPU"},
+            {"node", node->name},
+            {"device_uuid", dev.uuid},
+            {"device_index", std::to_string(dev.index)},
+            {"pod", inst.pod_key},
+            {"profile", inst.profile_name},
+            {"placement_start", std::to_string(inst.placement.start)},
+            {"placement_size", std::to_string(inst.placement.size)}};
+        mig.metric.push_back(Gauge(std::move(mig_labels), 1));
+      }
+    }
+  }
+  return {mem_limit, core_limit, mem_used, shared, core_used, mig};
+}
+
+}  // namespace tessera::service

@@ -1,0 +1,207 @@
+#include "serve/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/mig/catalog.h"
+#include "serve/embedded_cluster.h"
+#include "sim/scenario.h"
+#include "support/builders.h"
+#include "support/k8s_json.h"
+
+namespace tessera::serve {
+namespace {
+
+using codec::Json;
+namespace fs = std::filesystem;
+
+constexpr const char* kScenario = R"(
+policy: { node: binpack, gpu: spread }
+nodes:
+  - name: node-a
+    gpus:
+      - model: "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+        mode: mig
+        uuid: GPU-30512c46-708b-f374-5698-ee24be6cd626
+  - name: node-b
+    gpus: [{ model: "Tesla V100-PCIE-32GB", memoryMiB: 32768, uuid: GPU-b0 }]
+)";
+
+// A server on a free loopback port, serving an embedded cluster.
+class ServerFixture {
+ public:
+  explicit ServerFixture(HttpOptions options = {}) {
+    auto catalog = mig::GpuModelCatalog::Builtin();
+    auto scenario = sim::LoadScenarioText(kScenario, catalog.value(), "test.yaml");
+    EXPECT_TRUE(scenario.ok()) << scenario.error().message;
+    service::ServiceOptions so;
+    so.ready_wait = std::chrono::milliseconds(10);
+    service_ = std::make_unique<service::ExtenderService>(scenario->config, so, cluster_);
+    EmbeddedCluster::Load(*scenario, *service_);
+    options.bind = "127.0.0.1:0";
+    server_ = std::make_unique<HttpServer>(*service_, options);
+    listen_status_ = server_->Listen();
+    if (listen_status_.ok()) thread_ = std::thread([this] { server_->Serve(); });
+  }
+  ~ServerFixture() {
+    server_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return server_->port(); }
+  const Status& listen_status() const { return listen_status_; }
+  HttpServer& server() { return *server_; }
+  EmbeddedCluster& cluster() { return cluster_; }
+
+ private:
+  EmbeddedCluster cluster_;
+  std::unique_ptr<service::ExtenderService> service_;
+  std::unique_ptr<HttpServer> server_;
+  Status listen_status_;
+  std::thread thread_;
+};
+
+std::string FilterBody(const model::Pod& pod) {
+  return Json{{"Pod", testing::PodJson(pod)}, {"NodeNames", {"node-a", "node-b"}}}.dump();
+}
+
+TEST(HttpServer, FilterAndBindOverHttpUpdateTheEmbeddedCluster) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto pod = testing::PodBuilder("default/p1").Container(2, 8000).MigMode().Build();
+  auto res = client.Post("/filter", FilterBody(pod), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  Json r = Json::parse(res->body);
+  ASSERT_EQ(r["NodeNames"], Json::parse(R"(["node-a"])")) << res->body;
+  EXPECT_FALSE(f.cluster().Annotations("default/p1")["hami.io/vgpu-mig-allocations"].empty());
+  auto bind = client.Post(
+      "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
+      "application/json");
+  ASSERT_TRUE(bind);
+  EXPECT_EQ(Json::parse(bind->body)["Error"], "");
+  EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
+}
+
+TEST(HttpServer, EmptyBodyIs400AndGarbageGetsAnErrorField) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok());
+  httplib::Client client("127.0.0.1", f.port());
+  auto empty = client.Post("/filter", "", "application/json");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->status, 400);
+  auto garbage = client.Post("/filter", "\x01\x02not json", "application/json");
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->status, 200);
+  EXPECT_NE(Json::parse(garbage->body)["Error"].get<std::string>(), "");
+  auto webhook = client.Post("/webhook", "{]", "application/json");
+  ASSERT_TRUE(webhook);
+  EXPECT_FALSE(Json::parse(webhook->body)["response"]["allowed"].get<bool>());
+}
+
+TEST(HttpServer, OversizedBodyIsRefused) {
+  HttpOptions o;
+  o.max_request_bytes = 1024;
+  ServerFixture f(o);
+  ASSERT_TRUE(f.listen_status().ok());
+  httplib::Client client("127.0.0.1", f.port());
+  auto res = client.Post("/filter", std::string(4096, ' '), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+}
+
+TEST(HttpServer, HealthReadinessAndMetrics) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok());
+  httplib::Client client("127.0.0.1", f.port());
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  auto pod = testing::PodBuilder("default/p").Container(1, 1000).Build();
+  ASSERT_TRUE(client.Post("/filter", FilterBody(pod), "application/json"));
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("tessera_filter_requests_total{result=\"scheduled\"} 1"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("hami_gpu_memory_limit_bytes{"), std::string::npos);
+  EXPECT_NE(metrics->body.find("node=\"node-b\""), std::string::npos);
+}
+
+TEST(HttpServer, BadBindAddressIsAClearError) {
+  service::ServiceOptions so;
+  EmbeddedCluster cluster;
+  service::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  HttpOptions o;
+  o.bind = "127.0.0.1:notaport";
+  HttpServer server(svc, o);
+  Status s = server.Listen();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "--http-bind 127.0.0.1:notaport: bad port");
+}
+
+// Writes a self-signed certificate for 127.0.0.1 with the openssl CLI.
+bool MakeCert(const fs::path& dir, const std::string& cn) {
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + cn +
+                          " -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                          (dir / "tls.key").string() + " -out " + (dir / "tls.crt").string() +
+                          " >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+TEST(HttpServer, ServesHttpsAndReloadsARotatedCertificate) {
+  const fs::path dir = fs::temp_directory_path() / ("tessera-tls-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ASSERT_TRUE(MakeCert(dir, "first")) << "openssl CLI missing?";
+  HttpOptions o;
+  o.tls_cert_file = (dir / "tls.crt").string();
+  o.tls_key_file = (dir / "tls.key").string();
+  ServerFixture f(o);
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  EXPECT_EQ(f.server().tls_reloads(), 1u);
+  {
+    httplib::SSLClient client("127.0.0.1", f.port());
+    client.set_ca_cert_path(o.tls_cert_file.c_str());
+    client.enable_server_certificate_verification(true);
+    auto res = client.Get("/healthz");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+  }
+  // Rotate: new key pair in place; the next handshake (after the 1 s check interval) uses it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(MakeCert(dir, "second"));
+  for (int i = 0; i < 50 && f.server().tls_reloads() < 2; ++i) {
+    httplib::SSLClient client("127.0.0.1", f.port());
+    client.enable_server_certificate_verification(false);
+    (void)client.Get("/healthz");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(f.server().tls_reloads(), 2u);
+  httplib::SSLClient client("127.0.0.1", f.port());
+  client.set_ca_cert_path(o.tls_cert_file.c_str());
+  client.enable_server_certificate_verification(true);
+  auto res = client.Get("/healthz");
+  ASSERT_TRUE(res) << "the new certificate verifies: " << httplib::to_string(res.error());
+  fs::remove_all(dir);
+}
+
+TEST(HttpServer, MissingCertificateIsAClearError) {
+  HttpOptions o;
+  o.tls_cert_file = "/nonexistent/tls.crt";
+  o.tls_key_file = "/nonexistent/tls.key";
+  ServerFixture f(o);
+  ASSERT_FALSE(f.listen_status().ok());
+  EXPECT_EQ(f.listen_status().message(), "TLS certificate /nonexistent/tls.crt: cannot stat");
+}
+
+}  // namespace
+}  // namespace tessera::serve

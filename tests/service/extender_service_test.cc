@@ -1,0 +1,501 @@
+#include "service/extender_service.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "core/codec/pod_devices.h"
+#include "support/builders.h"
+#include "support/k8s_json.h"
+
+namespace tessera::service {
+namespace {
+
+using codec::Json;
+using testing::NodeJson;
+using testing::NodeWith;
+using testing::PodBuilder;
+using testing::PodJson;
+using testing::RtxPro6000Mig;
+using testing::SharingGpu;
+
+// Records what the service writes; can be told to fail.
+class FakeWriter : public ClusterWriter {
+ public:
+  Status PatchPodAnnotations(const PodRef& pod, const AnnotationChanges& changes) override {
+    std::lock_guard lock(mu);
+    ++patches;
+    if (fail_patch) return Error{"injected patch failure"};
+    for (const auto& [k, v] : changes) {
+      if (v) {
+        annotations[pod.Key()][k] = *v;
+      } else {
+        annotations[pod.Key()].erase(k);
+      }
+    }
+    return Status::Ok();
+  }
+  Status BindPod(const PodRef& pod, const std::string& node) override {
+    std::lock_guard lock(mu);
+    if (fail_bind) return Error{"injected bind failure"};
+    bound[pod.Key()] = node;
+    return Status::Ok();
+  }
+  void RecordEvent(const PodRef& pod, bool warning, const std::string& reason,
+                   const std::string& message) override {
+    std::lock_guard lock(mu);
+    events.push_back(pod.Key() + " " + (warning ? "Warning " : "Normal ") + reason + ": " +
+                     message);
+  }
+  Status LockNode(const std::string& node, const PodRef&) override {
+    std::lock_guard lock(mu);
+    locks.push_back(node);
+    return Status::Ok();
+  }
+  Status UnlockNode(const std::string&, const PodRef&) override { return Status::Ok(); }
+
+  std::mutex mu;
+  bool fail_patch = false;
+  bool fail_bind = false;
+  int patches = 0;
+  std::map<std::string, std::map<std::string, std::string>> annotations;
+  std::map<std::string, std::string> bound;
+  std::vector<std::string> events;
+  std::vector<std::string> locks;
+};
+
+struct ManualClock {
+  std::chrono::steady_clock::time_point now{};
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  ServiceTest() {
+    options.reservation_timeout = std::chrono::seconds(30);
+    options.ready_wait = std::chrono::milliseconds(20);
+    clocks.steady = [this] { return clock.now; };
+    clocks.unix_seconds = [] { return int64_t{1767225600}; };
+  }
+
+  ExtenderService& Make() {
+    service = std::make_unique<ExtenderService>(config::SchedulerConfig{}, options, writer, clocks);
+    return *service;
+  }
+
+  static std::string FilterBody(const model::Pod& pod, const std::vector<std::string>& nodes) {
+    return Json{{"Pod", PodJson(pod)}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump();
+  }
+  static std::string BindBody(const model::Pod& pod, const std::string& node) {
+    return Json{
+        {"PodName", pod.name}, {"PodNamespace", pod.ns}, {"PodUID", pod.uid}, {"Node", node}}
+        .dump();
+  }
+
+  Json Filter(const model::Pod& pod, const std::vector<std::string>& nodes) {
+    return Json::parse(service->Filter(FilterBody(pod, nodes)));
+  }
+  std::string Bind(const model::Pod& pod, const std::string& node) {
+    return Json::parse(service->Bind(BindBody(pod, node)))["Error"].get<std::string>();
+  }
+  bool Holds(const std::string& key) {
+    bool held = false;
+    service->WithState([&](const state::ClusterState& s) { held = s.pod(key) != nullptr; });
+    return held;
+  }
+
+  ServiceOptions options;
+  ServiceClocks clocks;
+  ManualClock clock;
+  FakeWriter writer;
+  std::unique_ptr<ExtenderService> service;
+};
+
+TEST_F(ServiceTest, FilterChoosesOneNodeReservesAndWritesThePlacement) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")})),
+                  NodeJson(NodeWith("n2", {SharingGpu("GPU-2")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 4000, 30).Build();
+  Json r = Filter(pod, {"n1", "n2"});
+  EXPECT_EQ(r["Error"], "");
+  ASSERT_EQ(r["NodeNames"].size(), 1u);
+  const std::string node = r["NodeNames"][0];
+  EXPECT_TRUE(r["FailedNodes"].is_null());
+  auto& ann = writer.annotations["ns/p"];
+  EXPECT_EQ(ann["hami.io/vgpu-node"], node);
+  EXPECT_EQ(ann["hami.io/vgpu-time"], "1767225600");
+  auto devices = codec::DecodePodDevices(ann["hami.io/vgpu-devices-allocated"]);
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0][0].used_mem, 4000);
+  EXPECT_EQ((*devices)[0][0].used_cores, 30);
+  EXPECT_TRUE(Holds("ns/p"));
+  EXPECT_EQ(s.pending_reservations(), 1u);
+}
+
+TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  EXPECT_EQ(Bind(pod, "n1"), "");
+  EXPECT_EQ(writer.bound["ns/p"], "n1");
+  EXPECT_EQ(writer.annotations["ns/p"]["hami.io/bind-phase"], "allocating");
+  EXPECT_EQ(writer.annotations["ns/p"]["hami.io/bind-time"], "1767225600");
+  EXPECT_EQ(s.pending_reservations(), 0u);
+  EXPECT_TRUE(Holds("ns/p"));
+  EXPECT_TRUE(writer.locks.empty()) << "no HAMi node lock unless asked for";
+}
+
+TEST_F(ServiceTest, HamiNodeLockModeLocksTheNodeBeforeBinding) {
+  options.hami_node_lock = true;
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  EXPECT_EQ(Bind(pod, "n1"), "");
+  EXPECT_EQ(writer.locks, std::vector<std::string>{"n1"});
+}
+
+TEST_F(ServiceTest, FailedAnnotationWriteReleasesTheReservation) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  writer.fail_patch = true;
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  Json r = Filter(pod, {"n1"});
+  EXPECT_NE(r["Error"].get<std::string>().find("injected patch failure"), std::string::npos);
+  EXPECT_TRUE(r["NodeNames"].is_null());
+  EXPECT_FALSE(Holds("ns/p"));
+  EXPECT_EQ(s.pending_reservations(), 0u);
+  // The whole card is free again for the next pod.
+  writer.fail_patch = false;
+  EXPECT_EQ(Filter(PodBuilder("ns/q").Container(1, 32768).Build(), {"n1"})["NodeNames"][0], "n1");
+}
+
+TEST_F(ServiceTest, FailedBindReleasesTheReservation) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  writer.fail_bind = true;
+  EXPECT_EQ(Bind(pod, "n1"), "injected bind failure");
+  EXPECT_FALSE(Holds("ns/p"));
+  EXPECT_EQ(s.pending_reservations(), 0u);
+}
+
+TEST_F(ServiceTest, UnboundReservationExpiresAfterTheTimeout) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  clock.now += std::chrono::seconds(29);
+  EXPECT_EQ(s.ExpireReservations(), 0u);
+  EXPECT_TRUE(Holds("ns/p"));
+  clock.now += std::chrono::seconds(2);
+  EXPECT_EQ(s.ExpireReservations(), 1u);
+  EXPECT_FALSE(Holds("ns/p"));
+  ASSERT_FALSE(writer.events.empty());
+  EXPECT_NE(writer.events.back().find("ReservationExpired"), std::string::npos);
+  // A late bind is refused rather than binding a GPU pod without devices.
+  EXPECT_NE(Bind(pod, "n1").find("holds no reservation"), std::string::npos);
+  EXPECT_TRUE(writer.bound.empty());
+}
+
+TEST_F(ServiceTest, BoundPodsNeverExpire) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  ASSERT_EQ(Bind(pod, "n1"), "");
+  clock.now += std::chrono::hours(1);
+  EXPECT_EQ(s.ExpireReservations(), 0u);
+  EXPECT_TRUE(Holds("ns/p"));
+}
+
+TEST_F(ServiceTest, NotSyncedAnswersWithAnErrorInsteadOfGuessing) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  Json r = Filter(PodBuilder("ns/p").Container(1, 1000).Build(), {"n1"});
+  EXPECT_NE(r["Error"].get<std::string>().find("has not synced"), std::string::npos);
+  std::string why;
+  EXPECT_FALSE(s.Ready(&why));
+  s.SetSynced(true);
+  EXPECT_TRUE(s.Ready(&why));
+}
+
+TEST_F(ServiceTest, FollowerDoesNotServe) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  s.SetLeader(false);
+  auto pod = PodBuilder("ns/p").Container(1, 1000).Build();
+  Json r = Filter(pod, {"n1"});
+  EXPECT_NE(r["Error"].get<std::string>().find("not the leader"), std::string::npos);
+  EXPECT_EQ(writer.patches, 0);
+  std::string why;
+  EXPECT_FALSE(s.Ready(&why));
+  EXPECT_EQ(why, "this replica is not the leader");
+}
+
+TEST_F(ServiceTest, PodWithoutGpuPassesThroughAndBindsWithoutDevices) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  model::Pod pod = PodBuilder("ns/cpu").Build();
+  pod.containers.push_back(testing::ContainerBuilder("c").Limit("cpu", "1").Build());
+  Json r = Filter(pod, {"n1", "n2"});
+  EXPECT_EQ(r["NodeNames"], Json::parse(R"(["n1","n2"])"));
+  EXPECT_EQ(writer.patches, 0);
+  EXPECT_EQ(Bind(pod, "n2"), "");
+  EXPECT_EQ(writer.bound["ns/cpu"], "n2");
+}
+
+TEST_F(ServiceTest, MalformedRequestIsUnresolvableOnEveryNodeWithTheReason) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  model::Pod pod = PodBuilder("ns/p").Build();
+  pod.containers.push_back(
+      testing::ContainerBuilder("c0").Gpu(1).Limit("nvidia.com/gpumem", "lots").Build());
+  Json r = Filter(pod, {"n1"});
+  ASSERT_TRUE(r["FailedAndUnresolvableNodes"].is_object());
+  const std::string why = r["FailedAndUnresolvableNodes"]["n1"];
+  EXPECT_NE(why.find("nvidia.com/gpumem"), std::string::npos) << why;
+  EXPECT_TRUE(r["NodeNames"].is_null());
+}
+
+TEST_F(ServiceTest, MalformedBodiesGetAnErrorField) {
+  auto& s = Make();
+  s.SetSynced(true);
+  EXPECT_NE(Json::parse(s.Filter("{"))["Error"].get<std::string>().find("invalid JSON"),
+            std::string::npos);
+  EXPECT_EQ(Json::parse(s.Filter(R"({"NodeNames":[]})"))["Error"], "extender args missing pod");
+  EXPECT_NE(Json::parse(s.Bind("[]"))["Error"].get<std::string>(), "");
+  EXPECT_EQ(Json::parse(s.Prioritize("nope")), Json::array());
+  Json w = Json::parse(s.Webhook("{}"));
+  EXPECT_FALSE(w["response"]["allowed"].get<bool>());
+}
+
+// The case tessera started from, through the extender: one RTX PRO 6000 in MIG mode.
+TEST_F(ServiceTest, MotivatingMigCaseThroughTheExtender) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("node-a", {RtxPro6000Mig("GPU-mig")}))});
+  s.SetSynced(true);
+  auto p1 = PodBuilder("default/p1").Container(2, 8000).MigMode().Build();
+  auto p2 = PodBuilder("default/p2").Container(2, 8000).MigMode().Build();
+  auto p3 = PodBuilder("default/p3").Container(2, 8000).MigMode().Build();
+  ASSERT_EQ(Filter(p1, {"node-a"})["NodeNames"][0], "node-a");
+  ASSERT_EQ(Bind(p1, "node-a"), "");
+  ASSERT_EQ(Filter(p2, {"node-a"})["NodeNames"][0], "node-a");
+  ASSERT_EQ(Bind(p2, "node-a"), "");
+  Json r3 = Filter(p3, {"node-a"});
+  EXPECT_TRUE(r3["NodeNames"].is_null());
+  EXPECT_NE(r3["FailedNodes"]["node-a"].get<std::string>().find("CardInsufficientMemory"),
+            std::string::npos)
+      << r3.dump();
+  // Four distinct 1g.24gb placements were written.
+  std::set<std::string> placements;
+  for (const auto& key : {"default/p1", "default/p2"}) {
+    auto mig = codec::DecodeMigAllocations(writer.annotations[key]["hami.io/vgpu-mig-allocations"]);
+    ASSERT_TRUE(mig.ok());
+    for (const auto& m : *mig) {
+      EXPECT_EQ(m.profile, "1g.24gb");
+      placements.insert(std::to_string(m.placement.start));
+    }
+  }
+  EXPECT_EQ(placements.size(), 4u);
+  model::Pod gone = p1;
+  gone.node_name = "node-a";
+  s.DeletePod(PodJson(gone));
+  EXPECT_EQ(Filter(p3, {"node-a"})["NodeNames"][0], "node-a");
+}
+
+TEST_F(ServiceTest, RestartRebuildsReservationsFromAnnotations) {
+  auto& first = Make();
+  const Json node = NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}));
+  first.ReplaceNodes({node});
+  first.SetSynced(true);
+  auto bound = PodBuilder("ns/bound").Container(1, 16000).Build();
+  auto unbound = PodBuilder("ns/unbound").Container(1, 16000).Build();
+  ASSERT_EQ(Filter(bound, {"n1"})["NodeNames"][0], "n1");
+  ASSERT_EQ(Bind(bound, "n1"), "");
+  ASSERT_EQ(Filter(unbound, {"n1"})["NodeNames"][0], "n1");
+  // What the API server holds now.
+  bound.annotations = writer.annotations["ns/bound"];
+  bound.node_name = "n1";
+  unbound.annotations = writer.annotations["ns/unbound"];
+
+  FakeWriter second_writer;
+  ExtenderService second(config::SchedulerConfig{}, options, second_writer, clocks);
+  second.ReplaceNodes({node});
+  second.ReplacePods({PodJson(bound), PodJson(unbound)});
+  second.SetSynced(true);
+  size_t held = 0;
+  second.WithState([&](const state::ClusterState& st) { held = st.pods().size(); });
+  EXPECT_EQ(held, 2u);
+  EXPECT_EQ(second.pending_reservations(), 1u) << "the unbound one waits for its bind";
+  // The GPU is full: nothing is booked twice.
+  Json r = Json::parse(
+      second.Filter(FilterBody(PodBuilder("ns/new").Container(1, 1000).Build(), {"n1"})));
+  EXPECT_TRUE(r["NodeNames"].is_null()) << r.dump();
+  // The bind of the pod filtered before the restart still works.
+  EXPECT_EQ(Json::parse(second.Bind(BindBody(unbound, "n1")))["Error"], "");
+}
+
+TEST_F(ServiceTest, OlderPodEventDoesNotDropAFreshReservation) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  s.UpsertPod(PodJson(pod));  // the ADDED event, from before the annotations were written
+  EXPECT_TRUE(Holds("ns/p"));
+  EXPECT_EQ(s.pending_reservations(), 1u);
+}
+
+TEST_F(ServiceTest, FinishedOrReplacedPodsReleaseTheirDevices) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  ASSERT_EQ(Bind(pod, "n1"), "");
+  pod.annotations = writer.annotations["ns/p"];
+  pod.node_name = "n1";
+  pod.phase = "Running";
+  s.UpsertPod(PodJson(pod));
+  EXPECT_TRUE(Holds("ns/p"));
+  model::Pod replaced = pod;
+  replaced.uid = "another-uid";
+  replaced.annotations.clear();
+  replaced.node_name.clear();
+  replaced.phase = "Pending";
+  s.UpsertPod(PodJson(replaced));
+  EXPECT_FALSE(Holds("ns/p")) << "a new pod with the same name holds nothing yet";
+  s.UpsertPod(PodJson(pod));
+  EXPECT_TRUE(Holds("ns/p"));
+  pod.phase = "Succeeded";
+  s.UpsertPod(PodJson(pod));
+  EXPECT_FALSE(Holds("ns/p"));
+}
+
+TEST_F(ServiceTest, RelistDropsPodsThatAreGone) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  ASSERT_EQ(Bind(pod, "n1"), "");
+  s.ReplacePods({});
+  EXPECT_FALSE(Holds("ns/p"));
+}
+
+TEST_F(ServiceTest, MalformedNodeDoesNotPoisonOthers) {
+  auto& s = Make();
+  model::Node bad = NodeWith("bad", {SharingGpu("GPU-B")});
+  bad.annotations["hami.io/node-nvidia-register"] = "[{not json";
+  Json garbage = {{"metadata", {{"name", 42}}}};
+  s.ReplaceNodes({garbage, NodeJson(bad), NodeJson(NodeWith("good", {SharingGpu("GPU-G")}))});
+  s.SetSynced(true);
+  Json r = Filter(PodBuilder("ns/p").Container(1, 1000).Build(), {"bad", "good"});
+  EXPECT_EQ(r["NodeNames"], Json::parse(R"(["good"])")) << r.dump();
+  auto metrics = s.metrics().Render({});
+  EXPECT_NE(metrics.find("tessera_decode_errors_total{kind=\"node\"} 1"), std::string::npos)
+      << metrics;
+}
+
+TEST_F(ServiceTest, UnschedulablePodGetsPerNodeReasonsAndAnEvent) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  Json r = Filter(PodBuilder("ns/p").Container(2, 1000).Build(), {"n1"});
+  EXPECT_EQ(r["FailedNodes"]["n1"], "NodeInsufficientDevice");
+  ASSERT_FALSE(writer.events.empty());
+  EXPECT_EQ(writer.events.back(),
+            "ns/p Warning FilteringFailed: 1 nodes NodeInsufficientDevice(n1)");
+}
+
+TEST_F(ServiceTest, PrioritizeScoresTheNodeFilterWouldChoose) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1", 8000)})),
+                  NodeJson(NodeWith("n2", {SharingGpu("GPU-2", 32768)}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 16000).Build();
+  Json r = Json::parse(s.Prioritize(FilterBody(pod, {"n1", "n2"})));
+  EXPECT_EQ(r, Json::parse(R"([{"Host":"n1","Score":0},{"Host":"n2","Score":10}])"));
+  EXPECT_EQ(writer.patches, 0) << "prioritize reserves nothing";
+}
+
+std::string ReadTestData(const std::string& name) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/e2e/testdata/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Bodies captured from a real kube-scheduler 1.36 (e2e/testdata): kubectl turned gpumem 8000
+// into the quantity "8k", requests were defaulted from limits, and the pod carries fields we do
+// not model. The extender must read them as sent.
+TEST_F(ServiceTest, AnswersTheBodiesARealKubeSchedulerSends) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("node-a", {RtxPro6000Mig("GPU-mig")})),
+                  NodeJson(NodeWith("node-b", {SharingGpu("GPU-1", 8000)}))});
+  s.SetSynced(true);
+  const std::string filter = ReadTestData("kube-scheduler-filter-args.json");
+  ASSERT_FALSE(filter.empty());
+  Json r = Json::parse(s.Filter(filter));
+  EXPECT_EQ(r["NodeNames"], Json::parse(R"(["node-a"])")) << r.dump();
+  auto mig =
+      codec::DecodeMigAllocations(writer.annotations["demo/p1"]["hami.io/vgpu-mig-allocations"]);
+  ASSERT_TRUE(mig.ok());
+  EXPECT_EQ(mig->size(), 2u);
+  const std::string bind = ReadTestData("kube-scheduler-bind-args.json");
+  EXPECT_EQ(Json::parse(s.Bind(bind))["Error"], "");
+  EXPECT_EQ(writer.bound["demo/p1"], "node-a");
+}
+
+// Many filters and binds at once (TSan runs this): no GPU memory is ever booked twice.
+TEST_F(ServiceTest, ConcurrentFiltersAndBindsNeverDoubleBook) {
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1", 32768)})),
+                  NodeJson(NodeWith("n2", {SharingGpu("GPU-2", 32768)}))});
+  s.SetSynced(true);
+  std::atomic<int> scheduled{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 4; ++i) {
+        auto pod = PodBuilder("ns/p" + std::to_string(t) + "-" + std::to_string(i))
+                       .Container(1, 4096, 10)
+                       .Build();
+        Json r = Json::parse(s.Filter(FilterBody(pod, {"n1", "n2"})));
+        if (r["NodeNames"].is_array() && r["NodeNames"].size() == 1) {
+          Json b = Json::parse(s.Bind(BindBody(pod, r["NodeNames"][0])));
+          if (b["Error"] == "") ++scheduled;
+        }
+        s.UpsertNode(NodeJson(NodeWith("n2", {SharingGpu("GPU-2", 32768)})));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  // 2 GPUs x 32768 MiB / 4096 MiB = 16 pods fit, and exactly that many were placed.
+  EXPECT_EQ(scheduled.load(), 16);
+  s.WithState([](const state::ClusterState& st) {
+    for (const auto* node : st.node_list()) {
+      EXPECT_LE(node->usage[0].used_mem, 32768) << node->name;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace tessera::service
