@@ -49,8 +49,28 @@ check_layers() {
     echo "src/core includes something outside the pure core (see above)"
     return 1
   fi
-  if grep -rnE '#include "app/' src/sim src/adapters; then return 1; fi
+  if grep -rnE '#include "app/' src/sim src/adapters src/service src/serve; then return 1; fi
+  # The service is the state machine behind the endpoints: core only, I/O through interfaces.
+  if grep -rnE '#include "(adapters|serve|sim)/|#include <(curl|httplib|yaml-cpp)' src/service; then
+    echo "src/service reaches past its ClusterWriter interface (see above)"
+    return 1
+  fi
+  # Adapters know the core, never the service or the commands built on them.
+  if grep -rnE '#include "(service|serve|sim)/' src/adapters; then return 1; fi
   return 0
+}
+
+e2e_real() {  # real etcd, kube-apiserver and kube-scheduler around `tessera serve` (e2e/README.md)
+  local log=build/e2e-real.log
+  TESSERA_BIN="$ROOT/build/release/src/tessera" e2e/run-real.sh 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local summary
+  summary=$(grep -E '^e2e-real: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  if [ -n "$summary" ]; then
+    CASES_PASSED=$(echo "$summary" | sed -E 's/^e2e-real: ([0-9]+) passed.*/\1/')
+    CASES_FAILED=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  fi
+  return "$rc"
 }
 
 build_and_test() {  # build_and_test DIR CTEST_ARGS -- CMAKE_ARGS...
@@ -90,6 +110,7 @@ mkdir -p build
 stage "format (clang-format)" check_format
 stage "layering" check_layers
 stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Release
+stage "end-to-end (real kube-apiserver, kube-scheduler, etcd)" e2e_real
 stage "lint (clang-tidy)" lint
 stage "ASan+UBSan build + tests" build_and_test build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSERA_SANITIZE=address,undefined -DTESSERA_BUILD_BENCH=OFF

@@ -1,0 +1,788 @@
+#!/usr/bin/env python3
+"""tessera against real Kubernetes components (Tier B, kubernetes.md 6.2).
+
+One control plane (etcd, kube-apiserver, kube-scheduler with tessera as its extender) serves all
+scenarios; each scenario has its own namespace and its own node group (pods select it with a
+nodeSelector), a deadline, and cleans up after itself. Prints one PASS/FAIL line per scenario
+and finally `e2e-real: N passed, N failed`. Exit status 0 only when nothing failed.
+"""
+
+import argparse
+import base64
+import concurrent.futures
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lib import gpu, procs  # noqa: E402
+from lib.cluster import (LEASE_NAME, NAMESPACE, SCHEDULER_NAME, Abort,  # noqa: E402
+                         Cluster, Tessera, wait_until)
+from lib.kube import ApiError  # noqa: E402
+
+LEASE_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{LEASE_NAME}"
+
+
+class Fail(Abort):
+    """A scenario's expectation did not hold (also ends any wait_until at once)."""
+
+
+def check(cond, msg: str) -> None:
+    if not cond:
+        raise Fail(msg)
+
+
+def say(msg: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --- pods --------------------------------------------------------------------------------------
+def gpu_pod(ns: str, name: str, limits: dict, *, group: str | None, annotations=None,
+            labels=None, scheduler: str | None = SCHEDULER_NAME, privileged: bool = False) -> dict:
+    container = {"name": "c0", "image": "registry.k8s.io/pause:3.10",
+                 "resources": {"limits": {k: str(v) for k, v in limits.items()}}}
+    if privileged:
+        container["securityContext"] = {"privileged": True}
+    spec = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    if group:
+        spec["nodeSelector"] = {"tessera-e2e/group": group}
+    md = {"name": name, "namespace": ns, "labels": {"tessera-e2e": "1", **(labels or {})}}
+    if annotations:
+        md["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
+
+
+def scheduled_condition(pod: dict) -> dict | None:
+    for c in pod.get("status", {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            return c
+    return None
+
+
+def describe(pod: dict) -> str:
+    md, spec = pod["metadata"], pod["spec"]
+    c = scheduled_condition(pod) or {}
+    ann = md.get("annotations") or {}
+    interesting = {k: v for k, v in ann.items() if k.startswith("hami.io/")}
+    return (f"{md['name']}: node={spec.get('nodeName')!r} PodScheduled={c.get('status')} "
+            f"{c.get('reason', '')} {c.get('message', '')!r} ann={interesting}")
+
+
+class Env:
+    def __init__(self, cluster: Cluster, args):
+        self.cluster = cluster
+        self.kube = cluster.kube
+        self.args = args
+        self.repo = args.repo
+        self.main: Tessera | None = None
+        self.main_error: str | None = None
+
+    # Waits ------------------------------------------------------------------------------------
+    def wait_bound(self, ns: str, names: list[str], timeout: float) -> dict[str, dict]:
+        want = set(names)
+        last: dict[str, dict] = {}
+
+        def done():
+            nonlocal last
+            self.cluster.check_tesseras_alive()
+            last = {p["metadata"]["name"]: p for p in self.kube.pods(ns)
+                    if p["metadata"]["name"] in want}
+            return all(last.get(n, {}).get("spec", {}).get("nodeName") for n in want)
+        try:
+            wait_until(done, timeout, 0.5, f"{len(want)} pods bound in {ns}")
+        except TimeoutError as e:
+            pending = [describe(last[n]) if n in last else f"{n}: missing" for n in sorted(want)
+                       if not last.get(n, {}).get("spec", {}).get("nodeName")]
+            raise Fail(f"{e}; {len(pending)} not bound, e.g.\n    " +
+                       "\n    ".join(pending[:5])) from None
+        return last
+
+    def wait_unschedulable(self, ns: str, name: str, timeout: float) -> str:
+        """Waits for PodScheduled=False and returns its message."""
+        def cond():
+            self.cluster.check_tesseras_alive()
+            p = self.kube.pod(ns, name)
+            check(not p["spec"].get("nodeName"), f"{name} was bound to {p['spec'].get('nodeName')}")
+            c = scheduled_condition(p)
+            return c and c.get("status") == "False" and c.get("message")
+        try:
+            return wait_until(cond, timeout, 0.5, f"{ns}/{name} PodScheduled=False")
+        except TimeoutError as e:
+            raise Fail(f"{e}: {describe(self.kube.pod(ns, name))}") from None
+
+    def node_gpus(self, group: str) -> dict[str, dict[str, dict]]:
+        out = {}
+        for n in self.kube.get("/api/v1/nodes", query={
+                "labelSelector": f"tessera-e2e/group={group}"})["items"]:
+            devs = json.loads(n["metadata"]["annotations"][gpu.REGISTER])
+            out[n["metadata"]["name"]] = {d["id"]: d for d in devs}
+        return out
+
+    @staticmethod
+    def gpu_metric(t: Tessera, name: str, uuid: str) -> float | None:
+        """The value of metric `name` for GPU `uuid` in t's /metrics; None when absent."""
+        status, text = t.get_text("/metrics")
+        check(status == 200, f"{t.name} /metrics: HTTP {status}")
+        for line in text.splitlines():
+            if line.startswith(name + "{") and f'device_uuid="{uuid}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def require_main(self) -> Tessera:
+        if self.main is None or self.main_error:
+            raise Fail(f"tessera serve is not running: {self.main_error}")
+        if not self.main.proc.running():
+            raise Fail(f"tessera serve exited (code {self.main.proc.popen.returncode})")
+        return self.main
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+SCENARIOS: list[tuple[str, str, float, object]] = []
+
+
+def scenario(key: str, title: str, timeout: float):
+    def register(fn):
+        SCENARIOS.append((key, title, timeout, fn))
+        return fn
+    return register
+
+
+@scenario("h", "deploy/ manifests pass server-side dry-run; shipped configs load", 90)
+def s_manifests(env: Env, ns: str, group: str):
+    c = env.cluster
+    r = c.kubectl("apply", "--dry-run=server", "-f", c.deploy_path(""), check=False)
+    check(r.returncode == 0, f"kubectl apply --dry-run=server -f deploy/ failed:\n{r.stdout}"
+                             f"{r.stderr}")
+    say(f"dry-run: {len(r.stdout.splitlines())} objects")
+    # kube-scheduler validates the shipped KubeSchedulerConfiguration and exits.
+    cfg = c.shipped_scheduler_config("deploy-scheduler-config.admin", c.kubeconfigs["admin"])
+    out = os.path.join(c.work, "deploy-scheduler-config.out.yaml")
+    r = subprocess.run([c._bin("kube-scheduler"), f"--config={cfg}", f"--write-config-to={out}"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and os.path.exists(out),
+          f"kube-scheduler rejects deploy/20-config.yaml scheduler-config.yaml:\n{r.stderr[-2000:]}")
+    # The sidecar as deployed: shipped config + shipped RBAC (tessera's ServiceAccount identity)
+    # must be enough for kube-scheduler to win its Lease without "forbidden" errors.
+    kc = c.kubeconfigs["tessera"]
+    sidecar = c.scheduler_proc("sidecar-kube-scheduler",
+                               c.shipped_scheduler_config("deploy-scheduler-config.sa", kc), kc)
+    sidecar.start()
+    try:
+        wait_until(lambda: env.kube.exists(LEASE_PATH) and
+                   env.kube.get(LEASE_PATH)["spec"].get("holderIdentity"), 30, 0.5,
+                   f"the sidecar kube-scheduler to hold Lease {LEASE_NAME}")
+        time.sleep(2)
+        forbidden = [ln for ln in sidecar.log_tail(400).splitlines() if "forbidden" in ln]
+        check(not forbidden, "sidecar kube-scheduler lacks permissions:\n" +
+              "\n".join(forbidden[:5]))
+    finally:
+        sidecar.stop(5)
+        env.kube.delete(LEASE_PATH, grace0=False)
+    say("sidecar kube-scheduler with the shipped config and RBAC took its Lease")
+    # gen-webhook-cert.sh: Secret + caBundle, against the real apiserver.
+    c.kubectl("apply", "-f", c.deploy_path("40-webhook.yaml"))
+    try:
+        env_vars = dict(os.environ, KUBECTL=c._bin("kubectl"), KUBECONFIG=c.kubeconfigs["admin"])
+        r = subprocess.run([c.deploy_path("gen-webhook-cert.sh")], env=env_vars,
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"gen-webhook-cert.sh failed:\n{r.stdout}{r.stderr}")
+        secret = env.kube.get(f"/api/v1/namespaces/{NAMESPACE}/secrets/tessera-tls")
+        check(set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"},
+              f"secret keys {sorted(secret['data'])}")
+        mwc = env.kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+                           "/tessera-webhook")
+        bundle = mwc["webhooks"][0]["clientConfig"].get("caBundle")
+        check(bundle == secret["data"]["ca.crt"], "webhook caBundle != secret ca.crt")
+        with tempfile.TemporaryDirectory() as d:
+            for k in ("tls.crt", "ca.crt"):
+                with open(os.path.join(d, k), "wb") as f:
+                    f.write(base64.b64decode(secret["data"][k]))
+            v = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(d, "ca.crt"),
+                                os.path.join(d, "tls.crt")], capture_output=True, text=True)
+            check(v.returncode == 0, f"serving cert does not verify: {v.stdout}{v.stderr}")
+            san = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
+                                  os.path.join(d, "tls.crt")], capture_output=True, text=True)
+            check("DNS:tessera.tessera-system.svc" in san.stdout, f"SANs: {san.stdout}")
+    finally:
+        env.kube.delete("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                        "tessera-webhook", grace0=False)
+        env.kube.delete(f"/api/v1/namespaces/{NAMESPACE}/secrets/tessera-tls", grace0=False)
+
+
+@scenario("b", "sharing node: a fitting pod binds (annotations, /metrics); gpu: 2 on a "
+               "one-GPU node -> NodeInsufficientDevice", 60)
+def s_insufficient_device(env: Env, ns: str, group: str):
+    env.require_main()
+    uuid = "GPU-b0000000-0000-0000-0000-000000000001"
+    env.cluster.create_node(f"{group}-n1", [gpu.sharing_gpu(uuid, 0)], group)
+    env.kube.create_pod(gpu_pod(ns, "fits", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000,
+                                             "nvidia.com/gpucores": 30}, group=group))
+    bound = env.wait_bound(ns, ["fits"], 30)
+    problems, use = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+    check(not problems, "; ".join(problems))
+    check(use[uuid].mem == 1000 and use[uuid].cores == 30,
+          f"fits: expected 1000 MiB / 30 cores on {uuid}, got {use.get(uuid)}")
+    say(f"fits -> {bound['fits']['spec']['nodeName']}, "
+        f"{bound['fits']['metadata']['annotations'][gpu.ALLOCATED]}")
+    # Operators watch the same numbers as Prometheus metrics (HAMi's names and labels).
+    want = {"hami_gpu_memory_allocated_bytes": 1000 * 2**20,
+            "hami_gpu_core_allocated_ratio": 30, "hami_gpu_shared_count": 1}
+    got: dict = {}
+
+    def metrics_agree():
+        nonlocal got
+        got = {n: env.gpu_metric(env.main, n, uuid) for n in want}
+        return got == want
+    try:
+        wait_until(metrics_agree, 10, 0.5, "/metrics to show the fitting pod")
+    except TimeoutError:
+        raise Fail(f"/metrics for {uuid}: {got}, want {want}") from None
+    env.kube.create_pod(gpu_pod(ns, "two-gpus", {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 1000},
+                                group=group))
+    msg = env.wait_unschedulable(ns, "two-gpus", 30)
+    say(f"two-gpus: {msg}")
+    check("NodeInsufficientDevice" in msg, f"message lacks NodeInsufficientDevice: {msg!r}")
+
+
+@scenario("a", "MIG RTX PRO 6000: two gpu:2 pods get 4 distinct 1g.24gb placements; a third "
+               "waits with CardInsufficientMemory and binds after a delete", 90)
+def s_mig(env: Env, ns: str, group: str):
+    env.require_main()
+    uuid = "GPU-30512c46-708b-f374-5698-ee24be6cd626"
+    dev = gpu.mig_gpu(env.repo, uuid, "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                      ["1g.24gb", "2g.48gb", "4g.96gb"])
+    env.cluster.create_node(f"{group}-n1", [dev], group)
+    mig = {"nvidia.com/vgpu-mode": "mig"}
+    two = {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 8000}
+    for name in ("p1", "p2"):
+        env.kube.create_pod(gpu_pod(ns, name, two, group=group, annotations=mig))
+    bound = env.wait_bound(ns, ["p1", "p2"], 40)
+    node_gpus = env.node_gpus(group)
+    problems, use = gpu.check_assignments(list(bound.values()), node_gpus)
+    check(not problems, "; ".join(problems))
+    placements = sorted(p[:2] for p in use[uuid].placements)
+    say(f"p1+p2 placements (start,size): {placements}")
+    check(placements == [(0, 3), (3, 3), (6, 3), (9, 3)],
+          f"expected the four 1g.24gb placements, got {placements}")
+    for name, pod in bound.items():
+        migs = gpu.decode_mig(pod["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])
+        check(len(migs) == 2 and all(m["profile"] == "1g.24gb" for m in migs),
+              f"{name}: expected two 1g.24gb allocations, got {migs}")
+        devs = gpu.decode_pod_devices(pod["metadata"]["annotations"][gpu.ALLOCATED])
+        check([(d.mem, d.cores) for d in devs[0]] == [(24192, 25), (24192, 25)],
+              f"{name}: expected profile memory/cores 24192/25 in {gpu.ALLOCATED}, got {devs}")
+    env.kube.create_pod(gpu_pod(ns, "p3", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
+                                group=group, annotations=mig))
+    msg = env.wait_unschedulable(ns, "p3", 30)
+    say(f"p3: {msg}")
+    check("CardInsufficientMemory" in msg, f"message lacks CardInsufficientMemory: {msg!r}")
+    p1_starts = {m["placement"]["start"] for m in gpu.decode_mig(
+        bound["p1"]["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])}
+    env.kube.delete_pod(ns, "p1")
+    final = env.wait_bound(ns, ["p2", "p3"], 40)
+    problems, use = gpu.check_assignments(list(final.values()), node_gpus)
+    check(not problems, "; ".join(problems))
+    p3_start = gpu.decode_mig(final["p3"]["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])[0][
+        "placement"]["start"]
+    say(f"p3 -> start {p3_start} (p1 had {sorted(p1_starts)})")
+    check(p3_start in p1_starts, f"p3 got start {p3_start}, not one of p1's {p1_starts}")
+
+
+def sharing_fleet(env: Env, group: str, nodes: int, gpus_per_node: int) -> None:
+    for i in range(nodes):
+        devs = [gpu.sharing_gpu(f"GPU-{group}-{i:02d}-{j}", j, devmem=24576, count=10)
+                for j in range(gpus_per_node)]
+        env.cluster.create_node(f"{group}-n{i:02d}", devs, group)
+
+
+def mixed_pods(ns: str, group: str, count: int, seed: int) -> list[dict]:
+    rnd = random.Random(seed)
+    pods = []
+    for i in range(count):
+        limits = {"nvidia.com/gpu": 2 if rnd.random() < 0.1 else 1,
+                  "nvidia.com/gpumem": rnd.choice([1000, 2000, 3000, 4000])}
+        cores = rnd.choice([0, 5, 10, 20])
+        if cores:
+            limits["nvidia.com/gpucores"] = cores
+        pods.append(gpu_pod(ns, f"p{i:03d}", limits, group=group))
+    return pods
+
+
+def create_concurrently(env: Env, pods: list[dict], workers: int = 16) -> None:
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        for f in [ex.submit(env.kube.create_pod, p) for p in pods]:
+            f.result()
+
+
+@scenario("c", "200 pods at once on 20 sharing nodes: all bound, nothing over-committed", 200)
+def s_bulk(env: Env, ns: str, group: str):
+    env.require_main()
+    sharing_fleet(env, group, 20, 2)
+    pods = mixed_pods(ns, group, 200, seed=7)
+    t0 = time.monotonic()
+    create_concurrently(env, pods)
+    say(f"created 200 pods in {time.monotonic() - t0:.1f}s")
+    bound = env.wait_bound(ns, [p["metadata"]["name"] for p in pods], 150)
+    say(f"all 200 bound {time.monotonic() - t0:.1f}s after the first create")
+    problems, use = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+    check(not problems, f"{len(problems)} problems: " + "; ".join(problems[:10]))
+    say(f"{len(use)} of 40 GPUs used; max memory {max(u.mem for u in use.values())} MiB, "
+        f"max cores {max(u.cores for u in use.values())}, "
+        f"max tasks {max(u.tasks for u in use.values())}")
+
+
+@scenario("d", "kill -9 tessera while 120 pods are being scheduled, restart: all bound, "
+               "nothing over-committed, bound pods keep their assignment", 220)
+def s_crash(env: Env, ns: str, group: str):
+    main = env.require_main()
+    sharing_fleet(env, group, 10, 2)
+    pods = mixed_pods(ns, group, 120, seed=11)
+    names = [p["metadata"]["name"] for p in pods]
+    errors: list[str] = []
+
+    def creator():
+        try:
+            for i in range(0, len(pods), 6):
+                create_concurrently(env, pods[i:i + 6], 6)
+                time.sleep(0.1)
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+    t = threading.Thread(target=creator, daemon=True)
+    t.start()
+
+    def some_bound():
+        bound = [p for p in env.kube.pods(ns) if p["spec"].get("nodeName")]
+        return bound if len(bound) >= 25 else None
+    before = wait_until(some_bound, 60, 0.2, "25 pods bound before the crash")
+    main.kill()
+    say(f"killed tessera (kill -9) with {len(before)} pods bound")
+    snapshot = {p["metadata"]["name"]: (p["spec"]["nodeName"],
+                                        p["metadata"]["annotations"].get(gpu.ALLOCATED))
+                for p in env.kube.pods(ns) if p["spec"].get("nodeName")}
+    time.sleep(2)
+    main.start()
+    main.wait_ready(60)
+    say(f"tessera restarted and ready; {len(snapshot)} pods were bound at the kill")
+    t.join(60)
+    check(not errors, f"pod creation failed: {errors}")
+    bound = env.wait_bound(ns, names, 150)
+    problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+    for name, (node, alloc) in snapshot.items():
+        p = bound[name]
+        now = (p["spec"]["nodeName"], p["metadata"]["annotations"].get(gpu.ALLOCATED))
+        if now != (node, alloc):
+            problems.append(f"{name}: assignment changed after restart: {(node, alloc)} -> {now}")
+    check(not problems, f"{len(problems)} problems: " + "; ".join(problems[:10]))
+
+
+@scenario("e", "kube-apiserver restart (+ etcd compaction): tessera recovers its watches", 180)
+def s_apiserver_restart(env: Env, ns: str, group: str):
+    main = env.require_main()
+    c = env.cluster
+    uuid = f"GPU-{group}-0"
+    env.cluster.create_node(f"{group}-n1", [gpu.sharing_gpu(uuid, 0)], group)
+    env.kube.create_pod(gpu_pod(ns, "big-1", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 20000},
+                                group=group))
+    env.wait_bound(ns, ["big-1"], 30)
+    allocated = "hami_gpu_memory_allocated_bytes"
+    wait_until(lambda: env.gpu_metric(main, allocated, uuid) == 20000 * 2**20, 10, 0.5,
+               f"{allocated} of {uuid} to show big-1")
+    c.stop_apiserver()
+    rev = c.etcd_bump_and_compact()
+    say(f"apiserver stopped; etcd compacted at revision {rev}")
+    c.start_apiserver()
+    say(f"apiserver restarted; tessera reports {env.gpu_metric(main, allocated, uuid)} "
+        f"bytes on {uuid}")
+    check(main.proc.running(), "tessera exited while the apiserver was down")
+    # The deletion of big-1 is only visible to tessera through a re-established watch/list.
+    env.kube.delete_pod(ns, "big-1")
+    t0 = time.monotonic()
+    try:
+        wait_until(lambda: env.gpu_metric(main, allocated, uuid) == 0, 30, 0.5,
+                   "tessera to release big-1's memory")
+    except TimeoutError as e:
+        raise Fail(f"{e}: {allocated} for {uuid} is still "
+                   f"{env.gpu_metric(main, allocated, uuid)}") from None
+    say(f"tessera saw the deletion {time.monotonic() - t0:.1f}s after it was made")
+    names = ["big-2"] + [f"small-{i}" for i in range(4)]
+    env.kube.create_pod(gpu_pod(ns, "big-2", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 20000},
+                                group=group))
+    for n in names[1:]:
+        env.kube.create_pod(gpu_pod(ns, n, {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000},
+                                    group=group))
+    bound = env.wait_bound(ns, names, 120)
+    problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+    check(not problems, "; ".join(problems))
+    wait_until(lambda: main.status("/readyz") == 200, 30, 0.5, "tessera /readyz after restart")
+
+
+@scenario("g", "mutating webhook: sets schedulerName, denies bad pods, skips ignored ones", 90)
+def s_webhook(env: Env, ns: str, group: str):
+    main = env.require_main()
+    c = env.cluster
+    ignored_ns = ns + "-ignored"
+    env.kube.ensure_namespace(ignored_ns, {"hami.io/webhook": "ignore"})
+    mwc = next(o for o in c.manifest_objects("40-webhook.yaml")
+               if o["kind"] == "MutatingWebhookConfiguration")
+    mwc["metadata"]["name"] = "tessera-e2e-webhook"
+    for w in mwc["webhooks"]:
+        w["clientConfig"] = {"url": f"https://127.0.0.1:{main.port}/webhook",
+                             "caBundle": base64.b64encode(open(c.pki.ca.cert, "rb").read())
+                             .decode()}
+    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    env.kube.create(path, mwc)
+    try:
+        gpu1 = {"nvidia.com/gpu": 1}
+        # The apiserver picks the configuration up asynchronously: retry the first pod.
+        attempt = [0]
+
+        def mutated():
+            attempt[0] += 1
+            name = f"gpu-{attempt[0]}"
+            p = env.kube.create_pod(gpu_pod(ns, name, gpu1, group="none", scheduler=None))
+            if p["spec"]["schedulerName"] == SCHEDULER_NAME:
+                return p
+            env.kube.delete_pod(ns, name)
+            return None
+        try:
+            p = wait_until(mutated, 20, 0.5, "webhook to set schedulerName")
+        except TimeoutError as e:
+            raise Fail(f"{e}; last pod kept schedulerName default-scheduler") from None
+        say(f"{p['metadata']['name']}: schedulerName={p['spec']['schedulerName']}, limits="
+            f"{p['spec']['containers'][0]['resources']['limits']}")
+
+        def denied(pod: dict, needle: str) -> None:
+            try:
+                env.kube.create_pod(pod)
+            except ApiError as e:
+                msg = e.body.get("message", "") if isinstance(e.body, dict) else str(e.body)
+                say(f"{pod['metadata']['name']}: denied, HTTP {e.status}: {msg}")
+                check(needle in msg, f"denial message lacks {needle!r}: {msg!r}")
+                return
+            raise Fail(f"{pod['metadata']['name']} was admitted")
+        denied(gpu_pod(ns, "pct-150", {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 150},
+                       group="none", scheduler=None), "gpumem-percentage")
+        denied(gpu_pod(ns, "privileged", gpu1, group="none", scheduler=None, privileged=True),
+               "privileged")
+
+        def untouched(pod: dict, why: str) -> None:
+            got = env.kube.create_pod(pod)
+            want_limits = pod["spec"]["containers"][0]["resources"]["limits"]
+            check(got["spec"]["schedulerName"] == "default-scheduler" and
+                  got["spec"]["containers"][0]["resources"].get("limits", {}) == want_limits,
+                  f"{why}: pod was mutated: schedulerName={got['spec']['schedulerName']} "
+                  f"limits={got['spec']['containers'][0]['resources'].get('limits')}")
+        untouched(gpu_pod(ignored_ns, "gpu", gpu1, group="none", scheduler=None),
+                  "namespace labelled hami.io/webhook=ignore")
+        untouched(gpu_pod(ns, "labelled", gpu1, group="none", scheduler=None,
+                          labels={"hami.io/webhook": "ignore"}), "pod labelled ignore")
+        untouched(gpu_pod(ns, "cpu-only", {"cpu": "100m"}, group="none", scheduler=None),
+                  "pod without GPU resources")
+        # v1beta1 AdmissionReview straight to the endpoint (the apiserver only sends v1 here).
+        review = {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+                  "request": {"uid": "e2e-v1beta1-uid", "kind": {"group": "", "version": "v1",
+                                                                  "kind": "Pod"},
+                              "resource": {"group": "", "version": "v1", "resource": "pods"},
+                              "namespace": ns, "operation": "CREATE",
+                              "object": gpu_pod(ns, "beta", gpu1, group="none",
+                                                scheduler="default-scheduler")}}
+        status, body = main.post("/webhook", review)
+        check(status == 200 and isinstance(body, dict), f"v1beta1 review: HTTP {status} {body}")
+        resp = body.get("response") or {}
+        check(body.get("apiVersion") == "admission.k8s.io/v1beta1" and
+              resp.get("uid") == "e2e-v1beta1-uid" and resp.get("allowed") is True,
+              f"v1beta1 review answer: {body}")
+        patch = base64.b64decode(resp.get("patch", "")).decode() if resp.get("patch") else ""
+        check(SCHEDULER_NAME in patch, f"v1beta1 patch does not set schedulerName: {patch!r}")
+    finally:
+        env.kube.delete(f"{path}/tessera-e2e-webhook", grace0=False)
+        env.kube.delete_all_pods(ignored_ns)
+
+
+@scenario("i", "the pod as shipped in deploy/: kube-scheduler sidecar (leader) + tessera "
+               "--leader-elect-mode=follow with the Deployment's args, as the ServiceAccount", 120)
+def s_shipped_pod(env: Env, ns: str, group: str):
+    main = env.require_main()
+    c = env.cluster
+    dep = c.shipped_deployment()
+    containers = {k["name"]: k for k in dep["spec"]["template"]["spec"]["containers"]}
+    check(set(containers) == {"kube-scheduler", "tessera"}, f"containers {sorted(containers)}")
+    port = procs.free_port()
+    hostname = socket.gethostname()  # kube-scheduler's holder identity is "<hostname>_<uuid>"
+    subst = {"$(POD_NAME)": hostname, "$(POD_NAMESPACE)": NAMESPACE,
+             "/tls/tls.crt": c.tessera_tls.cert, "/tls/tls.key": c.tessera_tls.key,
+             "/etc/tessera/device-config.yaml": c.device_config,
+             "0.0.0.0:8443": f"127.0.0.1:{port}"}
+    argv = [*containers["tessera"].get("command", []), *containers["tessera"].get("args", [])]
+    check(argv[:2] == ["tessera", "serve"], f"tessera container runs {argv[:2]}")
+    rest = []
+    for a in argv[2:]:
+        for k, v in subst.items():
+            a = a.replace(k, v)
+        rest.append(a)
+    check(any(a.startswith("--http-bind=127.0.0.1:") for a in rest), f"args {rest}")
+    # In a pod tessera finds the in-cluster config; here it gets the ServiceAccount's kubeconfig.
+    shipped = Tessera(c, "tessera-shipped", [])
+    shipped.port = port
+    shipped.proc = procs.Proc("tessera-shipped", [c.tessera_bin, "serve", "--kubeconfig",
+                                                  c.kubeconfigs["tessera"], *rest],
+                              os.path.join(c.work, "tessera-shipped.log"))
+    kc = c.kubeconfigs["tessera"]
+    sched_args = [a for a in containers["kube-scheduler"]["command"][1:]
+                  if not a.startswith("--config=")]
+    sidecar = c.scheduler_proc("shipped-kube-scheduler",
+                               c.shipped_scheduler_config("shipped-scheduler", kc, port),
+                               kc, sched_args)
+    # The shipped pair replaces the harness's kube-scheduler + tessera for this scenario.
+    c.procs["kube-scheduler"].stop(5)
+    main.stop()
+    c.tesseras.append(shipped)
+    try:
+        shipped.start()
+        sidecar.start()
+        c.wait_scheduler_healthy(sidecar)
+        shipped.wait_ready(45)
+        holder = env.kube.get(LEASE_PATH)["spec"].get("holderIdentity", "")
+        say(f"shipped tessera ready on :{port}; Lease {LEASE_NAME} held by {holder!r}")
+        check(holder.startswith(hostname + "_"), f"lease holder {holder!r}")
+        c.create_node(f"{group}-n1", [gpu.sharing_gpu(f"GPU-{group}-0", 0),
+                                      gpu.sharing_gpu(f"GPU-{group}-1", 1)], group)
+        names = ["p0", "p1", "p2"]
+        for n in names:
+            env.kube.create_pod(gpu_pod(ns, n, {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000},
+                                        group=group))
+        bound = env.wait_bound(ns, names, 40)
+        problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+        check(not problems, "; ".join(problems))
+        forbidden = [ln for ln in (shipped.proc.log_tail(300) + sidecar.log_tail(300))
+                     .splitlines() if "forbidden" in ln.lower()]
+        check(not forbidden, "permission errors:\n" + "\n".join(forbidden[:5]))
+    finally:
+        sidecar.stop(5)
+        shipped.stop()
+        env.kube.delete(LEASE_PATH, grace0=False)
+        c.start_scheduler()
+        main.start()
+        main.wait_ready(60)
+
+
+@scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "
+               "not schedule, failover after kill -9", 150)
+def s_leader_election(env: Env, ns: str, group: str):
+    c = env.cluster
+    env.require_main().stop()  # replaced by the two replicas below
+    c.create_node(f"{group}-n1", [gpu.sharing_gpu(f"GPU-{group}-0", 0)], group)
+    reps = []
+    for ident in ("replica-a", "replica-b"):
+        t = c.new_tessera(f"tessera-{ident}", ["--leader-elect", "--leader-elect-namespace",
+                                               NAMESPACE, "--leader-elect-name", LEASE_NAME,
+                                               "--leader-elect-identity", ident])
+        reps.append((ident, t.start()))
+    c.proxy.set_backends([t.port for _, t in reps])
+
+    def one_leader():
+        for i, t in reps:
+            if not t.proc.running():
+                raise Fail(f"{t.name} exited with code {t.proc.popen.returncode}: "
+                           f"{t.proc.log_tail(3)}")
+        ready = [(i, t) for i, t in reps if t.status("/readyz") == 200]
+        return ready[0] if len(ready) == 1 else None
+    leader_id, leader = wait_until(one_leader, 45, 0.5, "exactly one replica with /readyz 200")
+    follower_id, follower = next((i, t) for i, t in reps if t is not leader)
+    time.sleep(3)
+    check(leader.status("/readyz") == 200 and follower.status("/readyz") != 200,
+          f"readiness flapped: leader {leader.status('/readyz')}, "
+          f"follower {follower.status('/readyz')}")
+    check(follower.status("/healthz") == 200, "follower /healthz is not 200")
+    lease = env.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/"
+                         f"{LEASE_NAME}")
+    holder = lease["spec"].get("holderIdentity")
+    say(f"leader {leader_id}, lease holder {holder!r}")
+    check(holder and holder.startswith(leader_id), f"lease holder {holder!r} is not {leader_id}")
+    # The follower must not place pods. A pod kube-scheduler ignores (unknown schedulerName):
+    probe = env.kube.create_pod(gpu_pod(ns, "probe", {"nvidia.com/gpu": 1,
+                                                      "nvidia.com/gpumem": 1000},
+                                        group=group, scheduler="tessera-e2e-nobody"))
+    t0 = time.monotonic()
+    status, body = follower.post("/filter", {"Pod": probe, "Nodes": None,
+                                              "NodeNames": [f"{group}-n1"]}, timeout=25)
+    say(f"follower /filter after {time.monotonic() - t0:.1f}s: HTTP {status} {str(body)[:160]}")
+    check(status is not None, f"follower did not answer /filter within 25s: {body}")
+    check(status != 200 or (isinstance(body, dict) and body.get("Error")),
+          f"follower answered /filter without an error: {body}")
+    time.sleep(1)
+    ann = env.kube.pod(ns, "probe")["metadata"].get("annotations") or {}
+    check(gpu.VGPU_NODE not in ann, f"follower wrote {gpu.VGPU_NODE} on the probe pod: {ann}")
+    env.kube.create_pod(gpu_pod(ns, "via-leader", {"nvidia.com/gpu": 1,
+                                                   "nvidia.com/gpumem": 1000}, group=group))
+    env.wait_bound(ns, ["via-leader"], 30)
+    leader.kill()
+    t0 = time.monotonic()
+    wait_until(lambda: follower.status("/readyz") == 200, 40, 0.5,
+               f"{follower_id} to become ready after the leader was killed")
+    took = time.monotonic() - t0
+    say(f"{follower_id} ready {took:.1f}s after kill -9 of {leader_id}")
+    check(took <= 30, f"failover took {took:.1f}s (> 30s)")
+    env.kube.create_pod(gpu_pod(ns, "via-new-leader", {"nvidia.com/gpu": 1,
+                                                       "nvidia.com/gpumem": 1000}, group=group))
+    bound = env.wait_bound(ns, ["via-leader", "via-new-leader"], 40)
+    problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+    check(not problems, "; ".join(problems))
+
+
+# --- runner ------------------------------------------------------------------------------------
+def dump_diagnostics(env: Env, ns: str) -> None:
+    print("  --- pods:")
+    try:
+        for p in env.kube.pods(ns)[:15]:
+            print("   ", describe(p)[:600])
+    except Exception as e:  # noqa: BLE001
+        print(f"    (cannot list pods: {e})")
+    for t in env.cluster.tesseras:
+        print(f"  --- {t.name} log (last 40 lines, {t.proc.log_path}):")
+        print(t.proc.log_tail(40))
+    for name in ("kube-scheduler", "kube-apiserver"):
+        p = env.cluster.procs.get(name)
+        if p:
+            print(f"  --- {name} log (last 15 lines, {p.log_path}):")
+            print(p.log_tail(15))
+    p = env.cluster.procs.get("kube-apiserver")
+    if p:
+        calls = [ln for ln in p.log_tail(3000).splitlines() if "failed calling webhook" in ln]
+        if calls:
+            print("  --- kube-apiserver webhook call failures (last 3):")
+            print("\n".join(calls[-3:]))
+
+
+def cleanup(env: Env, ns: str, group: str) -> None:
+    try:
+        env.kube.delete_all_pods(ns)
+        wait_until(lambda: not env.kube.pods(ns), 20, 0.3, f"pods of {ns} deleted")
+        env.cluster.delete_nodes(group)
+    except Exception as e:  # noqa: BLE001
+        print(f"  (cleanup of {ns}: {e})")
+
+
+def tessera_usable(path: str) -> str | None:
+    """None when `tessera serve --help` works, else why not."""
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return f"{path} is not an executable file (build it first)"
+    r = subprocess.run([path, "serve", "--help"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        return f"`{path} serve --help` exited {r.returncode}: {(r.stdout + r.stderr)[-300:]}"
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bins", required=True, help="dir with etcd, kube-apiserver, "
+                                                  "kube-scheduler, kubectl")
+    ap.add_argument("--tessera", required=True, help="tessera binary")
+    ap.add_argument("--repo", default=os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))))
+    ap.add_argument("--only", default="", help="comma-separated scenario keys (a..h)")
+    ap.add_argument("--work", default="", help="work dir (default: a new temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the work dir")
+    ap.add_argument("--node-lock", default="hami", choices=["hami", "none"])
+    args = ap.parse_args()
+
+    procs.install_cleanup()
+    work = args.work or tempfile.mkdtemp(prefix="tessera-e2e-")
+    os.makedirs(work, exist_ok=True)
+    print(f"e2e-real: work dir {work}", flush=True)
+    only = {k.strip() for k in args.only.split(",") if k.strip()}
+    selected = [s for s in SCENARIOS if not only or s[0] in only]
+    passed = failed = 0
+    t_all = time.monotonic()
+    cluster = Cluster(work=work, bins=args.bins, repo=args.repo, tessera_bin=args.tessera,
+                      node_lock=args.node_lock)
+    try:
+        try:
+            cluster.start()
+        except Exception:  # noqa: BLE001
+            print("FAIL control plane did not start:")
+            traceback.print_exc()
+            for p in cluster.procs.values():
+                print(f"--- {p.name} ({p.log_path}):\n{p.log_tail(30)}")
+            print(f"e2e-real: 0 passed, {len(selected)} failed")
+            return 1
+        print(f"e2e-real: control plane up in {cluster.startup_seconds:.1f}s "
+              f"(apiserver :{cluster.api_port}, extender proxy :{cluster.proxy_port})",
+              flush=True)
+        env = Env(cluster, args)
+        why = tessera_usable(args.tessera)
+        if why:
+            env.main_error = why
+        else:
+            env.main = cluster.new_tessera("tessera")
+            env.main.start()
+            cluster.proxy.set_backends([env.main.port])
+            try:
+                env.main.wait_ready(60)
+                print(f"e2e-real: tessera serve ready on :{env.main.port}", flush=True)
+            except Exception as e:  # noqa: BLE001
+                env.main_error = f"never ready: {e}\n{env.main.proc.log_tail(30)}"
+        if env.main_error:
+            print(f"e2e-real: tessera serve unavailable: {env.main_error}", flush=True)
+        for key, title, timeout, fn in selected:
+            ns = f"e2e-{key}"
+            env.kube.ensure_namespace(ns)
+            t0 = time.monotonic()
+            print(f"--- [{key}] {title}", flush=True)
+            ok, detail = True, ""
+            # Scenario bodies run in the main thread (they restart processes) and bound every
+            # wait themselves; the timer only reports an overrun while it happens.
+            timer = threading.Timer(timeout, lambda k=key, t=timeout: print(
+                f"  !! [{k}] exceeded its {t:.0f}s budget", flush=True))
+            timer.start()
+            err = None
+            try:
+                fn(env, ns, f"g{key}")
+            except Exception as e:  # noqa: BLE001 - reported below; signals still abort
+                err = e
+            finally:
+                timer.cancel()
+            elapsed = time.monotonic() - t0
+            if err is not None:
+                ok = False
+                if isinstance(err, (Abort, TimeoutError)):
+                    detail = str(err)
+                else:
+                    detail = "".join(traceback.format_exception(err)).rstrip()
+            elif elapsed > timeout:
+                ok, detail = False, f"took {elapsed:.0f}s, budget {timeout:.0f}s"
+            if ok:
+                passed += 1
+                print(f"PASS [{key}] {title} ({elapsed:.1f}s)", flush=True)
+            else:
+                failed += 1
+                print(f"FAIL [{key}] {title} ({elapsed:.1f}s)\n  {detail}", flush=True)
+                dump_diagnostics(env, ns)
+            cleanup(env, ns, f"g{key}")
+    finally:
+        cluster.stop()
+        procs.kill_all()
+        print(f"e2e-real: total {time.monotonic() - t_all:.0f}s", flush=True)
+        if failed == 0 and not args.keep and not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"e2e-real: logs kept in {work}", flush=True)
+    print(f"e2e-real: {passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
