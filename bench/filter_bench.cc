@@ -59,14 +59,17 @@ const char* FillName(Fill f) {
   return "?";
 }
 
-;
-sched::Scheduler scheduler(state, sched::PolicyDefaults{});
-int n = 0;
-while (n < 1000 &&
-       scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled) {
-  ++n;
-}
-return n;
+// How many benchmark pods one empty node takes.
+int NodeCapacity(Kind kind) {
+  state::ClusterState state{config::SchedulerConfig{}};
+  state.UpsertNode(MakeNode("probe", kind));
+  sched::Scheduler scheduler(state, sched::PolicyDefaults{});
+  int n = 0;
+  while (n < 1000 &&
+         scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled) {
+    ++n;
+  }
+  return n;
 }
 
 struct Cluster {

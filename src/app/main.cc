@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
       ->add_option("--reservation-timeout", so.reservation_timeout,
                    "How long a filtered pod's devices stay reserved without a bind (60s, 2m)")
       ->capture_default_str();
+  serve
+      ->add_option("--write-placement", so.write_placement,
+                   "When placement annotations are written: filter (as HAMi) or bind (faster)")
+      ->capture_default_str();
   serve->add_flag("--leader-elect", so.leader_elect, "Only the Lease holder serves");
   serve
       ->add_option("--leader-elect-mode", so.leader_elect_mode,

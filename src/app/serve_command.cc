@@ -107,6 +107,10 @@ int RunServeCommand(const ServeOptions& options) {
     return Fail("--node-lock: want none or hami, got " + options.node_lock);
   }
   so.hami_node_lock = options.node_lock == "hami";
+  if (options.write_placement != "filter" && options.write_placement != "bind") {
+    return Fail("--write-placement: want filter or bind, got " + options.write_placement);
+  }
+  so.write_placement_in_bind = options.write_placement == "bind";
 
   sigset_t stop_signals = BlockStopSignals();
 

@@ -16,6 +16,7 @@ struct ServeOptions {
   std::string gpu_policy = "spread";
   bool force_overwrite_default_scheduler = true;
   std::string node_lock = "none";           // none | hami
+  std::string write_placement = "filter";   // filter | bind
   std::string reservation_timeout = "60s";  // Go-style duration: 90s, 2m, 1m30s, or seconds
   bool leader_elect = false;
   std::string leader_elect_mode = "campaign";  // campaign | follow (kube-scheduler's lease)

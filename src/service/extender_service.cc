@@ -169,7 +169,9 @@ std::string ExtenderService::Filter(std::string_view body) {
     outcome = "unschedulable";
     writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
   } else {
-    Status written = writer_.PatchPodAnnotations(ref, FilterAnnotations(decision));
+    Status written = options_.write_placement_in_bind
+                         ? Status::Ok()
+                         : writer_.PatchPodAnnotations(ref, FilterAnnotations(decision));
     if (!written.ok()) {
       // Nothing may stay reserved for a placement the pod does not carry.
       ReleaseIfSerial(ref.Key(), serial);
@@ -227,6 +229,7 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
   p.uid = pod_in.uid;
   p.node = decision->node;
   p.deadline = clocks_.steady() + options_.reservation_timeout;
+  if (options_.write_placement_in_bind) p.placement = FilterAnnotations(*decision);
   *serial = p.serial;
   pending_[pod_in.Key()] = p;
   metrics_.SetPending(pending_.size());
@@ -271,6 +274,7 @@ std::string ExtenderService::Bind(std::string_view body) {
   }
   uint64_t serial = 0;
   bool reserved = false;
+  AnnotationChanges placement;
   {
     std::lock_guard lock(mu_);
     const state::PodReservation* held = state_.pod(key);
@@ -284,6 +288,7 @@ std::string ExtenderService::Bind(std::string_view body) {
     if (it != pending_.end()) {
       it->second.binding = true;  // expiry must not release it while the bind is in flight
       serial = it->second.serial;
+      placement = it->second.placement;
     }
     reserved = held != nullptr;
     if (!reserved && passthrough_.erase(key) == 0) {
@@ -305,9 +310,9 @@ std::string ExtenderService::Bind(std::string_view body) {
     if (Status s = writer_.LockNode(args->node, ref); !s.ok()) return fail(s.message());
   }
   if (reserved) {
-    AnnotationChanges phase = {
-        {std::string(ann::kBindPhase), "allocating"},
-        {std::string(ann::kBindTime), std::to_string(clocks_.unix_seconds())}};
+    AnnotationChanges phase = std::move(placement);
+    phase[std::string(ann::kBindPhase)] = "allocating";
+    phase[std::string(ann::kBindTime)] = std::to_string(clocks_.unix_seconds());
     if (Status s = writer_.PatchPodAnnotations(ref, phase); !s.ok()) {
       if (lock_node) (void)writer_.UnlockNode(args->node, ref);
       return fail(s.message());

@@ -32,6 +32,12 @@ struct ServiceOptions {
   // How long filter waits for the first sync before answering with an Error.
   std::chrono::milliseconds ready_wait{std::chrono::seconds(10)};
   bool hami_node_lock = false;
+  // Where the placement annotations are written. In filter (HAMi's behaviour, the default) the
+  // pod carries its placement from the start and a restart between filter and bind rebuilds the
+  // reservation from it. In bind, one merge patch carries placement and bind-phase together,
+  // taking an API round trip off kube-scheduler's one-pod-at-a-time cycle; a restart between
+  // filter and bind then costs that pod one more filter (docs/serve.md).
+  bool write_placement_in_bind = false;
 };
 
 // Clocks are injectable so that tests can drive reservation expiry.
@@ -93,6 +99,7 @@ class ExtenderService {
     std::string node;
     std::chrono::steady_clock::time_point deadline;
     bool binding = false;
+    AnnotationChanges placement;  // still to be written (write_placement_in_bind)
   };
 
   extender::FilterResult FilterLocked(const extender::ExtenderArgs& args, const model::Pod& pod,

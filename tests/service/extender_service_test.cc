@@ -152,6 +152,37 @@ TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {
   EXPECT_TRUE(writer.locks.empty()) << "no HAMi node lock unless asked for";
 }
 
+TEST_F(ServiceTest, PlacementWrittenInBindTakesOnePatchAndNoneInFilter) {
+  options.write_placement_in_bind = true;
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  EXPECT_EQ(writer.patches, 0) << "filter answers without an API round trip";
+  EXPECT_TRUE(Holds("ns/p"));
+  EXPECT_EQ(Bind(pod, "n1"), "");
+  EXPECT_EQ(writer.patches, 1);
+  auto& ann = writer.annotations["ns/p"];
+  EXPECT_EQ(ann["hami.io/vgpu-node"], "n1");
+  EXPECT_FALSE(ann["hami.io/vgpu-devices-allocated"].empty());
+  EXPECT_EQ(ann["hami.io/bind-phase"], "allocating");
+  EXPECT_EQ(writer.bound["ns/p"], "n1");
+}
+
+TEST_F(ServiceTest, PlacementWrittenInBindIsReleasedWhenTheWriteFails) {
+  options.write_placement_in_bind = true;
+  auto& s = Make();
+  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
+  s.SetSynced(true);
+  auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  writer.fail_patch = true;
+  EXPECT_EQ(Bind(pod, "n1"), "injected patch failure");
+  EXPECT_FALSE(Holds("ns/p"));
+  EXPECT_TRUE(writer.bound.empty());
+}
+
 TEST_F(ServiceTest, HamiNodeLockModeLocksTheNodeBeforeBinding) {
   options.hami_node_lock = true;
   auto& s = Make();

@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""End-to-end scheduling throughput through the real kube-scheduler (issue 5, "Measurements").
+
+For each cluster size: one control plane (etcd, kube-apiserver, kube-scheduler) with one
+`tessera serve` as its extender (no node lock, no leader election; kube-scheduler calls tessera
+directly, without the harness's Service proxy), N fake GPU-sharing nodes (HAMi register
+annotation, 8 GPUs each, as e2e/real_e2e.py makes them), then:
+
+  1. GPU pods (gpu 1, gpumem 4000, gpucores 20; 40 fit per node) created at once from a thread
+     pool; time from the first create until a watch has seen every pod with spec.nodeName.
+  2. The same number of CPU-only pods (cpu 100m, no managed resource: kube-scheduler never calls
+     the extender for them) on the same nodes: kube-scheduler alone.
+  3. tessera's /metrics (tessera_filter_duration_seconds, tessera_bind_duration_seconds, deltas
+     over phase 1): mean time tessera spent per pod and its share of the wall time; plus CPU
+     seconds used by each process during each phase (/proc/PID/stat).
+
+Not part of the test suite. Usage:
+
+  python3 e2e/bench_throughput.py [--nodes 100,1000] [--pods N] [--keep] [--json FILE]
+
+Env: TESSERA_BIN (default build/release/src/tessera), TESSERA_K8S_BINS (default: the directory
+`e2e/k8s-bins/build.sh` prints).
+"""
+
+import argparse
+import concurrent.futures
+import http.client
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lib import gpu, procs  # noqa: E402
+from lib.cluster import SCHEDULER_NAME, Cluster, Tessera, wait_until  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+GROUP = "bench"
+GPUS_PER_NODE = 8
+GPU_LIMITS = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000", "nvidia.com/gpucores": "20"}
+PODS_PER_NODE_FIT = GPUS_PER_NODE * 5  # 20 cores each: 5 per GPU (memory allows 6)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --- the control plane, with kube-scheduler pointed straight at tessera -----------------------
+class BenchCluster(Cluster):
+    """Cluster whose kube-scheduler calls tessera's port directly (no Python proxy in the path)
+    and optionally with a different client QPS/burst."""
+
+    def __init__(self, *, sched_qps: float | None, sched_burst: int | None,
+                 tessera_args: list[str] | None = None, **kw):
+        super().__init__(node_lock="none", **kw)
+        self.sched_qps, self.sched_burst = sched_qps, sched_burst
+        self.tessera_args = tessera_args or []
+        self.main: Tessera | None = None
+
+    def _start_scheduler(self) -> None:
+        if self.proxy:
+            self.proxy.close()
+            self.proxy = None
+        # The Tessera object picks its port now; it is started once the nodes exist.
+        self.main = self.new_tessera("tessera", self.tessera_args)
+        self.proxy_port = self.main.port
+        super()._start_scheduler()
+
+    def _scheduler_config(self) -> str:
+        path = super()._scheduler_config()
+        if self.sched_qps is None and self.sched_burst is None:
+            return path
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        extra = ""
+        if self.sched_qps is not None:
+            extra += f"  qps: {self.sched_qps}\n"
+        if self.sched_burst is not None:
+            extra += f"  burst: {self.sched_burst}\n"
+        text = text.replace("clientConnection:\n", "clientConnection:\n" + extra, 1)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+
+# --- measurement helpers -----------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def cpu_snapshot(cluster: BenchCluster) -> dict[str, float]:
+    out = {name: cpu_seconds(p.pid) for name, p in cluster.procs.items() if p.running()}
+    if cluster.main and cluster.main.proc.running():
+        out["tessera"] = cpu_seconds(cluster.main.proc.pid)
+    t = os.times()
+    out["harness"] = t.user + t.system
+    return out
+
+
+def cpu_delta(a: dict, b: dict) -> dict[str, float]:
+    return {k: round(b[k] - a.get(k, 0.0), 2) for k in b}
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """name{labels} -> value, for the lines we use."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        if line.startswith(("tessera_", "scheduler_scheduling_attempt_duration_seconds_",
+                            "scheduler_scheduling_algorithm_duration_seconds_",
+                            "apiserver_request_duration_seconds_sum",
+                            "apiserver_request_duration_seconds_count")):
+            key, _, val = line.rpartition(" ")
+            try:
+                out[key] = float(val)
+            except ValueError:
+                pass
+    return out
+
+
+def metric_sum(m: dict[str, float], prefix: str) -> float:
+    """Sum of all series whose name{labels} starts with prefix (e.g. over result labels)."""
+    return sum(v for k, v in m.items() if k == prefix or k.startswith(prefix + "{"))
+
+
+def tessera_metrics(t: Tessera) -> dict[str, float]:
+    status, text = t.get_text("/metrics")
+    if status != 200:
+        raise RuntimeError(f"tessera /metrics: HTTP {status}")
+    return parse_metrics(text)
+
+
+def scheduler_metrics(cluster: BenchCluster) -> dict[str, float]:
+    """kube-scheduler's /metrics with the admin certificate (delegated authn/authz); {} when it
+    cannot be read."""
+    p = cluster.procs["kube-scheduler"]
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(cluster.admin.cert, cluster.admin.key)
+    try:
+        c = http.client.HTTPSConnection("127.0.0.1", p.port, context=ctx, timeout=10)
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        body = r.read().decode("utf-8", "replace")
+        c.close()
+    except (OSError, http.client.HTTPException):
+        return {}
+    return parse_metrics(body) if r.status == 200 else {}
+
+
+def apiserver_metrics(cluster: BenchCluster) -> dict[str, float]:
+    try:
+        text = cluster.kube.request("GET", "/metrics", timeout=30)
+    except Exception:  # noqa: BLE001 - optional
+        return {}
+    return parse_metrics(text) if isinstance(text, str) else {}
+
+
+# (verb, subresource) of pod writes -> label in the results
+POD_WRITES = {("PATCH", ""): "pod_patch", ("POST", "binding"): "binding", ("POST", ""): "pod_create"}
+
+
+def apiserver_write_latency(m0: dict, m1: dict) -> dict:
+    """Mean server-side latency (ms) and count of pod writes between two /metrics snapshots."""
+    acc: dict[str, list[float]] = {}
+    for key, v1 in m1.items():
+        if not key.startswith("apiserver_request_duration_seconds_") or 'resource="pods"' not in key:
+            continue
+        labels = dict(kv.split("=", 1) for kv in key[key.index("{") + 1:-1].split(","))
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        what = POD_WRITES.get((labels.get("verb"), labels.get("subresource", "")))
+        if not what:
+            continue
+        slot = acc.setdefault(what, [0.0, 0.0])
+        slot[0 if key.startswith("apiserver_request_duration_seconds_sum") else 1] += \
+            v1 - m0.get(key, 0.0)
+    return {w: {"count": int(c), "mean_ms": round(1000 * s / c, 2) if c else None}
+            for w, (s, c) in acc.items()}
+
+
+class BindWatch:
+    """Watches the pods of one namespace and records when each is first seen with
+    spec.nodeName (monotonic clock)."""
+
+    def __init__(self, cluster: BenchCluster, ns: str):
+        self.cluster, self.ns = cluster, ns
+        self.bound: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._stop = False
+        rv = cluster.kube.get(f"/api/v1/namespaces/{ns}/pods")["metadata"]["resourceVersion"]
+        self._conn = http.client.HTTPSConnection("127.0.0.1", cluster.api_port,
+                                                 context=cluster.kube.ctx, timeout=600)
+        q = urllib.parse.urlencode({"watch": "1", "resourceVersion": rv,
+                                    "timeoutSeconds": "900"})
+        self._conn.request("GET", f"/api/v1/namespaces/{ns}/pods?{q}",
+                           headers={"Accept": "application/json"})
+        self._resp = self._conn.getresponse()
+        if self._resp.status != 200:
+            raise RuntimeError(f"watch {ns}: HTTP {self._resp.status}")
+        self.want = 0
+        self.thread = threading.Thread(target=self._loop, daemon=True, name=f"watch-{ns}")
+        self.thread.start()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop:
+                line = self._resp.readline()
+                if not line:
+                    break
+                now = time.monotonic()
+                ev = json.loads(line)
+                obj = ev.get("object") or {}
+                if ev.get("type") == "ERROR":
+                    self.error = str(obj.get("message"))
+                    break
+                name = obj.get("metadata", {}).get("name")
+                node = obj.get("spec", {}).get("nodeName")
+                if name and node:
+                    with self._lock:
+                        if name not in self.bound:
+                            self.bound[name] = now
+                            self.nodes[name] = node
+                            if self.want and len(self.bound) >= self.want:
+                                self._done.set()
+        except Exception as e:  # noqa: BLE001 - reported by wait()
+            if not self._stop:
+                self.error = f"{type(e).__name__}: {e}"
+        self._done.set()
+
+    def wait(self, want: int, timeout: float) -> bool:
+        with self._lock:
+            self.want = want
+            if len(self.bound) >= want:
+                return True
+        self._done.wait(timeout)
+        with self._lock:
+            return len(self.bound) >= want
+
+    def close(self) -> None:
+        self._stop = True
+        try:
+            self._conn.sock.shutdown(2)
+        except (OSError, AttributeError):
+            pass
+        self._conn.close()
+
+
+def make_pod(ns: str, name: str, kind: str) -> dict:
+    if kind == "gpu":
+        res = {"limits": dict(GPU_LIMITS)}
+    else:
+        res = {"requests": {"cpu": "100m", "memory": "64Mi"}}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"tessera-bench": kind}},
+            "spec": {"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": 0,
+                     "nodeSelector": {"tessera-e2e/group": GROUP},
+                     "containers": [{"name": "c0", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": res}]}}
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
+              timeout: float) -> dict:
+    ns = f"bench-{kind}"
+    cluster.kube.ensure_namespace(ns)
+    pods = [make_pod(ns, f"{kind}-{i:05d}", kind) for i in range(n)]
+    watch = BindWatch(cluster, ns)
+    t_metrics0 = tessera_metrics(cluster.main)
+    s_metrics0 = scheduler_metrics(cluster)
+    a_metrics0 = apiserver_metrics(cluster)
+    cpu0 = cpu_snapshot(cluster)
+    created: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def create(p):
+        cluster.kube.create_pod(p)
+        with lock:
+            created[p["metadata"]["name"]] = time.monotonic()
+
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        for f in [ex.submit(create, p) for p in pods]:
+            f.result()
+    t_created = time.monotonic()
+    ok = watch.wait(n, timeout)
+    t_end = time.monotonic()
+    cpu1 = cpu_snapshot(cluster)
+    time.sleep(0.5)  # let the last bind's metric land
+    t_metrics1 = tessera_metrics(cluster.main)
+    s_metrics1 = scheduler_metrics(cluster)
+    a_metrics1 = apiserver_metrics(cluster)
+    watch.close()
+    bound = dict(watch.bound)
+    if not ok:
+        say(f"  {kind}: only {len(bound)}/{n} bound after {timeout:.0f}s "
+            f"(watch error: {watch.error})")
+    last = max(bound.values()) if bound else t_end
+    first = min(bound.values()) if bound else t_end
+    lat = [bound[k] - created[k] for k in bound if k in created]
+    after_created = sorted(v for v in bound.values() if v > t_created)
+    wall = last - t0
+    r = {
+        "kind": kind, "pods": n, "bound": len(bound), "complete": ok,
+        "create_s": round(t_created - t0, 2),
+        "wall_s": round(wall, 2),
+        "pods_per_s": round(len(bound) / wall, 1) if wall > 0 else None,
+        "first_bind_s": round(first - t0, 2),
+        # Rate once creation is over: the scheduler alone sets the pace.
+        "rate_after_create": (round(len(after_created) / (last - t_created), 1)
+                              if len(after_created) > 10 and last > t_created else None),
+        "latency_p50_s": round(pct(lat, 0.5), 2), "latency_p99_s": round(pct(lat, 0.99), 2),
+        "nodes_used": len(set(watch.nodes.values())),
+        "cpu_s": cpu_delta(cpu0, cpu1),
+    }
+    d = {k: t_metrics1.get(k, 0.0) - t_metrics0.get(k, 0.0) for k in t_metrics1}
+    fsum = d.get("tessera_filter_duration_seconds_sum", 0.0)
+    fcnt = d.get("tessera_filter_duration_seconds_count", 0.0)
+    bsum = d.get("tessera_bind_duration_seconds_sum", 0.0)
+    bcnt = d.get("tessera_bind_duration_seconds_count", 0.0)
+    r["tessera"] = {
+        "filter_calls": int(fcnt), "bind_calls": int(bcnt),
+        "filter_results": {k.split('"')[1]: int(v) for k, v in d.items()
+                           if k.startswith("tessera_filter_requests_total{") and v},
+        "bind_results": {k.split('"')[1]: int(v) for k, v in d.items()
+                         if k.startswith("tessera_bind_requests_total{") and v},
+        "filter_sum_s": round(fsum, 3), "bind_sum_s": round(bsum, 3),
+        "filter_mean_ms": round(1000 * fsum / fcnt, 2) if fcnt else None,
+        "bind_mean_ms": round(1000 * bsum / bcnt, 2) if bcnt else None,
+        "per_pod_ms": round(1000 * (fsum + bsum) / max(len(bound), 1), 2),
+        # Cumulative share of filter calls at or under each latency bound (histogram buckets).
+        "filter_le": {k.split('"')[1]: round(v / fcnt, 3) for k, v in d.items()
+                      if k.startswith("tessera_filter_duration_seconds_bucket{") and fcnt
+                      and k.split('"')[1] in ("0.001", "0.0025", "0.005", "0.01", "0.025", "0.05")},
+        "share_of_wall": round((fsum + bsum) / wall, 3) if wall > 0 else None,
+        "filter_share_of_wall": round(fsum / wall, 3) if wall > 0 else None,
+    }
+    if a_metrics1:
+        r["apiserver_pod_writes"] = apiserver_write_latency(a_metrics0, a_metrics1)
+    if s_metrics1:
+        sd = {k: s_metrics1.get(k, 0.0) - s_metrics0.get(k, 0.0) for k in s_metrics1}
+        att_sum = metric_sum(sd, "scheduler_scheduling_attempt_duration_seconds_sum")
+        att_cnt = metric_sum(sd, "scheduler_scheduling_attempt_duration_seconds_count")
+        alg_sum = metric_sum(sd, "scheduler_scheduling_algorithm_duration_seconds_sum")
+        alg_cnt = metric_sum(sd, "scheduler_scheduling_algorithm_duration_seconds_count")
+        r["kube_scheduler"] = {
+            "attempts": int(att_cnt),
+            "attempt_mean_ms": round(1000 * att_sum / att_cnt, 2) if att_cnt else None,
+            "algorithm_mean_ms": round(1000 * alg_sum / alg_cnt, 2) if alg_cnt else None,
+            "attempt_share_of_wall": round(att_sum / wall, 3) if wall > 0 else None,
+        }
+    return r
+
+
+def delete_phase_pods(cluster: BenchCluster, kind: str) -> None:
+    ns = f"bench-{kind}"
+    cluster.kube.delete_all_pods(ns)
+    wait_until(lambda: not cluster.kube.pods(ns), 120, 0.5, f"pods of {ns} deleted")
+
+
+def create_nodes(cluster: BenchCluster, n: int, workers: int) -> None:
+    def one(i: int):
+        name = f"{GROUP}-n{i:04d}"
+        devs = [gpu.sharing_gpu(f"GPU-{GROUP}-{i:04d}-{j}", j, devmem=24576, count=10)
+                for j in range(GPUS_PER_NODE)]
+        cluster.create_node(name, devs, GROUP)
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        for f in [ex.submit(one, i) for i in range(n)]:
+            f.result()
+
+
+def wait_tessera_sees(cluster: BenchCluster, gpus: int, timeout: float) -> None:
+    def seen():
+        status, text = cluster.main.get_text("/metrics")
+        return status == 200 and sum(1 for ln in text.splitlines()
+                                     if ln.startswith("hami_gpu_memory_limit_bytes{")) >= gpus
+    wait_until(seen, timeout, 0.5, f"tessera to report {gpus} GPUs")
+
+
+def patch_latency(cluster: BenchCluster, n: int = 100) -> dict:
+    """Sequential annotation merge patches of one pod (keep-alive, like tessera's filter write)
+    on the otherwise idle cluster: what one pod write costs on this machine."""
+    ns = "bench-probe"
+    cluster.kube.ensure_namespace(ns)
+    pod = make_pod(ns, "probe", "cpu")
+    pod["spec"]["schedulerName"] = "nobody"  # stays Pending, untouched
+    cluster.kube.create_pod(pod)
+    path = f"/api/v1/namespaces/{ns}/pods/probe"
+    times = []
+    for i in range(n):
+        t = time.monotonic()
+        cluster.kube.merge_patch(path, {"metadata": {"annotations": {"bench/i": str(i)}}})
+        times.append(time.monotonic() - t)
+    cluster.kube.delete_pod(ns, "probe")
+    return {"patches": n, "mean_ms": round(1000 * sum(times) / n, 2),
+            "p50_ms": round(1000 * pct(times, 0.5), 2), "p90_ms": round(1000 * pct(times, 0.9), 2)}
+
+
+def bench_size(args, nodes: int, pods: int, work: str) -> dict:
+    say(f"=== {nodes} nodes x {GPUS_PER_NODE} GPUs, {pods} pods per phase")
+    cluster = BenchCluster(work=work, bins=args.bins, repo=REPO, tessera_bin=args.tessera,
+                           sched_qps=args.scheduler_qps, sched_burst=args.scheduler_burst,
+                           tessera_args=args.tessera_arg)
+    result: dict = {"nodes": nodes, "pods": pods}
+    try:
+        cluster.start()
+        say(f"control plane up in {cluster.startup_seconds:.1f}s (apiserver :{cluster.api_port},"
+            f" tessera :{cluster.main.port})")
+        t = time.monotonic()
+        create_nodes(cluster, nodes, args.workers)
+        say(f"{nodes} nodes created in {time.monotonic() - t:.1f}s")
+        cluster.main.start()
+        cluster.main.wait_ready(60)
+        wait_tessera_sees(cluster, nodes * GPUS_PER_NODE, 60)
+        time.sleep(2)  # kube-scheduler's node informer catches up as well
+        say("tessera ready, sees every GPU")
+        result["pod_patch"] = patch_latency(cluster)
+        say(f"one pod annotation PATCH from the harness (idle cluster): {result['pod_patch']}")
+        for kind in ("gpu", "cpu"):
+            timeout = max(120.0, pods / 3.0)
+            r = run_phase(cluster, kind, pods, args.workers, timeout)
+            result[kind] = r
+            tm = r["tessera"]
+            say(f"  {kind}: {r['bound']}/{pods} bound in {r['wall_s']}s -> {r['pods_per_s']} "
+                f"pods/s (created in {r['create_s']}s; after creation {r['rate_after_create']} "
+                f"pods/s; latency p50 {r['latency_p50_s']}s p99 {r['latency_p99_s']}s; "
+                f"{r['nodes_used']} nodes used)")
+            say(f"     tessera: {tm['filter_calls']} filters (mean {tm['filter_mean_ms']} ms), "
+                f"{tm['bind_calls']} binds (mean {tm['bind_mean_ms']} ms), "
+                f"{tm['share_of_wall']:.1%} of wall (filter alone {tm['filter_share_of_wall']:.1%});"
+                f" filter latency CDF {tm['filter_le']}")
+            say(f"     kube-scheduler: {r.get('kube_scheduler')}")
+            say(f"     CPU seconds during the phase: {r['cpu_s']}")
+            say(f"     apiserver pod writes (server-side mean): {r.get('apiserver_pod_writes')}")
+            delete_phase_pods(cluster, kind)
+            time.sleep(2)
+    finally:
+        cluster.stop()
+        procs.kill_all()
+    return result
+
+
+def print_table(results: list[dict]) -> None:
+    print("\n| nodes | pods | GPU pods/s | CPU-only pods/s | tessera mean filter ms | "
+          "mean bind ms | share of wall time in tessera (filter only) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        g, c = r.get("gpu"), r.get("cpu")
+        if not g or not c:
+            print(f"| {r['nodes']} | {r['pods']} | (incomplete) | | | | |")
+            continue
+        t = g["tessera"]
+        print(f"| {r['nodes']} | {r['pods']} | {g['pods_per_s']} | {c['pods_per_s']} | "
+              f"{t['filter_mean_ms']} | {t['bind_mean_ms']} | {t['share_of_wall']:.1%} "
+              f"({t['filter_share_of_wall']:.1%}) |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", default="100,1000", help="comma-separated cluster sizes")
+    ap.add_argument("--pods", type=int, default=None,
+                    help="pods per phase (default 500 up to 100 nodes, else 1000)")
+    ap.add_argument("--workers", type=int, default=8, help="threads creating pods/nodes")
+    ap.add_argument("--scheduler-qps", type=float, default=None,
+                    help="kube-scheduler clientConnection.qps (default: kube-scheduler's, 50)")
+    ap.add_argument("--scheduler-burst", type=int, default=None,
+                    help="kube-scheduler clientConnection.burst (default: kube-scheduler's, 100)")
+    ap.add_argument("--tessera-arg", action="append", default=[],
+                    help="extra argument for tessera serve (repeatable), e.g. --write-placement=bind")
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--keep", action="store_true", help="keep the work dirs (logs)")
+    ap.add_argument("--bins", default=os.environ.get("TESSERA_K8S_BINS"))
+    ap.add_argument("--tessera", default=os.environ.get(
+        "TESSERA_BIN", os.path.join(REPO, "build", "release", "src", "tessera")))
+    args = ap.parse_args()
+    if not args.bins:
+        r = subprocess.run(["bash", os.path.join(HERE, "k8s-bins", "build.sh")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"bench: building Kubernetes binaries failed:\n{r.stderr[-2000:]}")
+            return 2
+        args.bins = r.stdout.strip().splitlines()[-1]
+    if not os.access(args.tessera, os.X_OK):
+        print(f"bench: {args.tessera} is not executable (build tessera first)")
+        return 2
+    procs.install_cleanup()
+    sizes = [int(s) for s in args.nodes.split(",") if s.strip()]
+    results = []
+    t_all = time.monotonic()
+    for nodes in sizes:
+        pods = args.pods or (500 if nodes <= 100 else 1000)
+        if pods > nodes * PODS_PER_NODE_FIT:
+            print(f"bench: {pods} GPU pods do not fit on {nodes} nodes")
+            return 2
+        work = tempfile.mkdtemp(prefix=f"tessera-bench-{nodes}-")
+        try:
+            results.append(bench_size(args, nodes, pods, work))
+        except Exception as e:  # noqa: BLE001 - report, keep the logs, go on
+            say(f"size {nodes} failed: {type(e).__name__}: {e}; logs in {work}")
+            results.append({"nodes": nodes, "pods": pods, "error": str(e)})
+            args.keep = True
+        if args.keep:
+            say(f"logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table(results)
+    print(f"\nbench: total {time.monotonic() - t_all:.0f}s", flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=1)
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
