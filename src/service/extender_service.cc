@@ -64,6 +64,23 @@ std::string FailureSummary(const std::map<std::string, std::string>& failed) {
   return out;
 }
 
+// Decodes a (re)list; an object that does not decode is counted, logged and skipped.
+template <class Decode>
+auto DecodeAll(const std::vector<Json>& objects, const std::string& kind, Decode decode,
+               ServiceMetrics& metrics) {
+  std::vector<std::decay_t<decltype(decode(objects.front()).value())>> out;
+  for (const auto& o : objects) {
+    auto d = decode(o);
+    if (!d.ok()) {
+      metrics.DecodeError(kind);
+      spdlog::warn("skipping {} {}: {}", kind, Describe(o), d.error().message);
+      continue;
+    }
+    out.push_back(std::move(d.value()));
+  }
+  return out;
+}
+
 AnnotationChanges FilterAnnotations(const sched::Decision& decision) {
   AnnotationChanges changes;
   for (const auto& [k, v] : decision.annotations) changes[k] = v;
@@ -400,16 +417,7 @@ void ExtenderService::DeleteNode(const Json& node) {
 }
 
 void ExtenderService::ReplaceNodes(const std::vector<Json>& nodes) {
-  std::vector<model::Node> decoded;
-  for (const auto& n : nodes) {
-    auto d = codec::DecodeNode(n);
-    if (!d.ok()) {
-      metrics_.DecodeError("node");
-      spdlog::warn("skipping node {}: {}", Describe(n), d.error().message);
-      continue;
-    }
-    decoded.push_back(std::move(d.value()));
-  }
+  std::vector<model::Node> decoded = DecodeAll(nodes, "node", codec::DecodeNode, metrics_);
   std::lock_guard lock(mu_);
   std::set<std::string> present;
   for (const auto& n : decoded) {
@@ -446,16 +454,7 @@ void ExtenderService::DeletePod(const Json& pod) {
 }
 
 void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
-  std::vector<model::Pod> decoded;
-  for (const auto& p : pods) {
-    auto d = codec::DecodePod(p);
-    if (!d.ok()) {
-      metrics_.DecodeError("pod");
-      spdlog::warn("skipping pod {}: {}", Describe(p), d.error().message);
-      continue;
-    }
-    decoded.push_back(std::move(d.value()));
-  }
+  std::vector<model::Pod> decoded = DecodeAll(pods, "pod", codec::DecodePod, metrics_);
   std::lock_guard lock(mu_);
   std::set<std::string> present;
   for (const auto& p : decoded) {

@@ -86,6 +86,16 @@ class ServiceTest : public ::testing::Test {
     return *service;
   }
 
+  // A service over these nodes, listed and ready.
+  ExtenderService& MakeSynced(const std::vector<model::Node>& nodes) {
+    auto& s = Make();
+    std::vector<Json> objects;
+    for (const auto& n : nodes) objects.push_back(NodeJson(n));
+    s.ReplaceNodes(objects);
+    s.SetSynced(true);
+    return s;
+  }
+
   static std::string FilterBody(const model::Pod& pod, const std::vector<std::string>& nodes) {
     return Json{{"Pod", PodJson(pod)}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump();
   }
@@ -115,10 +125,8 @@ class ServiceTest : public ::testing::Test {
 };
 
 TEST_F(ServiceTest, FilterChoosesOneNodeReservesAndWritesThePlacement) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")})),
-                  NodeJson(NodeWith("n2", {SharingGpu("GPU-2")}))});
-  s.SetSynced(true);
+  auto& s =
+      MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")}), NodeWith("n2", {SharingGpu("GPU-2")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000, 30).Build();
   Json r = Filter(pod, {"n1", "n2"});
   EXPECT_EQ(r["Error"], "");
@@ -138,9 +146,7 @@ TEST_F(ServiceTest, FilterChoosesOneNodeReservesAndWritesThePlacement) {
 }
 
 TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   EXPECT_EQ(Bind(pod, "n1"), "");
@@ -154,9 +160,7 @@ TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {
 
 TEST_F(ServiceTest, PlacementWrittenInBindTakesOnePatchAndNoneInFilter) {
   options.write_placement_in_bind = true;
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   EXPECT_EQ(writer.patches, 0) << "filter answers without an API round trip";
@@ -172,9 +176,7 @@ TEST_F(ServiceTest, PlacementWrittenInBindTakesOnePatchAndNoneInFilter) {
 
 TEST_F(ServiceTest, PlacementWrittenInBindIsReleasedWhenTheWriteFails) {
   options.write_placement_in_bind = true;
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   writer.fail_patch = true;
@@ -185,9 +187,7 @@ TEST_F(ServiceTest, PlacementWrittenInBindIsReleasedWhenTheWriteFails) {
 
 TEST_F(ServiceTest, HamiNodeLockModeLocksTheNodeBeforeBinding) {
   options.hami_node_lock = true;
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   EXPECT_EQ(Bind(pod, "n1"), "");
@@ -195,9 +195,7 @@ TEST_F(ServiceTest, HamiNodeLockModeLocksTheNodeBeforeBinding) {
 }
 
 TEST_F(ServiceTest, FailedAnnotationWriteReleasesTheReservation) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   writer.fail_patch = true;
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   Json r = Filter(pod, {"n1"});
@@ -211,9 +209,7 @@ TEST_F(ServiceTest, FailedAnnotationWriteReleasesTheReservation) {
 }
 
 TEST_F(ServiceTest, FailedBindReleasesTheReservation) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   writer.fail_bind = true;
@@ -223,9 +219,7 @@ TEST_F(ServiceTest, FailedBindReleasesTheReservation) {
 }
 
 TEST_F(ServiceTest, UnboundReservationExpiresAfterTheTimeout) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   clock.now += std::chrono::seconds(29);
@@ -242,9 +236,7 @@ TEST_F(ServiceTest, UnboundReservationExpiresAfterTheTimeout) {
 }
 
 TEST_F(ServiceTest, BoundPodsNeverExpire) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   ASSERT_EQ(Bind(pod, "n1"), "");
@@ -265,9 +257,7 @@ TEST_F(ServiceTest, NotSyncedAnswersWithAnErrorInsteadOfGuessing) {
 }
 
 TEST_F(ServiceTest, FollowerDoesNotServe) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   s.SetLeader(false);
   auto pod = PodBuilder("ns/p").Container(1, 1000).Build();
   Json r = Filter(pod, {"n1"});
@@ -279,9 +269,7 @@ TEST_F(ServiceTest, FollowerDoesNotServe) {
 }
 
 TEST_F(ServiceTest, PodWithoutGpuPassesThroughAndBindsWithoutDevices) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   model::Pod pod = PodBuilder("ns/cpu").Build();
   pod.containers.push_back(testing::ContainerBuilder("c").Limit("cpu", "1").Build());
   Json r = Filter(pod, {"n1", "n2"});
@@ -292,9 +280,7 @@ TEST_F(ServiceTest, PodWithoutGpuPassesThroughAndBindsWithoutDevices) {
 }
 
 TEST_F(ServiceTest, MalformedRequestIsUnresolvableOnEveryNodeWithTheReason) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   model::Pod pod = PodBuilder("ns/p").Build();
   pod.containers.push_back(
       testing::ContainerBuilder("c0").Gpu(1).Limit("nvidia.com/gpumem", "lots").Build());
@@ -319,9 +305,7 @@ TEST_F(ServiceTest, MalformedBodiesGetAnErrorField) {
 
 // The case tessera started from, through the extender: one RTX PRO 6000 in MIG mode.
 TEST_F(ServiceTest, MotivatingMigCaseThroughTheExtender) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("node-a", {RtxPro6000Mig("GPU-mig")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("node-a", {RtxPro6000Mig("GPU-mig")})});
   auto p1 = PodBuilder("default/p1").Container(2, 8000).MigMode().Build();
   auto p2 = PodBuilder("default/p2").Container(2, 8000).MigMode().Build();
   auto p3 = PodBuilder("default/p3").Container(2, 8000).MigMode().Build();
@@ -384,9 +368,7 @@ TEST_F(ServiceTest, RestartRebuildsReservationsFromAnnotations) {
 }
 
 TEST_F(ServiceTest, OlderPodEventDoesNotDropAFreshReservation) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   s.UpsertPod(PodJson(pod));  // the ADDED event, from before the annotations were written
@@ -395,9 +377,7 @@ TEST_F(ServiceTest, OlderPodEventDoesNotDropAFreshReservation) {
 }
 
 TEST_F(ServiceTest, FinishedOrReplacedPodsReleaseTheirDevices) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   ASSERT_EQ(Bind(pod, "n1"), "");
@@ -421,9 +401,7 @@ TEST_F(ServiceTest, FinishedOrReplacedPodsReleaseTheirDevices) {
 }
 
 TEST_F(ServiceTest, RelistDropsPodsThatAreGone) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   ASSERT_EQ(Bind(pod, "n1"), "");
@@ -446,9 +424,7 @@ TEST_F(ServiceTest, MalformedNodeDoesNotPoisonOthers) {
 }
 
 TEST_F(ServiceTest, UnschedulablePodGetsPerNodeReasonsAndAnEvent) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}))});
-  s.SetSynced(true);
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   Json r = Filter(PodBuilder("ns/p").Container(2, 1000).Build(), {"n1"});
   EXPECT_EQ(r["FailedNodes"]["n1"], "NodeInsufficientDevice");
   ASSERT_FALSE(writer.events.empty());
@@ -457,10 +433,8 @@ TEST_F(ServiceTest, UnschedulablePodGetsPerNodeReasonsAndAnEvent) {
 }
 
 TEST_F(ServiceTest, PrioritizeScoresTheNodeFilterWouldChoose) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1", 8000)})),
-                  NodeJson(NodeWith("n2", {SharingGpu("GPU-2", 32768)}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 8000)}), NodeWith("n2", {SharingGpu("GPU-2", 32768)})});
   auto pod = PodBuilder("ns/p").Container(1, 16000).Build();
   Json r = Json::parse(s.Prioritize(FilterBody(pod, {"n1", "n2"})));
   EXPECT_EQ(r, Json::parse(R"([{"Host":"n1","Score":0},{"Host":"n2","Score":10}])"));
@@ -478,10 +452,8 @@ std::string ReadTestData(const std::string& name) {
 // into the quantity "8k", requests were defaulted from limits, and the pod carries fields we do
 // not model. The extender must read them as sent.
 TEST_F(ServiceTest, AnswersTheBodiesARealKubeSchedulerSends) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("node-a", {RtxPro6000Mig("GPU-mig")})),
-                  NodeJson(NodeWith("node-b", {SharingGpu("GPU-1", 8000)}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced({NodeWith("node-a", {RtxPro6000Mig("GPU-mig")}),
+                        NodeWith("node-b", {SharingGpu("GPU-1", 8000)})});
   const std::string filter = ReadTestData("kube-scheduler-filter-args.json");
   ASSERT_FALSE(filter.empty());
   Json r = Json::parse(s.Filter(filter));
@@ -497,10 +469,8 @@ TEST_F(ServiceTest, AnswersTheBodiesARealKubeSchedulerSends) {
 
 // Many filters and binds at once (TSan runs this): no GPU memory is ever booked twice.
 TEST_F(ServiceTest, ConcurrentFiltersAndBindsNeverDoubleBook) {
-  auto& s = Make();
-  s.ReplaceNodes({NodeJson(NodeWith("n1", {SharingGpu("GPU-1", 32768)})),
-                  NodeJson(NodeWith("n2", {SharingGpu("GPU-2", 32768)}))});
-  s.SetSynced(true);
+  auto& s = MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 32768)}), NodeWith("n2", {SharingGpu("GPU-2", 32768)})});
   std::atomic<int> scheduled{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
