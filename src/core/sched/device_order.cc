@@ -19,47 +19,55 @@ float DeviceScore(const model::GpuDevice& d, const state::DeviceUsage& u, const 
                   static_cast<float>(w.memory) * memory);
 }
 
-std::vector<int> OrderDevices(const std::vector<model::GpuDevice>& devices,
-                              const std::vector<float>& scores, const std::vector<int32_t>& used,
-                              const PodPreferences& prefs) {
-  std::vector<int> order(devices.size());
+void OrderDevices(const std::vector<model::GpuDevice>& devices, std::span<const float> scores,
+                  std::span<const int32_t> used, const PodPreferences& prefs,
+                  std::span<int> order) {
   std::iota(order.begin(), order.end(), 0);
   const GpuPolicy& policy = prefs.gpu_policy;
   auto numa = [&](int i) { return devices[i].numa; };
+  // The policy's names are resolved once, not in every comparison.
   if (policy.IsChain() || (prefs.numa_bind && policy.tokens.size() > 1)) {
-    std::vector<std::string> chain = policy.Chain(prefs.numa_bind);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      for (const auto& key : chain) {
-        if (key == "binpack" && scores[a] != scores[b]) return scores[a] < scores[b];
-        if (key == "spread" && scores[a] != scores[b]) return scores[a] > scores[b];
-        if (key == "numa" && numa(a) != numa(b)) return numa(a) < numa(b);
+    enum class Key { kBinpack, kSpread, kNuma, kOther };
+    std::vector<Key> chain;
+    for (const auto& key : policy.Chain(prefs.numa_bind)) {
+      chain.push_back(key == "binpack"  ? Key::kBinpack
+                      : key == "spread" ? Key::kSpread
+                      : key == "numa"   ? Key::kNuma
+                                        : Key::kOther);
+    }
+    StableSortIndices(order, [&](int a, int b) {
+      for (const Key key : chain) {
+        if (key == Key::kBinpack && scores[a] != scores[b]) return scores[a] < scores[b];
+        if (key == Key::kSpread && scores[a] != scores[b]) return scores[a] > scores[b];
+        if (key == Key::kNuma && numa(a) != numa(b)) return numa(a) < numa(b);
       }
       return devices[a].index < devices[b].index;
     });
-    return order;
+    return;
   }
   const std::string single = policy.Single();
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (single == "mutex") {
+  const bool mutex = single == "mutex";
+  const bool binpack = single == "binpack";
+  StableSortIndices(order, [&](int a, int b) {
+    if (mutex) {
       if (used[a] != used[b]) return used[a] > used[b];
       return numa(a) < numa(b);
     }
     if (prefs.numa_bind) {
-      if (single == "binpack") {
+      if (binpack) {
         if (numa(a) == numa(b)) return scores[a] < scores[b];
         return numa(a) > numa(b);
       }
       if (numa(a) == numa(b)) return scores[a] > scores[b];
       return numa(a) < numa(b);
     }
-    if (single == "binpack") {
+    if (binpack) {
       if (scores[a] != scores[b]) return scores[a] < scores[b];
       return numa(a) < numa(b);
     }
     if (scores[a] != scores[b]) return scores[a] > scores[b];
     return numa(a) < numa(b);
   });
-  return order;
 }
 
 }  // namespace tessera::sched

@@ -1,8 +1,10 @@
 #include "core/sched/fit.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
+#include "core/common/small_buffer.h"
 #include "core/common/strings.h"
 #include "core/sched/device_order.h"
 #include "core/sched/reasons.h"
@@ -51,19 +53,83 @@ std::string_view StaticReject(const state::NodeState& node, int dev, const PodPr
   return {};
 }
 
+// The memory a container asks of one GPU, in MiB. `mig`: the GPU is in MIG mode.
+int32_t MemoryRequest(const state::NodeState& node, int dev, bool mig, const ContainerRequest& k) {
+  if (k.mem_mib > 0) return k.mem_mib;
+  const model::GpuDevice& d = node.devices[dev];
+  // On a MIG GPU "100%" means the largest instance, not the raw device memory (which no
+  // profile reaches, hami-protocol.md 13.2).
+  int64_t base = mig ? node.mig_models[dev].LargestProfileMemory() : d.total_mem_mib;
+  return static_cast<int32_t>(base * k.mem_percent / 100);
+}
+
+// Checks 6-14 of HAMi's Fit: what is left of the GPU (`u`) against what the container asks.
+// `mig`: the GPU is in MIG mode. Every check rejects more as the usage grows (MayFit relies on
+// it).
+std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::DeviceUsage& u,
+                             const ContainerRequest& request, int32_t memreq, bool mutex) {
+  // Check 6: on a MIG GPU the placements, not the split count, decide.
+  if (!mig && d.count <= u.used) return reason::kCardTimeSlicingExhausted;
+  if (mutex && u.used != 0) return reason::kExclusiveDeviceAllocateConflict;
+  if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq) {
+    return reason::kCardInsufficientMemory;
+  }
+  // Checks 12-14 are about time-shared compute. On a MIG GPU each instance has its own
+  // compute slices: the requested cores choose the profile, and the profiles' rounded core
+  // shares may add up past 100, so they must not block a placement that physically fits.
+  if (!mig) {
+    if (d.total_cores - u.used_cores < request.cores) return reason::kCardInsufficientCore;
+    if (d.total_cores == 100 && request.cores == 100 && u.used > 0) {
+      return reason::kExclusiveDeviceAllocateConflict;
+    }
+    if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0) {
+      return reason::kCardComputeUnitsExhausted;
+    }
+  }
+  return {};
+}
+
+// Reason counts for one container on one node, without allocating; the ReasonCounts map is
+// built only when the container does not fit.
+class ReasonTally {
+ public:
+  int& operator[](std::string_view reason) {
+    for (size_t i = 0; i < size_; ++i) {
+      if (entries_[i].first == reason) return entries_[i].second;
+    }
+    if (size_ == entries_.size()) return overflow_[std::string(reason)];
+    entries_[size_] = {reason, 0};
+    return entries_[size_++].second;
+  }
+  ReasonCounts Counts() const {
+    ReasonCounts counts = overflow_;
+    for (size_t i = 0; i < size_; ++i) counts[std::string(entries_[i].first)] += entries_[i].second;
+    return counts;
+  }
+
+ private:
+  std::array<std::pair<std::string_view, int>, 16> entries_{};
+  size_t size_ = 0;
+  ReasonCounts overflow_;  // never used with HAMi's reasons (fewer than 16)
+};
+
 class PodFitter {
  public:
   PodFitter(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs,
             const std::vector<double>* device_rank)
       : node_(node), request_(request), prefs_(prefs), device_rank_(device_rank) {
     const size_t n = node.devices.size();
-    app_usage_ = node.usage;
-    mig_usage_ = node.usage;
-    pending_.assign(n, {});
-    arrangement_.assign(n, {});
     slots_.assign(request.slots.size(), {});
+    for (size_t slot = 0; slot < request.slots.size(); ++slot) {
+      if (!request.slots[slot].Empty()) last_slot_ = static_cast<int>(slot);
+    }
     any_mig_device_ = std::any_of(node.devices.begin(), node.devices.end(),
                                   [](const model::GpuDevice& d) { return d.IsMig(); });
+    if (any_mig_device_) {  // MIG working state (indexed by device; untouched otherwise)
+      mig_usage_ = node.usage;
+      pending_.assign(n, {});
+      arrangement_.assign(n, {});
+    }
     mig_request_ =
         any_mig_device_ && (!prefs.vgpu_mode || prefs.vgpu_mode->find("mig") != std::string::npos);
   }
@@ -86,16 +152,8 @@ class PodFitter {
  private:
   const state::DeviceUsage& Usage(int dev, bool init) const {
     if (node_.devices[dev].IsMig()) return mig_usage_[dev];
-    return init ? node_.usage[dev] : app_usage_[dev];
-  }
-
-  int32_t MemoryRequest(int dev, const ContainerRequest& k) const {
-    if (k.mem_mib > 0) return k.mem_mib;
-    const model::GpuDevice& d = node_.devices[dev];
-    // On a MIG GPU "100%" means the largest instance, not the raw device memory (which no
-    // profile reaches, hami-protocol.md 13.2).
-    int64_t base = d.IsMig() ? node_.mig_models[dev].LargestProfileMemory() : d.total_mem_mib;
-    return static_cast<int32_t>(base * k.mem_percent / 100);
+    // app_usage_ is made when an app container first takes shares for the ones after it.
+    return init || app_usage_.empty() ? node_.usage[dev] : app_usage_[dev];
   }
 
   // Re-derives a MIG GPU's working usage from its base and the pod's arrangement on it.
@@ -126,21 +184,22 @@ class PodFitter {
       *failure = std::string(reason::kNodeInsufficientDevice);
       return false;
     }
-    std::vector<float> scores(n);
-    std::vector<int32_t> used(n);
+    SmallBuffer<float, 16> scores(n, 0.0F);
+    SmallBuffer<int32_t, 16> used(n, 0);
     for (int i = 0; i < n; ++i) {
       scores[i] = DeviceScore(node_.devices[i], Usage(i, init), request, prefs_.weights);
       used[i] = Usage(i, init).used;
     }
-    std::vector<int> order = OrderDevices(node_.devices, scores, used, prefs_);
+    SmallBuffer<int, 16> order(n, 0);
+    OrderDevices(node_.devices, scores.span(), used.span(), prefs_, order.span());
     if (device_rank_ != nullptr && request.nums == 1) {
       // Fit tries the end first: put the lowest rank last, HAMi's order among equals.
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int a, int b) { return (*device_rank_)[a] > (*device_rank_)[b]; });
+      StableSortIndices(order.span(),
+                        [&](int a, int b) { return (*device_rank_)[a] > (*device_rank_)[b]; });
     }
     const bool topology = prefs_.gpu_policy.topology_aware && !mig_request_;
     const bool mutex = prefs_.gpu_policy.mutex;
-    ReasonCounts reasons;
+    ReasonTally reasons;
     std::vector<DeviceAssignment>& chosen = slots_[slot];
     const size_t chosen_before = chosen.size();
     std::vector<int> mig_pushed;  // devices where this container added a pending instance
@@ -164,8 +223,7 @@ class PodFitter {
     auto numa_check = [&](const model::GpuDevice& d) {
       if (!prefs_.numa_bind || (!first_numa && prev_numa == d.numa)) return;
       if (remaining != request.nums) {
-        reasons[std::string(reason::kNumaNotFit)] +=
-            static_cast<int>(chosen.size() - chosen_before);
+        reasons[reason::kNumaNotFit] += static_cast<int>(chosen.size() - chosen_before);
       }
       rollback_run();
       remaining = request.nums;
@@ -179,47 +237,22 @@ class PodFitter {
       if (auto r = StaticReject(node_, dev, prefs_); !r.empty()) {
         // In HAMi's order the NUMA check comes before the UUID check, after the others.
         if (r == reason::kCardUuidMismatch) numa_check(d);
-        reasons[std::string(r)]++;
+        reasons[r]++;
         continue;
       }
       numa_check(d);
       const state::DeviceUsage& u = Usage(dev, init);
-      // Check 6: on a MIG GPU the placements, not the split count, decide.
-      if (!d.IsMig() && d.count <= u.used) {
-        reasons[std::string(reason::kCardTimeSlicingExhausted)]++;
+      const bool mig = d.IsMig();
+      const int32_t memreq = MemoryRequest(node_, dev, mig, request);
+      if (auto r = UsageReject(d, mig, u, request, memreq, mutex); !r.empty()) {
+        reasons[r]++;
         continue;
       }
-      if (mutex && u.used != 0) {
-        reasons[std::string(reason::kExclusiveDeviceAllocateConflict)]++;
-        continue;
-      }
-      const int32_t memreq = MemoryRequest(dev, request);
-      if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq) {
-        reasons[std::string(reason::kCardInsufficientMemory)]++;
-        continue;
-      }
-      // Checks 12-14 are about time-shared compute. On a MIG GPU each instance has its own
-      // compute slices: the requested cores choose the profile, and the profiles' rounded core
-      // shares may add up past 100, so they must not block a placement that physically fits.
-      if (!d.IsMig()) {
-        if (d.total_cores - u.used_cores < request.cores) {
-          reasons[std::string(reason::kCardInsufficientCore)]++;
-          continue;
-        }
-        if (d.total_cores == 100 && request.cores == 100 && u.used > 0) {
-          reasons[std::string(reason::kExclusiveDeviceAllocateConflict)]++;
-          continue;
-        }
-        if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0) {
-          reasons[std::string(reason::kCardComputeUnitsExhausted)]++;
-          continue;
-        }
-      }
-      if (d.IsMig()) {
+      if (mig) {
         mig::InstanceDemand demand{memreq, request.cores};
         auto arranged = TryMig(dev, demand);
         if (!arranged) {
-          reasons[std::string(reason::kCardMigTopologyInfeasible)]++;
+          reasons[reason::kCardMigTopologyInfeasible]++;
           continue;
         }
         pending_[dev].push_back(PendingInstance{demand, slot, static_cast<int>(chosen.size())});
@@ -250,14 +283,15 @@ class PodFitter {
       remaining = 0;
     }
     if (remaining > 0 || (topology && got < request.nums)) {
-      if (got > 0) reasons[std::string(reason::kAllocatedCardsInsufficientRequest)] = got;
-      *failure = FormatNodeReason(reasons, n);
+      if (got > 0) reasons[reason::kAllocatedCardsInsufficientRequest] = got;
+      *failure = FormatNodeReason(reasons.Counts(), n);
       if (failure->empty()) *failure = std::string(reason::kNodeInsufficientDevice);
       return false;
     }
     // Shares of non-MIG GPUs count for the app containers that follow (init containers each
     // start from the node as it was: they run one after another).
-    if (!init) {
+    if (!init && slot < last_slot_) {
+      if (app_usage_.empty()) app_usage_ = node_.usage;
       for (size_t c = chosen_before; c < chosen.size(); ++c) {
         const DeviceAssignment& a = chosen[c];
         if (node_.devices[a.device].IsMig()) continue;
@@ -297,7 +331,8 @@ class PodFitter {
   const PodRequest& request_;
   const PodPreferences& prefs_;
   const std::vector<double>* device_rank_;
-  std::vector<state::DeviceUsage> app_usage_;
+  int last_slot_ = -1;                         // the last slot that asks for GPUs
+  std::vector<state::DeviceUsage> app_usage_;  // empty until an app container takes shares
   std::vector<state::DeviceUsage> mig_usage_;
   std::vector<std::vector<PendingInstance>> pending_;
   std::vector<std::vector<mig::InstanceChoice>> arrangement_;
@@ -329,6 +364,37 @@ float NodeScore(const state::NodeState& node, const SlotAssignments& slots) {
   return 10.0F * (static_cast<float>(used) / static_cast<float>(total) +
                   static_cast<float>(cores) / static_cast<float>(total_cores) +
                   static_cast<float>(mem) / static_cast<float>(total_mem));
+}
+
+bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs) {
+  if (!node.usable()) return false;
+  // MIG GPUs: the placements decide (and a joint search may succeed where the greedy pass
+  // fails), so there is no cheap answer.
+  if (node.any_mig) return true;
+  const int n = static_cast<int>(node.devices.size());
+  for (const ContainerRequest& k : request.slots) {
+    if (k.Empty()) continue;
+    if (k.nums > n) return false;
+    // No GPU has the memory asked for (a GPU needs it free to pass, UsageReject).
+    if (k.mem_mib > 0 && node.max_free_mem < k.mem_mib) return false;
+    // Every container takes distinct GPUs that pass the checks against at least the node's
+    // current usage (app containers see more usage, which only rejects more GPUs).
+    int32_t passing = 0;
+    for (int dev = 0; dev < n && passing < k.nums; ++dev) {
+      const model::GpuDevice& d = node.devices[dev];
+      const state::DeviceUsage& u = node.usage[dev];
+      const int32_t memreq = MemoryRequest(node, dev, false, k);
+      // Free memory first (it rejects most GPUs), then every check, as Fit makes them.
+      if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq ||
+          !UsageReject(d, false, u, k, memreq, prefs.gpu_policy.mutex).empty() ||
+          !StaticReject(node, dev, prefs).empty()) {
+        continue;
+      }
+      ++passing;
+    }
+    if (passing < k.nums) return false;
+  }
+  return true;
 }
 
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,

@@ -37,6 +37,11 @@ struct NodeFit {
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
                      const PodPreferences& prefs, const std::vector<double>* device_rank = nullptr);
 
+// A cheap necessary condition for FitPodOnNode: false only when FitPodOnNode would not fit the
+// pod (each container needs as many GPUs passing HAMi's per-GPU checks against the node's
+// current usage as it asks for). Always true on nodes with MIG GPUs. Says nothing of the reason.
+bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs);
+
 // Node score (HAMi 7.1, but counting the pod being placed): 10 * (used/count + cores/total +
 // mem/total) over all GPUs of the node.
 float NodeScore(const state::NodeState& node, const SlotAssignments& slots);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tessera::sched {
@@ -34,6 +35,9 @@ class DemandMix {
  public:
   explicit DemandMix(double decay = 1.0, double coverage = 0.95, size_t max_shapes = 64)
       : decay_(decay), coverage_(coverage), max_shapes_(max_shapes) {}
+  // Copies rebuild their ranking (it refers into counts_).
+  DemandMix(const DemandMix& other) { *this = other; }
+  DemandMix& operator=(const DemandMix& other);
 
   void Observe(const DemandShape& shape, double weight = 1.0);
   // The current target workload; recomputed lazily when observations changed it.
@@ -45,8 +49,18 @@ class DemandMix {
   double decay_;
   double coverage_;
   size_t max_shapes_;
+  using Counts = std::map<DemandShape, double>;
+  // Count order: highest count first, equal counts in shape order.
+  static bool RanksBefore(Counts::const_iterator a, Counts::const_iterator b) {
+    return a->second > b->second || (a->second == b->second && a->first < b->first);
+  }
+
   double scale_ = 1.0;  // counts are stored divided by scale_, so decay is O(1)
-  std::map<DemandShape, double> counts_;
+  Counts counts_;
+  // counts_ in count order, kept as observations come (one entry moves per observation) so
+  // that Target() does not sort; rebuilt when invalid (after a renormalisation or a copy).
+  mutable std::vector<Counts::const_iterator> ranked_;
+  mutable bool ranked_valid_ = true;
   uint64_t version_ = 0;
   mutable uint64_t target_version_ = ~0ULL;
   mutable std::vector<WeightedShape> target_;
@@ -62,10 +76,36 @@ struct NodeCapacity {
   std::optional<int64_t> cpu_free_milli;  // unknown host capacity = never the bottleneck
 };
 
+// A target workload prepared for many NodeFragmentation calls (one scheduling decision): the
+// shapes in a compact form, and shapes that ask the same of each GPU (memory and cores) or name
+// the same GPU models share the work on a node. It refers to `shapes`, which must outlive it and
+// stay unchanged.
+class PreparedTarget {
+ public:
+  explicit PreparedTarget(const std::vector<WeightedShape>& shapes);
+  const std::vector<WeightedShape>& shapes() const { return *shapes_; }
+
+ private:
+  friend double NodeFragmentation(const NodeCapacity& node, const PreparedTarget& target);
+  struct Shape {
+    double weight;
+    int64_t cpu_milli;
+    int32_t gpus;
+    int32_t demand;  // index into demands_
+    int32_t type;    // index into types_; -1: any model
+  };
+  const std::vector<WeightedShape>* shapes_;
+  std::vector<Shape> compact_;                        // in the order of `shapes`
+  std::vector<std::pair<int32_t, int32_t>> demands_;  // distinct (memory, cores) per GPU
+  std::vector<std::string> types_;                    // distinct model lists
+};
+
 // Expected fragmented GPU capacity of a node for a target workload, in GPUs (each GPU's free
 // memory as a fraction of its total): for each shape, the free capacity the shape cannot use —
 // all of it when the shape does not fit on the node at all (GPUs, host CPU, model), otherwise
 // the free capacity of the GPUs too small for it — weighted by the shape's probability.
+double NodeFragmentation(const NodeCapacity& node, const PreparedTarget& target);
+// The same for a target used once (prepares it first); both give bit-identical results.
 double NodeFragmentation(const NodeCapacity& node, const std::vector<WeightedShape>& target);
 
 }  // namespace tessera::sched

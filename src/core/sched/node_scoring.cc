@@ -7,13 +7,14 @@
 
 namespace tessera::sched {
 
-NodeCapacity CapacityOf(const state::NodeState& node) {
-  NodeCapacity c;
+void CapacityOf(const state::NodeState& node, NodeCapacity* out) {
+  NodeCapacity& c = *out;
   const size_t n = node.devices.size();
   c.gpu_free_mem.resize(n);
   c.gpu_total_mem.resize(n);
   c.gpu_free_cores.resize(n);
   c.gpu_usable.resize(n);
+  c.gpu_type.clear();
   for (size_t i = 0; i < n; ++i) {
     const auto& d = node.devices[i];
     const auto& u = node.usage[i];
@@ -24,9 +25,15 @@ NodeCapacity CapacityOf(const state::NodeState& node) {
                       u.used < d.count;
     if (c.gpu_type.empty() && c.gpu_usable[i]) c.gpu_type = node.types_upper[i];
   }
+  c.cpu_free_milli.reset();
   if (node.cpu_allocatable_milli) {
     c.cpu_free_milli = *node.cpu_allocatable_milli - node.cpu_used_milli;
   }
+}
+
+NodeCapacity CapacityOf(const state::NodeState& node) {
+  NodeCapacity c;
+  CapacityOf(node, &c);
   return c;
 }
 
@@ -46,25 +53,34 @@ std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
   return s;
 }
 
-NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
-                           const SlotAssignments& slots, int64_t cpu_milli) {
+void ApplyToCapacity(const state::NodeState& node, const SlotAssignments& slots, int64_t cpu_milli,
+                     NodeCapacity* capacity) {
   for (const auto& slot : slots) {
     for (const auto& a : slot) {
       if (node.devices[a.device].IsMig()) continue;
-      capacity.gpu_free_mem[a.device] = std::max(0, capacity.gpu_free_mem[a.device] - a.mem);
-      capacity.gpu_free_cores[a.device] = std::max(0, capacity.gpu_free_cores[a.device] - a.cores);
+      capacity->gpu_free_mem[a.device] = std::max(0, capacity->gpu_free_mem[a.device] - a.mem);
+      capacity->gpu_free_cores[a.device] =
+          std::max(0, capacity->gpu_free_cores[a.device] - a.cores);
     }
   }
-  if (capacity.cpu_free_milli) *capacity.cpu_free_milli -= cpu_milli;
+  if (capacity->cpu_free_milli) *capacity->cpu_free_milli -= cpu_milli;
+}
+
+NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
+                           const SlotAssignments& slots, int64_t cpu_milli) {
+  ApplyToCapacity(node, slots, cpu_milli, &capacity);
   return capacity;
 }
 
-std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
-                                   const ContainerRequest& request, int64_t cpu_milli,
-                                   const std::vector<WeightedShape>& target) {
+void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
+                    const ContainerRequest& request, int64_t cpu_milli,
+                    const PreparedTarget& target, std::vector<double>* ranks_out,
+                    NodeCapacity* scratch) {
   const size_t n = node.devices.size();
-  std::vector<double> ranks(n, std::numeric_limits<double>::infinity());
-  NodeCapacity after = capacity;
+  std::vector<double>& ranks = *ranks_out;
+  ranks.assign(n, std::numeric_limits<double>::infinity());
+  NodeCapacity& after = *scratch;
+  after = capacity;
   if (after.cpu_free_milli) *after.cpu_free_milli -= cpu_milli;
   for (size_t g = 0; g < n; ++g) {
     if (!capacity.gpu_usable[g] || node.devices[g].IsMig()) continue;
@@ -93,6 +109,14 @@ std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapac
     after.gpu_free_mem[g] += mem;
     after.gpu_free_cores[g] += request.cores;
   }
+}
+
+std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
+                                   const ContainerRequest& request, int64_t cpu_milli,
+                                   const PreparedTarget& target) {
+  std::vector<double> ranks;
+  NodeCapacity scratch;
+  SingleGpuRanks(node, capacity, request, cpu_milli, target, &ranks, &scratch);
   return ranks;
 }
 

@@ -16,6 +16,8 @@ namespace tessera::sched {
 
 // What the fragmentation measure sees of a node (MIG GPUs are left out: they are not shared).
 NodeCapacity CapacityOf(const state::NodeState& node);
+// The same, written into `out` (reusing its buffers).
+void CapacityOf(const state::NodeState& node, NodeCapacity* out);
 
 // The pod's shape for the demand mix: the GPUs of its app containers and the largest per-GPU
 // request among them; nullopt for a pod without GPUs.
@@ -25,11 +27,19 @@ std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
 // The node's capacity after the assignments (and `cpu_milli` more host CPU) are applied.
 NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
                            const SlotAssignments& slots, int64_t cpu_milli);
+// The same, applied to `capacity` in place.
+void ApplyToCapacity(const state::NodeState& node, const SlotAssignments& slots, int64_t cpu_milli,
+                     NodeCapacity* capacity);
 
 // For a pod asking one shared GPU: the fragmentation after placing it on each GPU (infinity where
 // it does not fit by memory or cores). Lower is better; FitPodOnNode tries the lowest first.
 std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                                    const ContainerRequest& request, int64_t cpu_milli,
-                                   const std::vector<WeightedShape>& target);
+                                   const PreparedTarget& target);
+// The same, written into `ranks`, with `scratch` as working space (both reuse their buffers).
+void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
+                    const ContainerRequest& request, int64_t cpu_milli,
+                    const PreparedTarget& target, std::vector<double>* ranks,
+                    NodeCapacity* scratch);
 
 }  // namespace tessera::sched

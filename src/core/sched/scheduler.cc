@@ -1,7 +1,8 @@
 #include "core/sched/scheduler.h"
 
+#include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <string>
 
 #include "core/codec/mig_allocations.h"
 #include "core/codec/pod_devices.h"
@@ -25,28 +26,70 @@ Decision Rejected(Decision d, const std::string& message) {
 // this resolution near zero; measured in docs/replay.md).
 constexpr double kFragmentationQuantum = 0.04;
 
-template <class E>
-bool Better(const E& candidate, const E& best, const std::string& candidate_name,
-            const std::string& best_name, NodePolicy policy, bool by_fragmentation) {
-  if (by_fragmentation) {
-    // Expected fragmentation is an estimate: differences below a quantum (a small share of one
-    // GPU) are noise, and chasing them scatters pods; binpack decides among equals.
-    const double a = std::floor(candidate.frag_delta / kFragmentationQuantum);
-    const double b = std::floor(best.frag_delta / kFragmentationQuantum);
-    if (a != b) return a < b;
-  }
+// How a node that fits compares with the others.
+struct Rank {
+  double bucket;  // the fragmentation delta in quanta (rounded down); 0 when not used
+  float score;    // NodeFit::score
+};
+
+// The first by name (ClusterState keeps each node's position in name order).
+bool NameBefore(const state::NodeState& a, const state::NodeState& b) {
+  if (a.name_order >= 0 && b.name_order >= 0) return a.name_order < b.name_order;
+  return a.name < b.name;
+}
+
+bool Better(const Rank& candidate, const Rank& best, const state::NodeState& candidate_node,
+            const state::NodeState& best_node, NodePolicy policy) {
+  // Expected fragmentation is an estimate: differences below a quantum (a small share of one
+  // GPU) are noise, and chasing them scatters pods; binpack decides among equals.
+  if (candidate.bucket != best.bucket) return candidate.bucket < best.bucket;
   // binpack: fullest node after placement; spread: emptiest. Ties: the first by name.
-  if (candidate.fit.score != best.fit.score) {
-    return policy == NodePolicy::kBinpack ? candidate.fit.score > best.fit.score
-                                          : candidate.fit.score < best.fit.score;
+  if (candidate.score != best.score) {
+    return policy == NodePolicy::kBinpack ? candidate.score > best.score
+                                          : candidate.score < best.score;
   }
-  return candidate_name < best_name;
+  return NameBefore(candidate_node, best_node);
+}
+
+void Prefetch(const state::NodeState& ns) {
+#if defined(__GNUC__)
+  __builtin_prefetch(&ns.unusable_reason);
+  __builtin_prefetch(&ns.pair_scores);
+  __builtin_prefetch(&ns.state_class);
+#else
+  (void)ns;
+#endif
 }
 
 }  // namespace
 
 Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::string>* candidates,
                              int64_t now_unix) const {
+  if (candidates == nullptr) return EvaluateOn(pod, state_.node_list(), {}, now_unix);
+  std::vector<const state::NodeState*> nodes;
+  std::vector<const std::string*> unregistered;
+  nodes.reserve(candidates->size());
+  for (const auto& name : *candidates) {
+    const state::NodeState* ns = state_.node(name);
+    if (ns == nullptr) {
+      unregistered.push_back(&name);
+      continue;
+    }
+    nodes.push_back(ns);
+  }
+  return EvaluateOn(pod, nodes, unregistered, now_unix);
+}
+
+Decision Scheduler::Evaluate(const model::Pod& pod,
+                             std::span<const state::NodeState* const> candidates,
+                             int64_t now_unix) const {
+  return EvaluateOn(pod, candidates, {}, now_unix);
+}
+
+Decision Scheduler::EvaluateOn(const model::Pod& pod,
+                               std::span<const state::NodeState* const> nodes,
+                               std::span<const std::string* const> unregistered,
+                               int64_t now_unix) const {
   Decision decision;
   // Phase 1: parse the request and the pod's preferences.
   auto request = DerivePodRequest(pod, state_.config().nvidia);
@@ -67,19 +110,7 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
     return Rejected(std::move(decision), prefs.error().message);
   }
   // Phase 2: filter every candidate node; phase 3: score the ones that fit.
-  std::vector<const state::NodeState*> nodes;
-  if (candidates == nullptr) {
-    nodes = state_.node_list();
-  } else {
-    for (const auto& name : *candidates) {
-      const state::NodeState* ns = state_.node(name);
-      if (ns == nullptr) {
-        decision.failed_nodes[name] = "node unregistered";
-        continue;
-      }
-      nodes.push_back(ns);
-    }
-  }
+  for (const std::string* name : unregistered) decision.failed_nodes[*name] = "node unregistered";
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
   const int64_t cpu_milli = model::PodCpuRequestMilli(pod);
   const std::vector<WeightedShape>& target = mix_.Target();
@@ -94,76 +125,103 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   }
   const bool rank_gpus =
       by_fragmentation && single != nullptr && prefs->vgpu_mode.value_or("hami-core") != "mig";
+  const PreparedTarget prepared(target);
 
   // Nodes in the same state give the same answer; evaluate each state once (an equivalence
   // cache, as kube-scheduler once had). Not used when the answer depends on GPU UUIDs.
   const bool cacheable = prefs->use_uuids.empty() && prefs->nouse_uuids.empty();
+  constexpr uint32_t kNone = ~0U;
   struct Evaluated {
     const state::NodeState* representative;
-    NodeFit fit;
-    double frag_delta;
+    uint32_t fit;  // index into `full_fits`; kNone when MayFit ruled the node out
+    bool fits;
+    Rank rank;  // when it fits
   };
   std::vector<Evaluated> evaluated;
-  evaluated.reserve(nodes.size());  // pointers into it stay valid
-  std::unordered_multimap<uint64_t, size_t> by_signature;
+  std::vector<NodeFit> full_fits;  // few: MayFit rules most nodes out
+  // The evaluated state of each state class (ClusterState keeps nodes in the same state in one
+  // class, so no hashing or state comparison happens here).
+  std::vector<uint32_t> by_class;
+  if (cacheable) by_class.assign(state_.state_class_bound(), kNone);
+  evaluated.reserve(cacheable ? std::min(nodes.size(), by_class.size()) : nodes.size());
+  full_fits.reserve(32);
+
+  // The full filter and score of one node, with buffers reused from node to node.
+  NodeCapacity capacity;
+  NodeCapacity scratch;
+  std::vector<double> ranks;
+  auto evaluate = [&](Evaluated& e) {
+    const state::NodeState& ns = *e.representative;
+    if (by_fragmentation) CapacityOf(ns, &capacity);
+    if (rank_gpus) SingleGpuRanks(ns, capacity, *single, cpu_milli, prepared, &ranks, &scratch);
+    e.fit = static_cast<uint32_t>(full_fits.size());
+    NodeFit& fit = full_fits.emplace_back(
+        FitPodOnNode(ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr));
+    e.fits = fit.fits;
+    e.rank = Rank{0, fit.score};
+    if (fit.fits && by_fragmentation) {
+      const double before = NodeFragmentation(capacity, prepared);
+      scratch = capacity;
+      ApplyToCapacity(ns, fit.slots, cpu_milli, &scratch);
+      const double after = NodeFragmentation(scratch, prepared);
+      e.rank.bucket = std::floor((after - before) / kFragmentationQuantum);
+    }
+  };
 
   // Why each node failed; written out only when no node fits (kube-scheduler needs the reasons
   // then, and building 5000 strings per successful decision would dominate its cost).
-  std::vector<std::pair<const state::NodeState*, const std::string*>> failures;
+  std::vector<std::pair<const state::NodeState*, uint32_t>> failures;  // kNone: unusable
   const state::NodeState* best = nullptr;
-  const Evaluated* best_eval = nullptr;
-  for (const state::NodeState* ns : nodes) {
+  uint32_t best_eval = kNone;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const state::NodeState* ns = nodes[i];
+    // Node states are scattered in memory: ask early for what the loop reads of the next ones.
+    if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
     if (!ns->usable()) {
-      failures.emplace_back(ns, &ns->unusable_reason);
+      if (explain_failures_) failures.emplace_back(ns, kNone);
       continue;
     }
-    const Evaluated* result = nullptr;
-    const bool use_cache = cacheable && ns->pair_scores.empty();
-    uint64_t signature = 0;
-    if (use_cache) {
-      signature = ns->signature;
-      auto range = by_signature.equal_range(signature);
-      for (auto it = range.first; it != range.second; ++it) {
-        if (evaluated[it->second].representative->SameAs(*ns)) {
-          result = &evaluated[it->second];
-          break;
-        }
-      }
+    uint32_t result = kNone;
+    const bool use_cache = cacheable && ns->pair_scores.empty() && ns->state_class >= 0 &&
+                           static_cast<size_t>(ns->state_class) < by_class.size();
+    if (use_cache) result = by_class[ns->state_class];
+    if (result == kNone) {
+      result = static_cast<uint32_t>(evaluated.size());
+      Evaluated& e = evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0}});
+      // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
+      if (MayFit(*ns, request.value(), prefs.value())) evaluate(e);
+      if (use_cache) by_class[ns->state_class] = result;
     }
-    if (result == nullptr) {
-      Evaluated e{ns, {}, 0};
-      NodeCapacity capacity;
-      std::vector<double> ranks;
-      if (by_fragmentation) capacity = CapacityOf(*ns);
-      if (rank_gpus) ranks = SingleGpuRanks(*ns, capacity, *single, cpu_milli, target);
-      e.fit = FitPodOnNode(*ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr);
-      if (e.fit.fits && by_fragmentation) {
-        double before = NodeFragmentation(capacity, target);
-        double after =
-            NodeFragmentation(CapacityAfter(*ns, capacity, e.fit.slots, cpu_milli), target);
-        e.frag_delta = after - before;
-      }
-      evaluated.push_back(std::move(e));
-      result = &evaluated.back();
-      if (use_cache) by_signature.emplace(signature, evaluated.size() - 1);
-    }
-    if (!result->fit.fits) {
-      failures.emplace_back(ns, &result->fit.reason);
+    const Evaluated& e = evaluated[result];
+    if (!e.fits) {
+      if (explain_failures_) failures.emplace_back(ns, result);
       continue;
     }
     if (best == nullptr ||
-        Better(*result, *best_eval, ns->name, best->name, prefs->node_policy, by_fragmentation)) {
+        Better(e.rank, evaluated[best_eval].rank, *ns, *best, prefs->node_policy)) {
       best = ns;
       best_eval = result;
     }
   }
   if (best == nullptr) {
-    for (const auto& [ns, why] : failures) decision.failed_nodes[ns->name] = *why;
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");
+    if (!explain_failures_) {
+      return Rejected(std::move(decision), "0/" + std::to_string(total_nodes) +
+                                               " nodes are available (reasons not collected).");
+    }
+    for (const auto& [ns, index] : failures) {
+      if (index == kNone) {
+        decision.failed_nodes[ns->name] = ns->unusable_reason;
+        continue;
+      }
+      Evaluated& e = evaluated[index];
+      if (e.fit == kNone) evaluate(e);  // ruled out by MayFit: the full fit says why
+      decision.failed_nodes[ns->name] = full_fits[e.fit].reason;
+    }
     std::string message = FormatPodMessage(decision.failed_nodes, total_nodes);
     return Rejected(std::move(decision), message);
   }
-  const NodeFit& best_fit = best_eval->fit;
+  const NodeFit& best_fit = full_fits[evaluated[best_eval].fit];
   // Phase 4 (prepared here, applied by Schedule): the reservation and its annotations.
   decision.scheduled = true;
   decision.node = best->name;
@@ -199,8 +257,7 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   return decision;
 }
 
-Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::string>* candidates,
-                             int64_t now_unix) {
+std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& pod) {
   // A pod filtered again gives up its earlier reservation first (as HAMi does), but gets it back
   // if it now fits nowhere: nothing reserved is lost on an error path.
   std::optional<state::PodReservation> previous = state_.RemovePod(pod.Key());
@@ -213,13 +270,29 @@ Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::strin
       mix_.Observe(*shape);
     }
   }
-  Decision decision = Evaluate(pod, candidates, now_unix);
+  return previous;
+}
+
+Decision Scheduler::EndSchedule(Decision decision, std::optional<state::PodReservation> previous) {
   if (decision.scheduled) {
     state_.AddPod(decision.reservation);
   } else if (previous) {
     state_.AddPod(std::move(*previous));
   }
   return decision;
+}
+
+Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::string>* candidates,
+                             int64_t now_unix) {
+  std::optional<state::PodReservation> previous = BeginSchedule(pod);
+  return EndSchedule(Evaluate(pod, candidates, now_unix), std::move(previous));
+}
+
+Decision Scheduler::Schedule(const model::Pod& pod,
+                             std::span<const state::NodeState* const> candidates,
+                             int64_t now_unix) {
+  std::optional<state::PodReservation> previous = BeginSchedule(pod);
+  return EndSchedule(Evaluate(pod, candidates, now_unix), std::move(previous));
 }
 
 }  // namespace tessera::sched

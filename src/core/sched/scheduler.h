@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,16 @@ class Scheduler {
   Decision Evaluate(const model::Pod& pod, const std::vector<std::string>* candidates,
                     int64_t now_unix) const;
 
+  // The same over nodes already looked up in state() (no name lookups; for callers that keep
+  // node pointers, such as the trace replay).
+  Decision Evaluate(const model::Pod& pod, std::span<const state::NodeState* const> candidates,
+                    int64_t now_unix) const;
+
   // Evaluate, then reserve the chosen devices. A pod that already held a reservation is
   // re-placed; if it no longer fits anywhere, its old reservation is kept, not lost.
   Decision Schedule(const model::Pod& pod, const std::vector<std::string>* candidates,
+                    int64_t now_unix);
+  Decision Schedule(const model::Pod& pod, std::span<const state::NodeState* const> candidates,
                     int64_t now_unix);
 
   // Releases a pod's devices; returns what it held.
@@ -62,15 +70,30 @@ class Scheduler {
 
   const state::ClusterState& state() const { return state_; }
 
+  // Whether a pod that fits nowhere gets the reason of every node (Decision::failed_nodes and a
+  // message counting them, as kube-scheduler shows them). On by default; finding a node's HAMi
+  // reason takes its full fit, so callers that only need the placement (the trace replay) turn
+  // it off. Placements are the same either way.
+  void set_explain_failures(bool on) { explain_failures_ = on; }
+
   // The demand mix the fragmentation score uses. Schedule() observes every GPU pod it sees;
   // callers may add what the scheduler does not see (a prior, CPU-only pods in a replay).
   void ObserveDemand(const DemandShape& shape, double weight = 1.0) { mix_.Observe(shape, weight); }
   const DemandMix& demand_mix() const { return mix_; }
 
  private:
+  // `unregistered`: candidate names with no node (they fail with "node unregistered").
+  Decision EvaluateOn(const model::Pod& pod, std::span<const state::NodeState* const> nodes,
+                      std::span<const std::string* const> unregistered, int64_t now_unix) const;
+  // Schedule's first half (give up the pod's earlier reservation, observe its shape) and second
+  // half (reserve the decision, or restore the earlier reservation).
+  std::optional<state::PodReservation> BeginSchedule(const model::Pod& pod);
+  Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);
+
   state::ClusterState& state_;
   PolicyDefaults defaults_;
   DemandMix mix_;
+  bool explain_failures_ = true;
 };
 
 }  // namespace tessera::sched

@@ -13,8 +13,12 @@ namespace ann = model::annotations;
 bool NodeState::SameAs(const NodeState& o) const {
   return spec_id == o.spec_id && usage == o.usage &&
          cpu_allocatable_milli.has_value() == o.cpu_allocatable_milli.has_value() &&
-         cpu_allocatable_milli.value_or(0) - cpu_used_milli ==
-             o.cpu_allocatable_milli.value_or(0) - o.cpu_used_milli;
+         CpuFreeKey() == o.CpuFreeKey();
+}
+
+bool ClusterState::StateClass::Matches(const NodeState& node) const {
+  return spec_id == node.spec_id && usage == node.usage &&
+         cpu_known == node.cpu_allocatable_milli.has_value() && cpu_free == node.CpuFreeKey();
 }
 
 namespace {
@@ -24,6 +28,10 @@ void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + 
 }  // namespace
 
 void ClusterState::RefreshSignature(NodeState& ns) {
+  ns.max_free_mem = 0;
+  for (size_t i = 0; i < ns.devices.size() && i < ns.usage.size(); ++i) {
+    ns.max_free_mem = std::max(ns.max_free_mem, ns.devices[i].total_mem_mib - ns.usage[i].used_mem);
+  }
   uint64_t h = static_cast<uint64_t>(ns.spec_id);
   for (const auto& u : ns.usage) {
     Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));
@@ -33,11 +41,55 @@ void ClusterState::RefreshSignature(NodeState& ns) {
   }
   Mix(h, static_cast<uint64_t>(ns.cpu_allocatable_milli.value_or(-1) - ns.cpu_used_milli));
   ns.signature = h;
+
+  // The state class: unchanged if the node's state is, else an existing class of this state or
+  // a new one.
+  if (ns.state_class >= 0) {
+    if (classes_[ns.state_class].Matches(ns)) return;
+    ReleaseClass(ns.state_class);
+    ns.state_class = -1;
+  }
+  auto [begin, end] = classes_by_signature_.equal_range(h);
+  for (auto it = begin; it != end; ++it) {
+    if (classes_[it->second].Matches(ns)) {
+      ns.state_class = it->second;
+      ++classes_[it->second].members;
+      return;
+    }
+  }
+  int id = static_cast<int>(classes_.size());
+  if (!free_classes_.empty()) {
+    id = free_classes_.back();
+    free_classes_.pop_back();
+  } else {
+    classes_.emplace_back();
+  }
+  classes_[id] =
+      StateClass{h, ns.spec_id, ns.usage, ns.cpu_allocatable_milli.has_value(), ns.CpuFreeKey(), 1};
+  classes_by_signature_.emplace(h, id);
+  ns.state_class = id;
+}
+
+void ClusterState::ReleaseClass(int id) {
+  StateClass& c = classes_[id];
+  if (--c.members > 0) return;
+  auto [begin, end] = classes_by_signature_.equal_range(c.signature);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second == id) {
+      classes_by_signature_.erase(it);
+      break;
+    }
+  }
+  c.usage.clear();
+  free_classes_.push_back(id);
 }
 
 void ClusterState::RebuildNodeList() {
   node_list_.clear();
-  for (const auto& [name, ns] : nodes_) node_list_.push_back(&ns);
+  for (auto& [name, ns] : nodes_) {
+    ns.name_order = static_cast<int>(node_list_.size());
+    node_list_.push_back(&ns);
+  }
 }
 
 int NodeState::DeviceIndex(const std::string& uuid) const {
@@ -98,7 +150,11 @@ void ClusterState::UpsertNode(const model::Node& node) {
   }
   ns.cpu_allocatable_milli = model::NodeCpuAllocatableMilli(node);
   ns.types_upper.clear();
-  for (const auto& d : ns.devices) ns.types_upper.push_back(ToUpper(d.type));
+  ns.any_mig = false;
+  for (const auto& d : ns.devices) {
+    ns.types_upper.push_back(ToUpper(d.type));
+    ns.any_mig = ns.any_mig || d.IsMig();
+  }
   ns.spec_id = SpecId(ns);
   ResetUsage(ns);
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
@@ -134,6 +190,7 @@ void ClusterState::RemoveNode(const std::string& name) {
   if (it == nodes_.end()) return;
   // Pods stay known: if the node comes back, their reservations are applied again.
   for (const auto& key : it->second.pods) applied_.erase(key);
+  if (it->second.state_class >= 0) ReleaseClass(it->second.state_class);
   nodes_.erase(it);
   RebuildNodeList();
 }

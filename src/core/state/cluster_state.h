@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/codec/mig_allocations.h"
@@ -67,11 +68,21 @@ struct NodeState {
   // Hash of spec_id, usage and free CPU, kept current by ClusterState: nodes with equal
   // signatures are (up to a 64-bit hash collision, checked by SameAs) in the same state.
   uint64_t signature = 0;
+  // Nodes in the same state (SameAs, checked exactly) share a state class, kept current by
+  // ClusterState: an index below ClusterState::state_class_bound(), reused once no node is in
+  // that state. -1 only for a NodeState that no ClusterState holds.
+  int state_class = -1;
+  // Position in ClusterState::node_list() (name order), kept current by ClusterState.
+  int name_order = -1;
   std::vector<std::string> types_upper;          // per device, for type filters
+  bool any_mig = false;                          // some device is in MIG mode
+  int64_t max_free_mem = 0;                      // MiB, the most any one device has free
   std::optional<int64_t> cpu_allocatable_milli;  // from the Node object, when it says
   int64_t cpu_used_milli = 0;                    // by the pods reserved here
 
   bool usable() const { return unusable_reason.empty(); }
+  // Free host CPU as SameAs compares it (0 minus the used CPU when allocatable is unknown).
+  int64_t CpuFreeKey() const { return cpu_allocatable_milli.value_or(0) - cpu_used_milli; }
   // Same devices (but for UUIDs), same usage, same free CPU.
   bool SameAs(const NodeState& other) const;
   int DeviceIndex(const std::string& uuid) const;
@@ -104,6 +115,9 @@ class ClusterState {
   const PodReservation* pod(const std::string& key) const;
   const std::map<std::string, PodReservation>& pods() const { return pods_; }
   const config::SchedulerConfig& config() const { return config_; }
+  // One more than the largest NodeState::state_class (for arrays indexed by it); at most the
+  // largest number of distinct node states the cluster has held at once.
+  size_t state_class_bound() const { return classes_.size(); }
 
  private:
   struct Applied {
@@ -118,8 +132,21 @@ class ClusterState {
   void RebuildLayout(NodeState& node, int device);
   void ResetUsage(NodeState& node);
 
+  // One node state, as SameAs compares it.
+  struct StateClass {
+    uint64_t signature = 0;
+    int spec_id = -1;
+    std::vector<DeviceUsage> usage;
+    bool cpu_known = false;
+    int64_t cpu_free = 0;  // NodeState::CpuFreeKey
+    int members = 0;       // nodes in this state; 0 = free for reuse
+    bool Matches(const NodeState& node) const;
+  };
+
   int SpecId(const NodeState& node);
+  // Recomputes the node's signature and moves it to the class of its state.
   void RefreshSignature(NodeState& node);
+  void ReleaseClass(int id);
   void RebuildNodeList();
 
   config::SchedulerConfig config_;
@@ -128,6 +155,9 @@ class ClusterState {
   std::vector<const NodeState*> node_list_;
   std::map<std::string, PodReservation> pods_;
   std::map<std::string, std::vector<Applied>> applied_;  // by pod key
+  std::vector<StateClass> classes_;                      // by NodeState::state_class
+  std::vector<int> free_classes_;                        // ids with no member
+  std::unordered_multimap<uint64_t, int> classes_by_signature_;
 };
 
 }  // namespace tessera::state

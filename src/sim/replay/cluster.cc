@@ -43,11 +43,6 @@ ModelMask ReplayCluster::AllowedModels(const TracePod& pod) const {
   return allowed;
 }
 
-bool ReplayCluster::FitsCpuAndMemory(int node, const TracePod& pod) const {
-  const NodeState& n = nodes_[node];
-  return n.cpu_free >= pod.cpu_milli && n.memory_free >= pod.memory_mib;
-}
-
 bool ReplayCluster::FitsGpu(int node, const TracePod& pod, const ModelMask& allowed) const {
   if (pod.num_gpu == 0) return true;
   const NodeState& n = nodes_[node];

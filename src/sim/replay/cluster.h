@@ -75,7 +75,10 @@ class ReplayCluster {
 
   // The filters. AllowedModels is computed once per pod so that Fits stays cheap per node.
   ModelMask AllowedModels(const TracePod& pod) const;
-  bool FitsCpuAndMemory(int node, const TracePod& pod) const;
+  bool FitsCpuAndMemory(int node, const TracePod& pod) const {
+    const NodeState& n = nodes_[node];
+    return n.cpu_free >= pod.cpu_milli && n.memory_free >= pod.memory_mib;
+  }
   // GPU part of Open-Gpu-Share's Filter: the node has GPUs of an accepted model and the pod's
   // GPUs fit (a sharing pod: one GPU with free >= gpu_milli; n GPUs: n fully free GPUs).
   bool FitsGpu(int node, const TracePod& pod, const ModelMask& allowed) const;

@@ -16,9 +16,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Percentile99(std::vector<float>& samples) {
+// The nearest-rank percentile (reorders `samples`).
+double Percentile(std::vector<float>& samples, size_t percent) {
   if (samples.empty()) return 0;
-  const size_t rank = (samples.size() * 99 + 99) / 100 - 1;  // nearest rank
+  const size_t rank = (samples.size() * percent + 99) / 100 - 1;
   std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(rank),
                    samples.end());
   return samples[rank];
@@ -89,7 +90,8 @@ Result<SeedResult> RunSeed(const std::vector<TraceNode>& nodes, const TargetWork
     while (percent_reported < 100) on_percent(++percent_reported);
   }
   result.series = recorder.Finish();
-  result.decision_p99_us = Percentile99(latencies_us);
+  result.decision_p50_us = Percentile(latencies_us, 50);
+  result.decision_p99_us = Percentile(latencies_us, 99);
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

@@ -30,7 +30,8 @@ struct SeedResult {
   std::array<int64_t, kPodKindCount> failed_by_kind{};  // indexed by PodKind
   RunSeries series;
   double wall_seconds = 0;     // the whole run: inflation, placement, metrics
-  double decision_p99_us = 0;  // 99th percentile of one pod's Choose + Allocate
+  double decision_p50_us = 0;  // median of one pod's decision (Choose + Allocate + metrics)
+  double decision_p99_us = 0;  // its 99th percentile
 
   int64_t failed() const {
     int64_t total = 0;

@@ -1,5 +1,7 @@
 #include "sim/replay/tessera_policy.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -22,6 +24,8 @@ class TesseraPolicy : public Policy {
  public:
   explicit TesseraPolicy(const TargetWorkload* prior)
       : state_(config::SchedulerConfig{}), scheduler_(state_, Defaults()) {
+    // A pod that fits nowhere stays unplaced; why each node refused it is not needed.
+    scheduler_.set_explain_failures(false);
     if (prior == nullptr) return;
     for (const auto& t : prior->shapes) {
       sched::DemandShape s;
@@ -40,17 +44,18 @@ class TesseraPolicy : public Policy {
     if (!bound_) Bind(cluster);
     ++pod_counter_;
     // kube-scheduler's own filters (resources, and GPU model for CPU-only pods is moot).
-    std::vector<std::string> candidates;
-    std::vector<int> candidate_index;
+    candidates_.clear();
+    candidate_index_.clear();
     for (int n = 0; n < cluster.node_count(); ++n) {
       if (!cluster.FitsCpuAndMemory(n, pod)) continue;
       if (pod.num_gpu > 0 && cluster.GpuCount(n) == 0) continue;
-      candidates.push_back(NodeName(n));
-      candidate_index.push_back(n);
+      candidates_.push_back(nodes_[n]);
+      candidate_index_.push_back(n);
     }
-    if (pod.num_gpu == 0) return ChooseCpuOnly(pod, candidate_index);
+    if (pod.num_gpu == 0) return ChooseCpuOnly(pod, candidate_index_);
     model::Pod kpod = ToPod(pod);
-    sched::Decision d = scheduler_.Schedule(kpod, &candidates, 0);
+    // The node list the extender gets as names, already looked up (the same evaluation).
+    sched::Decision d = scheduler_.Schedule(kpod, candidates_, 0);
     if (!d.scheduled) return std::nullopt;
     Choice choice;
     choice.node = NodeIndex(d.node);
@@ -96,6 +101,9 @@ class TesseraPolicy : public Policy {
       }
       state_.UpsertNode(node);
     }
+    // ClusterState keeps nodes in a std::map: these pointers stay valid.
+    nodes_.clear();
+    for (int i = 0; i < cluster.node_count(); ++i) nodes_.push_back(state_.node(NodeName(i)));
   }
 
   static std::string NodeName(int i) { return "n" + std::to_string(i); }
@@ -126,18 +134,45 @@ class TesseraPolicy : public Policy {
     shape.cpu_milli = pod.cpu_milli;
     scheduler_.ObserveDemand(shape);
     const auto& target = scheduler_.demand_mix().Target();
+    const sched::PreparedTarget prepared(target);
+    // The host CPU a GPU shape needs: the fragmentation only sees the node's free CPU through
+    // these thresholds.
+    cpu_thresholds_.clear();
+    for (const auto& w : target) {
+      if (w.shape.gpus > 0) cpu_thresholds_.push_back(w.shape.cpu_milli);
+    }
+    std::sort(cpu_thresholds_.begin(), cpu_thresholds_.end());
+    delta_by_class_.assign(state_.state_class_bound(), std::numeric_limits<double>::quiet_NaN());
     int best = -1;
     double best_delta = std::numeric_limits<double>::infinity();
     int64_t best_cpu_left = 0;
     for (int n : nodes) {
-      const state::NodeState* ns = state_.node(NodeName(n));
-      sched::NodeCapacity before = sched::CapacityOf(*ns);
-      int64_t cpu_left = before.cpu_free_milli.value_or(0) - pod.cpu_milli;
+      const state::NodeState* ns = nodes_[n];
+      const int64_t cpu_free =
+          ns->cpu_allocatable_milli ? *ns->cpu_allocatable_milli - ns->cpu_used_milli : 0;
+      const int64_t cpu_left = cpu_free - pod.cpu_milli;
       double delta = 0;
-      if (!ns->devices.empty()) {
-        sched::NodeCapacity after = before;
-        if (after.cpu_free_milli) *after.cpu_free_milli -= pod.cpu_milli;
-        delta = sched::NodeFragmentation(after, target) - sched::NodeFragmentation(before, target);
+      // When no shape's threshold lies in (cpu_left, cpu_free], every shape fits (or not) before
+      // and after alike: the two fragmentations are the same computation and the delta is
+      // exactly 0, so it is not computed.
+      const auto first_above_left =
+          std::upper_bound(cpu_thresholds_.begin(), cpu_thresholds_.end(), cpu_left);
+      const bool cpu_matters = ns->cpu_allocatable_milli &&
+                               first_above_left != cpu_thresholds_.end() &&
+                               *first_above_left <= cpu_free;
+      if (!ns->devices.empty() && cpu_matters) {
+        // Nodes in the same state (one state class) have the same delta: work it out once.
+        double* known = ns->state_class >= 0 ? &delta_by_class_[ns->state_class] : nullptr;
+        if (known != nullptr && !std::isnan(*known)) {
+          delta = *known;
+        } else {
+          sched::CapacityOf(*ns, &before_);
+          after_ = before_;
+          if (after_.cpu_free_milli) *after_.cpu_free_milli -= pod.cpu_milli;
+          delta = sched::NodeFragmentation(after_, prepared) -
+                  sched::NodeFragmentation(before_, prepared);
+          if (known != nullptr) *known = delta;
+        }
       }
       // Least added fragmentation, then the tightest CPU fit, then the first node.
       if (best < 0 || delta < best_delta - 1e-9 ||
@@ -158,6 +193,14 @@ class TesseraPolicy : public Policy {
 
   state::ClusterState state_;
   sched::Scheduler scheduler_;
+  std::vector<const state::NodeState*> nodes_;  // by replay node index
+  // Reused from pod to pod.
+  std::vector<const state::NodeState*> candidates_;
+  std::vector<int> candidate_index_;
+  std::vector<int64_t> cpu_thresholds_;
+  std::vector<double> delta_by_class_;  // NaN: not worked out yet
+  sched::NodeCapacity before_;
+  sched::NodeCapacity after_;
   bool bound_ = false;
   uint64_t pod_counter_ = 0;
 };

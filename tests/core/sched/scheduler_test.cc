@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/codec/mig_allocations.h"
 #include "core/codec/pod_devices.h"
+#include "core/model/annotations.h"
+#include "core/sched/fit.h"
 #include "support/builders.h"
 
 namespace tessera::sched {
@@ -399,6 +403,150 @@ TEST_F(SchedulerTest, EquivalentNodesGiveTheSameAnswerAsEvaluatingEachNode) {
   ASSERT_TRUE(cached.scheduled && uncached.scheduled);
   EXPECT_EQ(cached.node, uncached.node);
   EXPECT_EQ(cached.containers[0][0].uuid, uncached.containers[0][0].uuid);
+}
+
+// ---- Fast paths: they must not change what the scheduler decides.
+
+// A random cluster of sharing GPUs (some unhealthy or cordoned, several models) with random
+// reservations, and random pods, as the property tests below use them.
+class RandomCluster {
+ public:
+  explicit RandomCluster(unsigned seed) : rng_(seed) {}
+  int Pick(int n) { return static_cast<int>(rng_() % static_cast<unsigned>(n)); }
+
+  void Fill(state::ClusterState& state, int nodes) {
+    for (int i = 0; i < nodes; ++i) {
+      std::vector<model::GpuDevice> gpus;
+      const int count = 1 + Pick(8);
+      const int mem = std::vector<int>{16384, 24576, 32768}[Pick(3)];
+      const std::string type = std::vector<std::string>{"NVIDIA A10", "NVIDIA T4", "V100"}[Pick(3)];
+      std::string cordon;
+      for (int g = 0; g < count; ++g) {
+        model::GpuDevice d = SharingGpu("GPU-" + std::to_string(i) + "-" + std::to_string(g), mem,
+                                        g % 2, static_cast<uint32_t>(g));
+        d.type = type;
+        d.count = 1 + Pick(6);
+        d.healthy = Pick(12) != 0;
+        if (Pick(12) == 0) cordon += (cordon.empty() ? "" : ",") + d.uuid;
+        gpus.push_back(d);
+      }
+      model::Node n = testing::NodeWith("node-" + std::to_string(i), gpus);
+      if (!cordon.empty()) n.annotations[std::string(model::annotations::kDeviceCordon)] = cordon;
+      state.UpsertNode(n);
+      // Reservations: 0-6 shares on random GPUs of the node.
+      for (int p = Pick(7); p > 0; --p) {
+        const auto& d = gpus[static_cast<size_t>(Pick(count))];
+        state.AddPod(
+            state::PodReservation{"fill/" + std::to_string(i) + "-" + std::to_string(p),
+                                  "u",
+                                  n.name,
+                                  0,
+                                  {{{d.uuid, "NVIDIA", 1000 * (1 + Pick(12)), 10 * Pick(6)}}},
+                                  {},
+                                  1000});
+      }
+    }
+  }
+
+  model::Pod Pod(const std::string& key) {
+    PodBuilder b(key);
+    if (Pick(5) == 0) b.InitContainer(1 + Pick(2), 1000 * (1 + Pick(8)), 10 * Pick(4));
+    const int containers = 1 + Pick(2);
+    for (int c = 0; c < containers; ++c) {
+      if (Pick(4) == 0) {
+        b.With(testing::ContainerBuilder("c" + std::to_string(c))
+                   .Gpu(1 + Pick(3))
+                   .GpuMemPercent(10 * (1 + Pick(10)))
+                   .Build());
+      } else {
+        b.Container(1 + Pick(4), 1000 * (1 + Pick(20)), Pick(3) == 0 ? -1 : 10 * Pick(11));
+      }
+    }
+    if (Pick(4) == 0) b.Annotation(std::string(model::annotations::kUseGpuType), "A10,T4");
+    if (Pick(6) == 0) b.Annotation(std::string(model::annotations::kNoUseGpuType), "T4");
+    if (Pick(6) == 0) b.Annotation(std::string(model::annotations::kGpuPolicy), "mutex");
+    if (Pick(8) == 0) b.Annotation(std::string(model::annotations::kNumaBind), "true");
+    return b.Build();
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+TEST(MayFitTest, RulesOutOnlyNodesWhereTheFullFitFails) {
+  RandomCluster random(3);
+  state::ClusterState state{config::SchedulerConfig{}};
+  random.Fill(state, 200);
+  state.UpsertNode(testing::NodeWith("mig-node", {A100Mig("GPU-m0"), A100Mig("GPU-m1", 1)}));
+  int ruled_out = 0;
+  int fits = 0;
+  for (int i = 0; i < 300; ++i) {
+    const model::Pod pod = random.Pod("ns/p" + std::to_string(i));
+    auto request = DerivePodRequest(pod, state.config().nvidia);
+    auto prefs = ParsePreferences(pod, PolicyDefaults{});
+    ASSERT_TRUE(request.ok() && prefs.ok());
+    for (const state::NodeState* ns : state.node_list()) {
+      const bool may = MayFit(*ns, *request, *prefs);
+      const NodeFit fit = FitPodOnNode(*ns, *request, *prefs);
+      if (!may) {
+        ++ruled_out;
+        EXPECT_FALSE(fit.fits) << ns->name << " for pod " << i;
+      }
+      fits += fit.fits ? 1 : 0;
+    }
+    EXPECT_TRUE(MayFit(*state.node("mig-node"), *request, *prefs));
+  }
+  EXPECT_GT(ruled_out, 10000);  // the check does rule nodes out
+  EXPECT_GT(fits, 1000);
+}
+
+TEST(SchedulerFastPathTest, SameDecisionsWithoutFailureReasonsAndOverNodePointers) {
+  // Three schedulers on three copies of one random cluster: by node names with reasons, by names
+  // without reasons, by node pointers without reasons. They place every pod alike.
+  state::ClusterState a{config::SchedulerConfig{}};
+  state::ClusterState b{config::SchedulerConfig{}};
+  state::ClusterState c{config::SchedulerConfig{}};
+  RandomCluster fill_a(9), fill_b(9), fill_c(9);
+  fill_a.Fill(a, 60);
+  fill_b.Fill(b, 60);
+  fill_c.Fill(c, 60);
+  Scheduler by_name(a, PolicyDefaults{});
+  Scheduler quiet(b, PolicyDefaults{});
+  quiet.set_explain_failures(false);
+  Scheduler by_pointer(c, PolicyDefaults{});
+  by_pointer.set_explain_failures(false);
+  RandomCluster pods(13);
+  int scheduled = 0;
+  int refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    const model::Pod pod = pods.Pod("ns/p" + std::to_string(i));
+    std::vector<std::string> names;
+    std::vector<const state::NodeState*> pointers;
+    for (const state::NodeState* ns : c.node_list()) {
+      if (pods.Pick(3) == 0) continue;  // a candidate subset, as kube-scheduler passes
+      names.push_back(ns->name);
+      pointers.push_back(ns);
+    }
+    const Decision x = by_name.Schedule(pod, &names, 1700000000);
+    const Decision y = quiet.Schedule(pod, &names, 1700000000);
+    const Decision z = by_pointer.Schedule(pod, pointers, 1700000000);
+    ASSERT_EQ(x.scheduled, y.scheduled) << i;
+    ASSERT_EQ(x.scheduled, z.scheduled) << i;
+    EXPECT_EQ(x.node, y.node) << i;
+    EXPECT_EQ(x.node, z.node) << i;
+    EXPECT_EQ(x.annotations, y.annotations) << i;
+    EXPECT_EQ(x.annotations, z.annotations) << i;
+    if (x.scheduled) {
+      ++scheduled;
+    } else {
+      ++refused;
+      EXPECT_FALSE(x.failed_nodes.empty());
+      EXPECT_TRUE(y.failed_nodes.empty());
+      EXPECT_TRUE(z.failed_nodes.empty());
+    }
+  }
+  EXPECT_GT(scheduled, 100);
+  EXPECT_GT(refused, 10);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "support/builders.h"
 
 namespace tessera::state {
@@ -146,6 +148,57 @@ TEST(ClusterStateTest, ReservationFromAnnotations) {
   auto bad = ClusterState::ReservationFromAnnotations(pod);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("pod ns/p: annotation hami.io/vgpu-mig-allocations"));
+}
+
+TEST(ClusterStateTest, StateClassesGroupExactlyTheNodesInTheSameState) {
+  // Random pods come and go on nodes of two GPU kinds and two CPU sizes; nodes re-register and
+  // leave. After every change, two nodes share a state class exactly when SameAs says so.
+  ClusterState s{config::SchedulerConfig{}};
+  std::mt19937 rng(5);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto node = [&](int i) {
+    const int mem = i % 3 == 0 ? 16384 : 32768;
+    model::Node n = NodeWith("n" + std::to_string(i),
+                             {SharingGpu("GPU-" + std::to_string(i) + "a", mem, 0, 0),
+                              SharingGpu("GPU-" + std::to_string(i) + "b", mem, 0, 1)});
+    if (i % 4 != 3) n.allocatable["cpu"] = i % 2 == 0 ? "8" : "16";
+    return n;
+  };
+  constexpr int kNodes = 12;
+  for (int i = 0; i < kNodes; ++i) s.UpsertNode(node(i));
+  std::vector<std::string> pods;
+  for (int step = 0; step < 1500; ++step) {
+    const int action = pick(10);
+    if (action < 6) {
+      const int i = pick(kNodes);
+      PodReservation r =
+          Share("ns/p" + std::to_string(step), "n" + std::to_string(i),
+                "GPU-" + std::to_string(i) + (pick(2) == 0 ? "a" : "b"), 1000 * (1 + pick(2)), 10);
+      r.cpu_milli = 1000 * pick(3);
+      pods.push_back(r.key);
+      s.AddPod(std::move(r));
+    } else if (action < 9 && !pods.empty()) {
+      const size_t k = static_cast<size_t>(pick(static_cast<int>(pods.size())));
+      s.RemovePod(pods[k]);
+      pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(k));
+    } else if (pick(2) == 0) {
+      s.UpsertNode(node(pick(kNodes)));
+    } else {
+      s.RemoveNode("n" + std::to_string(pick(kNodes)));
+    }
+    const auto& list = s.node_list();
+    for (size_t a = 0; a < list.size(); ++a) {
+      ASSERT_GE(list[a]->state_class, 0);
+      ASSERT_LT(static_cast<size_t>(list[a]->state_class), s.state_class_bound());
+      EXPECT_EQ(list[a]->name_order, static_cast<int>(a));
+      for (size_t b = a + 1; b < list.size(); ++b) {
+        EXPECT_EQ(list[a]->state_class == list[b]->state_class, list[a]->SameAs(*list[b]))
+            << "step " << step << ": " << list[a]->name << ", " << list[b]->name;
+      }
+    }
+    // Classes are reused: never more than one per node (and the pods' unregistered nodes).
+    EXPECT_LE(s.state_class_bound(), static_cast<size_t>(2 * kNodes));
+  }
 }
 
 }  // namespace
