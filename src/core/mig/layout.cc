@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/mig/layout_table.h"
+
 namespace tessera::mig {
 
 uint32_t PlacementMask(const model::Placement& p) {
@@ -130,6 +132,71 @@ uint32_t GpuMigModel::LargestFreeRun(const Layout& layout) const {
   return best;
 }
 
+ProfileRoom GpuMigModel::Room(const Layout& layout) const {
+  if (table_ != nullptr) {
+    if (const ProfileRoom* room = table_->Find(layout)) return *room;
+  }
+  return ComputeRoom(layout);
+}
+
+namespace {
+
+// The most instances of one profile that fit on top of `layout`, trying every placement.
+int MaxMore(const GpuMigModel& model, Layout& layout, int profile) {
+  int best = 0;
+  for (const auto& pl : model.profiles()[profile].placements) {
+    if (!model.CanPlace(layout, profile, pl)) continue;
+    model.Place(layout, profile, pl);
+    best = std::max(best, 1 + MaxMore(model, layout, profile));
+    model.Remove(layout, profile, pl);
+    if (best >= static_cast<int>(model.profiles()[profile].placements.size())) break;
+  }
+  return best;
+}
+
+}  // namespace
+
+ProfileRoom GpuMigModel::ComputeRoom(const Layout& layout) const {
+  ProfileRoom room{};
+  Layout work = layout;
+  for (size_t p = 0; p < profiles_.size(); ++p) {
+    room[p] = static_cast<uint8_t>(MaxMore(*this, work, static_cast<int>(p)));
+  }
+  return room;
+}
+
+std::string GpuMigModel::RulesKey() const {
+  std::string key;
+  for (size_t p = 0; p < profiles_.size(); ++p) {
+    const auto& pr = profiles_[p];
+    key += pr.name + (allowed_[p] ? "+" : "-") + std::to_string(pr.slice_count) + "/" +
+           std::to_string(max_count_[p]) + ":";
+    for (const auto& pl : pr.placements) {
+      key += std::to_string(pl.start) + "," + std::to_string(pl.size) + ";";
+    }
+    key += "|";
+  }
+  return key;
+}
+
+double GpuMigModel::Placeability(const Layout& layout,
+                                 const std::vector<double>& profile_weights) const {
+  const ProfileRoom room = Room(layout);
+  double value = 0;
+  const size_t n = std::min(profile_weights.size(), profiles_.size());
+  for (size_t p = 0; p < n; ++p) value += profile_weights[p] * room[p];
+  return value;
+}
+
+int32_t GpuMigModel::LargestPlaceable(const Layout& layout) const {
+  const ProfileRoom room = Room(layout);
+  int32_t best = 0;
+  for (size_t p = 0; p < profiles_.size(); ++p) {
+    if (allowed_[p] && room[p] > 0) best = std::max(best, profiles_[p].memory_mib);
+  }
+  return best;
+}
+
 namespace {
 
 struct Option {
@@ -137,13 +204,30 @@ struct Option {
   model::Placement placement;
 };
 
+// Placeability values are sums of weights times small integers: differences below this are
+// rounding, not a better layout.
+constexpr double kPlaceabilityEpsilon = 1e-9;
+
 struct Objective {
   uint32_t free_run = 0;
   uint32_t compute = 0;
   long long memory = 0;
-  // Larger free block first, then fewer compute slices, then less memory.
+  double placeability = 0;
+  int32_t largest = 0;
+
+  // Without a goal: larger free block first, then fewer compute slices, then less memory.
   bool BetterThan(const Objective& o) const {
     if (free_run != o.free_run) return free_run > o.free_run;
+    if (compute != o.compute) return compute < o.compute;
+    return memory < o.memory;
+  }
+  // With a goal: (less memory,) more placeability, larger placeable profile, fewer compute
+  // slices, less memory.
+  bool BetterThan(const Objective& o, const ArrangeGoal& goal) const {
+    if (!goal.allow_larger_profiles && memory != o.memory) return memory < o.memory;
+    if (placeability > o.placeability + kPlaceabilityEpsilon) return true;
+    if (placeability < o.placeability - kPlaceabilityEpsilon) return false;
+    if (largest != o.largest) return largest > o.largest;
     if (compute != o.compute) return compute < o.compute;
     return memory < o.memory;
   }
@@ -152,8 +236,8 @@ struct Objective {
 class ArrangeSearch {
  public:
   ArrangeSearch(const GpuMigModel& model, const std::vector<std::vector<Option>>& options,
-                const std::vector<int>& same_as_previous)
-      : model_(model), options_(options), same_as_previous_(same_as_previous) {}
+                const std::vector<int>& same_as_previous, const ArrangeGoal* goal)
+      : model_(model), options_(options), same_as_previous_(same_as_previous), goal_(goal) {}
 
   bool Run(const Layout& base) {
     chosen_.assign(options_.size(), -1);
@@ -162,6 +246,7 @@ class ArrangeSearch {
     return found_;
   }
   const std::vector<int>& best() const { return best_; }
+  const Objective& best_objective() const { return best_objective_; }
 
  private:
   static constexpr long kBudget = 2'000'000;
@@ -169,8 +254,14 @@ class ArrangeSearch {
   void Visit(size_t i, Layout& layout, long long memory) {
     if (++visited_ > kBudget && found_) return;
     if (i == options_.size()) {
-      Objective o{model_.LargestFreeRun(layout), layout.compute_used, memory};
-      if (!found_ || o.BetterThan(best_objective_)) {
+      Objective o{model_.LargestFreeRun(layout), layout.compute_used, memory, 0, 0};
+      if (goal_ != nullptr) {
+        o.placeability = model_.Placeability(layout, *goal_->profile_weights);
+        o.largest = model_.LargestPlaceable(layout);
+      }
+      const bool better =
+          goal_ != nullptr ? o.BetterThan(best_objective_, *goal_) : o.BetterThan(best_objective_);
+      if (!found_ || better) {
         found_ = true;
         best_objective_ = o;
         best_ = chosen_;
@@ -178,7 +269,9 @@ class ArrangeSearch {
       return;
     }
     // Placing more never grows the free block: prune branches that cannot beat the best.
-    if (found_ && model_.LargestFreeRun(layout) < best_objective_.free_run) return;
+    if (goal_ == nullptr && found_ && model_.LargestFreeRun(layout) < best_objective_.free_run) {
+      return;
+    }
     size_t first = same_as_previous_[i] ? static_cast<size_t>(chosen_[i - 1]) + 1 : 0;
     for (size_t k = first; k < options_[i].size(); ++k) {
       const Option& opt = options_[i][k];
@@ -193,6 +286,7 @@ class ArrangeSearch {
   const GpuMigModel& model_;
   const std::vector<std::vector<Option>>& options_;
   const std::vector<int>& same_as_previous_;
+  const ArrangeGoal* goal_;
   std::vector<int> chosen_;
   std::vector<int> best_;
   Objective best_objective_;
@@ -204,7 +298,25 @@ class ArrangeSearch {
 
 std::optional<std::vector<InstanceChoice>> GpuMigModel::Arrange(
     const Layout& base, const std::vector<InstanceDemand>& demands) const {
-  if (demands.empty()) return std::vector<InstanceChoice>{};
+  return ArrangeWith(base, demands, nullptr, nullptr);
+}
+
+std::optional<std::vector<InstanceChoice>> GpuMigModel::Arrange(
+    const Layout& base, const std::vector<InstanceDemand>& demands, const ArrangeGoal& goal,
+    ArrangeScore* score) const {
+  return ArrangeWith(base, demands, goal.profile_weights != nullptr ? &goal : nullptr, score);
+}
+
+std::optional<std::vector<InstanceChoice>> GpuMigModel::ArrangeWith(
+    const Layout& base, const std::vector<InstanceDemand>& demands, const ArrangeGoal* goal,
+    ArrangeScore* score) const {
+  if (demands.empty()) {
+    if (score != nullptr) {
+      *score = ArrangeScore{0, goal != nullptr ? Placeability(base, *goal->profile_weights) : 0,
+                            LargestPlaceable(base), base.compute_used};
+    }
+    return std::vector<InstanceChoice>{};
+  }
   // Search the most constrained demands first; identical demands are searched in increasing
   // option order so that permutations of the same set are visited once.
   std::vector<size_t> order(demands.size());
@@ -230,12 +342,16 @@ std::optional<std::vector<InstanceChoice>> GpuMigModel::Arrange(
     }
     if (options[i].empty()) return std::nullopt;
   }
-  ArrangeSearch search(*this, options, same);
+  ArrangeSearch search(*this, options, same, goal);
   if (!search.Run(base)) return std::nullopt;
   std::vector<InstanceChoice> out(demands.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const Option& opt = options[i][search.best()[i]];
     out[order[i]] = InstanceChoice{opt.profile, opt.placement};
+  }
+  if (score != nullptr) {
+    const Objective& o = search.best_objective();
+    *score = ArrangeScore{o.memory, o.placeability, o.largest, o.compute};
   }
   return out;
 }

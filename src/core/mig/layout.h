@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,12 @@ struct Layout {
   bool operator==(const Layout&) const = default;
 };
 
+// How many more instances of each profile fit on a GPU in one occupancy, each profile counted
+// on its own ("if every future request asked for this profile, how many could still come").
+using ProfileRoom = std::array<uint8_t, kMaxProfiles>;
+
+class LayoutTable;
+
 // One instance a pod wants: memory to cover and, when given, the core share to cover.
 struct InstanceDemand {
   int32_t mem_mib = 0;
@@ -36,6 +43,25 @@ struct InstanceDemand {
 struct InstanceChoice {
   int profile = -1;
   model::Placement placement;
+};
+
+// What Arrange optimises once the demand mix is known (docs/placement.md).
+struct ArrangeGoal {
+  // Per profile index: the share of future requests that would take this profile. The
+  // placeability of a layout is the sum over profiles of weight x room.
+  const std::vector<double>* profile_weights = nullptr;
+  // Off: each instance gets the smallest eligible profile that can be placed (the least memory
+  // in total), and placeability only chooses among those. On: a larger profile may be chosen
+  // when it leaves more placeability.
+  bool allow_larger_profiles = false;
+};
+
+// How good an arrangement is, for comparing arrangements on different GPUs of a node.
+struct ArrangeScore {
+  int64_t memory = 0;       // MiB of the chosen profiles
+  double placeability = 0;  // of the GPU afterwards
+  int32_t largest = 0;      // memory of the largest profile still placeable afterwards
+  uint32_t compute = 0;     // compute slices in use afterwards
 };
 
 // The MIG rules of one GPU, derived from the profiles it reports and the allowlist.
@@ -67,17 +93,46 @@ class GpuMigModel {
   // search order (smallest profiles first, highest start first). Result order = demands order.
   std::optional<std::vector<InstanceChoice>> Arrange(
       const Layout& base, const std::vector<InstanceDemand>& demands) const;
+  // The same under a demand-aware goal: among arrangements (smallest profiles only, unless the
+  // goal allows larger ones) the most placeability left, then the largest placeable profile,
+  // then the fewest compute slices, then the first in search order. `score` receives the
+  // chosen arrangement's score.
+  std::optional<std::vector<InstanceChoice>> Arrange(const Layout& base,
+                                                     const std::vector<InstanceDemand>& demands,
+                                                     const ArrangeGoal& goal,
+                                                     ArrangeScore* score = nullptr) const;
+
+  // Sum over profiles of weight x room: the expected number of future requests, drawn from the
+  // mix the weights describe, that this GPU could still take.
+  double Placeability(const Layout& layout, const std::vector<double>& profile_weights) const;
+  // Memory of the largest allowed profile that can still be placed (0 when none).
+  int32_t LargestPlaceable(const Layout& layout) const;
 
   // Longest run of free memory slices.
   uint32_t LargestFreeRun(const Layout& layout) const;
 
+  // The room per profile in `layout`: a lookup in the model's layout table when it has one and
+  // the layout is in it, computed otherwise (both give the same answer).
+  ProfileRoom Room(const Layout& layout) const;
+  ProfileRoom ComputeRoom(const Layout& layout) const;
+  // Models with equal rules (profiles, placements, limits, allowlist) share one table.
+  std::string RulesKey() const;
+  void set_table(std::shared_ptr<const LayoutTable> table) { table_ = std::move(table); }
+  const LayoutTable* table() const { return table_.get(); }
+
  private:
+  std::optional<std::vector<InstanceChoice>> ArrangeWith(const Layout& base,
+                                                         const std::vector<InstanceDemand>& demands,
+                                                         const ArrangeGoal* goal,
+                                                         ArrangeScore* score) const;
+
   std::vector<model::MigProfile> profiles_;
   std::vector<bool> allowed_;
   std::vector<model::MediaEngines> media_;  // per profile, parsed once from the name
   std::vector<int32_t> max_count_;          // per profile
   uint32_t memory_slices_ = 0;
   uint32_t compute_slices_ = 0;
+  std::shared_ptr<const LayoutTable> table_;
 };
 
 uint32_t PlacementMask(const model::Placement& placement);

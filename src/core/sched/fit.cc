@@ -7,6 +7,7 @@
 #include "core/common/small_buffer.h"
 #include "core/common/strings.h"
 #include "core/sched/device_order.h"
+#include "core/sched/mig_placement.h"
 #include "core/sched/reasons.h"
 #include "core/sched/topology.h"
 
@@ -398,13 +399,25 @@ bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPr
 }
 
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
-                     const PodPreferences& prefs, const std::vector<double>* device_rank) {
+                     const PodPreferences& prefs, const std::vector<double>* device_rank,
+                     const MigGoal* mig_goal) {
   NodeFit fit;
   if (!node.usable()) {
     fit.reason = node.unusable_reason;
     return fit;
   }
   PodFitter fitter(node, request, prefs, device_rank);
+  if (mig_goal != nullptr && fitter.mig_request() && OnlyMigDevicesAdmitted(node, prefs)) {
+    if (auto plan = PlanMigPlacement(node, request, prefs, mig_goal)) {
+      fit.fits = true;
+      fit.mig_planned = true;
+      fit.mig_drop = plan->placeability_drop;
+      fit.slots = std::move(plan->slots);
+      fit.score = NodeScore(node, fit.slots);
+      return fit;
+    }
+    // The plan is exact, so HAMi's pass cannot fit either; it says why, in HAMi's words.
+  }
   std::string failure;
   if (fitter.Run(&failure)) {
     fit.fits = true;

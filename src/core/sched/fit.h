@@ -26,16 +26,23 @@ struct NodeFit {
   std::string reason;  // HAMi's failure string when it does not fit
   SlotAssignments slots;
   float score = 0;  // node score after placing the pod (binpack: higher is fuller)
+  // With a MIG goal, for a pod placed on MIG GPUs: how much the node's placeability drops.
+  double mig_drop = 0;
+  bool mig_planned = false;  // placed by the goal-driven MIG plan
 };
+
+struct MigGoal;  // core/sched/mig_placement.h
 
 // Filter phase for one node: HAMi's Fit checks in HAMi's order, per container, with MIG
 // instances placed jointly per GPU (exact), and a joint search across the node's MIG GPUs when
 // the container-by-container pass fails. Pure: reads the node, writes nothing.
 // `device_rank`, when given, orders the GPUs for one-GPU shared requests before HAMi's order
 // (lowest rank tried first); the fragmentation-aware scorer passes each GPU's fragmentation
-// after the placement.
+// after the placement. `mig_goal`, when given, places a pod whose admitted GPUs are all MIG by
+// the demand-aware plan (PlanMigPlacement) instead of HAMi's pass.
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
-                     const PodPreferences& prefs, const std::vector<double>* device_rank = nullptr);
+                     const PodPreferences& prefs, const std::vector<double>* device_rank = nullptr,
+                     const MigGoal* mig_goal = nullptr);
 
 // A cheap necessary condition for FitPodOnNode: false only when FitPodOnNode would not fit the
 // pod (each container needs as many GPUs passing HAMi's per-GPU checks against the node's

@@ -6,6 +6,7 @@
 
 #include "core/common/result.h"
 #include "core/model/pod.h"
+#include "core/sched/mig_demand.h"
 
 namespace tessera::sched {
 
@@ -36,6 +37,11 @@ struct PolicyDefaults {
   // the least fragmentation for the observed demand mix; binpack breaks ties (docs/placement.md).
   bool fragmentation_aware = true;
   double demand_decay = 0.9995;  // per observed pod: the mix follows the last few thousand pods
+  // MIG placement (docs/placement.md): what is assumed of future requests before and alongside
+  // the observed ones, and whether an instance may get a larger profile than the smallest that
+  // covers it when that keeps more placeability.
+  MigPrior mig_prior;
+  bool mig_allow_larger_profiles = false;
 };
 
 // Everything a pod's annotations say about where it may go and how to choose.

@@ -8,6 +8,7 @@
 #include "core/codec/pod_devices.h"
 #include "core/common/strings.h"
 #include "core/model/annotations.h"
+#include "core/sched/mig_placement.h"
 #include "core/sched/node_scoring.h"
 #include "core/sched/reasons.h"
 
@@ -26,10 +27,14 @@ Decision Rejected(Decision d, const std::string& message) {
 // this resolution near zero; measured in docs/replay.md).
 constexpr double kFragmentationQuantum = 0.04;
 
+// MIG placeability drops are sums of weights times small integers; this rounds away float noise.
+constexpr double kPlaceabilityQuantum = 1e-6;
+
 // How a node that fits compares with the others.
 struct Rank {
-  double bucket;  // the fragmentation delta in quanta (rounded down); 0 when not used
-  float score;    // NodeFit::score
+  double bucket;    // binpack: the fragmentation (or MIG placeability) cost in quanta; else 0
+  float score;      // NodeFit::score
+  double tiebreak;  // spread: the MIG placeability drop in quanta; else 0
 };
 
 // The first by name (ClusterState keeps each node's position in name order).
@@ -48,6 +53,7 @@ bool Better(const Rank& candidate, const Rank& best, const state::NodeState& can
     return policy == NodePolicy::kBinpack ? candidate.score > best.score
                                           : candidate.score < best.score;
   }
+  if (candidate.tiebreak != best.tiebreak) return candidate.tiebreak < best.tiebreak;
   return NameBefore(candidate_node, best_node);
 }
 
@@ -126,6 +132,10 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   const bool rank_gpus =
       by_fragmentation && single != nullptr && prefs->vgpu_mode.value_or("hami-core") != "mig";
   const PreparedTarget prepared(target);
+  // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
+  const MigWeights mig_weights(mig_mix_, defaults_.mig_prior);
+  const MigGoal mig_goal{&mig_weights, defaults_.mig_allow_larger_profiles};
+  const MigGoal* goal = defaults_.fragmentation_aware ? &mig_goal : nullptr;
 
   // Nodes in the same state give the same answer; evaluate each state once (an equivalence
   // cache, as kube-scheduler once had). Not used when the answer depends on GPU UUIDs.
@@ -156,10 +166,17 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     if (rank_gpus) SingleGpuRanks(ns, capacity, *single, cpu_milli, prepared, &ranks, &scratch);
     e.fit = static_cast<uint32_t>(full_fits.size());
     NodeFit& fit = full_fits.emplace_back(
-        FitPodOnNode(ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr));
+        FitPodOnNode(ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr, goal));
     e.fits = fit.fits;
-    e.rank = Rank{0, fit.score};
-    if (fit.fits && by_fragmentation) {
+    e.rank = Rank{0, fit.score, 0};
+    if (fit.fits && fit.mig_planned) {
+      const double drop = std::round(fit.mig_drop / kPlaceabilityQuantum);
+      if (prefs->node_policy == NodePolicy::kBinpack) {
+        e.rank.bucket = drop;
+      } else {
+        e.rank.tiebreak = drop;
+      }
+    } else if (fit.fits && by_fragmentation) {
       const double before = NodeFragmentation(capacity, prepared);
       scratch = capacity;
       ApplyToCapacity(ns, fit.slots, cpu_milli, &scratch);
@@ -187,7 +204,7 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     if (use_cache) result = by_class[ns->state_class];
     if (result == kNone) {
       result = static_cast<uint32_t>(evaluated.size());
-      Evaluated& e = evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0}});
+      Evaluated& e = evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0, 0}});
       // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
       if (MayFit(*ns, request.value(), prefs.value())) evaluate(e);
       if (use_cache) by_class[ns->state_class] = result;
@@ -268,6 +285,15 @@ std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& 
     }
     if (auto shape = ShapeOf(*request, model::PodCpuRequestMilli(pod), type)) {
       mix_.Observe(*shape);
+    }
+    // A request not pinned to another mode may land on a MIG GPU: it is part of the MIG mix.
+    const std::string* mode = pod.Annotation(std::string(model::annotations::kVgpuMode));
+    if (mode == nullptr || mode->find("mig") != std::string::npos) {
+      for (size_t i = 0; i < request->slots.size(); ++i) {
+        const ContainerRequest& k = request->slots[i];
+        if (request->IsInit(i) || k.Empty()) continue;
+        mig_mix_.Observe(MigDemandOf(k), k.nums);
+      }
     }
   }
   return previous;

@@ -10,6 +10,7 @@
 #include "core/model/pod.h"
 #include "core/sched/fit.h"
 #include "core/sched/fragmentation.h"
+#include "core/sched/mig_demand.h"
 #include "core/sched/preferences.h"
 #include "core/sched/request.h"
 #include "core/state/cluster_state.h"
@@ -44,7 +45,10 @@ struct Decision {
 class Scheduler {
  public:
   Scheduler(state::ClusterState& state, PolicyDefaults defaults)
-      : state_(state), defaults_(std::move(defaults)), mix_(defaults_.demand_decay) {}
+      : state_(state),
+        defaults_(std::move(defaults)),
+        mix_(defaults_.demand_decay),
+        mig_mix_(defaults_.demand_decay) {}
 
   // Parse, filter and score without changing anything. `candidates` limits the nodes (the
   // extender's NodeNames); nullptr means every node. `now_unix` stamps hami.io/vgpu-time.
@@ -80,6 +84,12 @@ class Scheduler {
   // callers may add what the scheduler does not see (a prior, CPU-only pods in a replay).
   void ObserveDemand(const DemandShape& shape, double weight = 1.0) { mix_.Observe(shape, weight); }
   const DemandMix& demand_mix() const { return mix_; }
+  // The MIG instances seen, for the placeability objective (Schedule observes every GPU pod not
+  // pinned to a non-MIG mode).
+  void ObserveMigDemand(const MigDemandKey& key, double weight = 1.0) {
+    mig_mix_.Observe(key, weight);
+  }
+  const MigDemandMix& mig_demand_mix() const { return mig_mix_; }
 
  private:
   // `unregistered`: candidate names with no node (they fail with "node unregistered").
@@ -93,6 +103,7 @@ class Scheduler {
   state::ClusterState& state_;
   PolicyDefaults defaults_;
   DemandMix mix_;
+  MigDemandMix mig_mix_;
   bool explain_failures_ = true;
 };
 

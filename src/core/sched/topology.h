@@ -15,10 +15,4 @@ inline constexpr long kMaxTopologySubsets = 20000;
 std::vector<int> PickByTopology(const state::NodeState& node, const std::vector<int>& candidates,
                                 int count);
 
-// Exact joint placement of all of a pod's MIG instances over the node's MIG GPUs: used when the
-// container-by-container pass fails, so that a feasible pod is never rejected.
-std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
-                                              const PodRequest& request,
-                                              const PodPreferences& prefs);
-
 }  // namespace tessera::sched

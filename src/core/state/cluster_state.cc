@@ -4,6 +4,7 @@
 
 #include "core/codec/node_register.h"
 #include "core/common/strings.h"
+#include "core/mig/layout_table.h"
 #include "core/model/annotations.h"
 
 namespace tessera::state {
@@ -109,6 +110,13 @@ const PodReservation* ClusterState::pod(const std::string& key) const {
   return it == pods_.end() ? nullptr : &it->second;
 }
 
+std::shared_ptr<const mig::LayoutTable> ClusterState::LayoutTableFor(
+    const mig::GpuMigModel& model) {
+  std::shared_ptr<const mig::LayoutTable>& table = layout_tables_[model.RulesKey()];
+  if (table == nullptr) table = std::make_shared<const mig::LayoutTable>(model);
+  return table;
+}
+
 void ClusterState::UpsertNode(const model::Node& node) {
   NodeState& ns = nodes_[node.name];
   // Forget what this node's pods applied: usage is rebuilt against the new device list.
@@ -146,7 +154,8 @@ void ClusterState::UpsertNode(const model::Node& node) {
     for (auto& uuid : SplitTrimmed(*c, ',')) ns.cordoned.insert(uuid);
   }
   for (const auto& d : ns.devices) {
-    ns.mig_models.emplace_back(d, config_.nvidia.AllowedProfiles(d.type));
+    mig::GpuMigModel& model = ns.mig_models.emplace_back(d, config_.nvidia.AllowedProfiles(d.type));
+    if (d.IsMig()) model.set_table(LayoutTableFor(model));
   }
   ns.cpu_allocatable_milli = model::NodeCpuAllocatableMilli(node);
   ns.types_upper.clear();

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,6 +145,9 @@ class ClusterState {
   };
 
   int SpecId(const NodeState& node);
+  // The layout table of a MIG model, built on first use and shared by every GPU with the same
+  // rules (a handful of models per cluster).
+  std::shared_ptr<const mig::LayoutTable> LayoutTableFor(const mig::GpuMigModel& model);
   // Recomputes the node's signature and moves it to the class of its state.
   void RefreshSignature(NodeState& node);
   void ReleaseClass(int id);
@@ -151,6 +155,7 @@ class ClusterState {
 
   config::SchedulerConfig config_;
   std::map<std::string, int> spec_ids_;  // canonical device description -> id
+  std::map<std::string, std::shared_ptr<const mig::LayoutTable>> layout_tables_;  // by RulesKey
   std::map<std::string, NodeState> nodes_;
   std::vector<const NodeState*> node_list_;
   std::map<std::string, PodReservation> pods_;

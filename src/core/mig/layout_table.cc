@@ -1,0 +1,68 @@
+#include "core/mig/layout_table.h"
+
+#include <algorithm>
+
+namespace tessera::mig {
+
+size_t LayoutHash::operator()(const Layout& layout) const {
+  // FNV-1a over the fields that tell layouts apart.
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ULL;
+  };
+  mix(layout.occupied);
+  mix(layout.compute_used);
+  for (uint8_t c : layout.counts) mix(c);
+  mix(static_cast<uint64_t>(layout.media_shared) << 16 |
+      static_cast<uint64_t>(layout.media_all) << 8 | layout.with_media);
+  return static_cast<size_t>(h);
+}
+
+LayoutTable::LayoutTable(const GpuMigModel& model, size_t max_states) {
+  const auto& profiles = model.profiles();
+  // Breadth-first from the empty GPU: a state's successors hold one more instance, so every
+  // successor is discovered after its predecessor and a reverse pass sees successors first.
+  std::vector<Layout>& states = states_;
+  states.push_back(Layout{});
+  index_.emplace(Layout{}, 0);
+  for (size_t i = 0; i < states.size(); ++i) {
+    for (size_t p = 0; p < profiles.size(); ++p) {
+      for (const auto& pl : profiles[p].placements) {
+        if (!model.CanPlace(states[i], static_cast<int>(p), pl)) continue;
+        Layout next = states[i];
+        model.Place(next, static_cast<int>(p), pl);
+        if (index_.count(next) > 0) continue;
+        if (states.size() >= max_states) {
+          complete_ = false;
+          continue;
+        }
+        index_.emplace(next, static_cast<uint32_t>(states.size()));
+        states.push_back(next);
+      }
+    }
+  }
+  rooms_.assign(states.size(), ProfileRoom{});
+  for (size_t i = states.size(); i-- > 0;) {
+    for (size_t p = 0; p < profiles.size(); ++p) {
+      int best = 0;
+      for (const auto& pl : profiles[p].placements) {
+        if (!model.CanPlace(states[i], static_cast<int>(p), pl)) continue;
+        Layout next = states[i];
+        model.Place(next, static_cast<int>(p), pl);
+        auto it = index_.find(next);
+        int after = it != index_.end() ? rooms_[it->second][p]
+                                       : model.ComputeRoom(next)[p];  // past max_states
+        best = std::max(best, 1 + after);
+      }
+      rooms_[i][p] = static_cast<uint8_t>(best);
+    }
+  }
+}
+
+const ProfileRoom* LayoutTable::Find(const Layout& layout) const {
+  auto it = index_.find(layout);
+  return it == index_.end() ? nullptr : &rooms_[it->second];
+}
+
+}  // namespace tessera::mig

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mig/layout.h"
+
+namespace tessera::mig {
+
+struct LayoutHash {
+  size_t operator()(const Layout& layout) const;
+};
+
+// Every occupancy a GPU of one model can reach from empty by legal placements (rules R1-R5,
+// compute slices and media engines included, since Layout carries them), with the room each
+// leaves per profile. A GPU has at most a few thousand such states, so the table is computed
+// once per model at start-up and a scoring step becomes a lookup.
+class LayoutTable {
+ public:
+  // Stops at `max_states` (Find then answers nullptr for the rest; callers fall back to
+  // GpuMigModel::ComputeRoom).
+  explicit LayoutTable(const GpuMigModel& model, size_t max_states = 1U << 20);
+
+  // nullptr when `layout` is not a reachable state of this model.
+  const ProfileRoom* Find(const Layout& layout) const;
+  size_t size() const { return rooms_.size(); }
+  // The reachable layouts, in breadth-first order from the empty GPU.
+  const std::vector<Layout>& states() const { return states_; }
+  bool complete() const { return complete_; }
+
+ private:
+  std::unordered_map<Layout, uint32_t, LayoutHash> index_;
+  std::vector<Layout> states_;
+  std::vector<ProfileRoom> rooms_;
+  bool complete_ = true;
+};
+
+}  // namespace tessera::mig

@@ -1,0 +1,136 @@
+#include "core/sched/mig_demand.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/common/strings.h"
+
+namespace tessera::sched {
+
+MigDemandKey MigDemandOf(const ContainerRequest& request) {
+  MigDemandKey key;
+  key.mem_mib = request.mem_mib;
+  key.mem_percent = request.mem_mib > 0 ? 0 : request.mem_percent;
+  key.cores = request.cores;
+  return key;
+}
+
+void MigDemandMix::Observe(const MigDemandKey& key, double weight) {
+  if (weight <= 0) return;
+  // Decay everything by growing the scale new observations are stored at.
+  scale_ /= decay_;
+  counts_[key] += weight * scale_;
+  total_ += weight * scale_;
+  if (counts_.size() > max_kinds_) {
+    // Forget the rarest kind (deterministic: the first in key order among equal counts).
+    auto rarest = counts_.begin();
+    for (auto it = counts_.begin(); it != counts_.end(); ++it) {
+      if (it->second < rarest->second) rarest = it;
+    }
+    total_ -= rarest->second;
+    counts_.erase(rarest);
+  }
+  if (scale_ > 1e100) {  // renormalise long before overflow
+    for (auto& [k, c] : counts_) c /= scale_;
+    total_ /= scale_;
+    scale_ = 1.0;
+  }
+  ++version_;
+}
+
+std::vector<std::pair<MigDemandKey, double>> MigDemandMix::Entries() const {
+  std::vector<std::pair<MigDemandKey, double>> out;
+  out.reserve(counts_.size());
+  for (const auto& [k, c] : counts_) out.emplace_back(k, c / scale_);
+  return out;
+}
+
+Result<MigPrior> ParseMigPrior(const std::string& text, double strength) {
+  MigPrior prior;
+  prior.strength = strength;
+  if (strength < 0)
+    return Error{"MIG prior strength must be >= 0, got " + std::to_string(strength)};
+  if (Trim(text).empty()) return prior;
+  double sum = 0;
+  for (const std::string& entry : SplitTrimmed(text, ',')) {
+    const size_t eq = entry.find('=');
+    const std::string size = eq == std::string::npos ? "" : Trim(entry.substr(0, eq));
+    const std::string value = eq == std::string::npos ? "" : Trim(entry.substr(eq + 1));
+    if (size.size() < 2 || size.back() != 'g' ||
+        !std::all_of(size.begin(), size.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
+      return Error{"MIG prior entry \"" + entry + "\": expected <N>g=<weight>, e.g. 1g=4"};
+    }
+    char* end = nullptr;
+    const double w = std::strtod(value.c_str(), &end);
+    if (value.empty() || end == nullptr || *end != '\0' || !(w >= 0) || w > 1e9) {
+      return Error{"MIG prior entry \"" + entry + "\": weight must be a number >= 0"};
+    }
+    const auto slices = static_cast<uint32_t>(std::stoul(size.substr(0, size.size() - 1)));
+    if (slices == 0 || slices > 32) {
+      return Error{"MIG prior entry \"" + entry + "\": size must be 1g to 32g"};
+    }
+    prior.by_slices[slices] += w;
+    sum += w;
+  }
+  if (sum <= 0) return Error{"MIG prior \"" + text + "\": at least one weight must be > 0"};
+  return prior;
+}
+
+MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior)
+    : entries_(mix.Entries()), total_(mix.total()), prior_(prior) {}
+
+const std::vector<double>& MigWeights::For(const mig::GpuMigModel& model) const {
+  const void* key = model.table() != nullptr ? static_cast<const void*>(model.table())
+                                             : static_cast<const void*>(&model);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) it = cache_.emplace(key, Compute(model)).first;
+  return it->second;
+}
+
+std::vector<double> MigWeights::Compute(const mig::GpuMigModel& model) const {
+  const auto& profiles = model.profiles();
+  std::vector<double> weights(profiles.size(), 0.0);
+  // The prior: per size, the smallest plain (default media) allowed profile of that size.
+  std::map<uint32_t, int> by_size;
+  for (size_t p = 0; p < profiles.size(); ++p) {
+    if (!model.Allowed(static_cast<int>(p)) || profiles[p].placements.empty()) continue;
+    if (profiles[p].media() != model::MediaEngines::kDefault) continue;
+    auto [slot, inserted] = by_size.emplace(profiles[p].slice_count, static_cast<int>(p));
+    if (!inserted && profiles[p].memory_mib < profiles[slot->second].memory_mib) {
+      slot->second = static_cast<int>(p);
+    }
+  }
+  double prior_sum = 0;
+  for (const auto& [size, p] : by_size) {
+    if (prior_.by_slices.empty()) {
+      prior_sum += 1;
+    } else if (auto w = prior_.by_slices.find(size); w != prior_.by_slices.end()) {
+      prior_sum += w->second;
+    }
+  }
+  const double denominator = prior_.strength + total_;
+  if (denominator <= 0) return weights;
+  if (prior_sum > 0) {
+    for (const auto& [size, p] : by_size) {
+      double w = 1;
+      if (!prior_.by_slices.empty()) {
+        auto found = prior_.by_slices.find(size);
+        w = found == prior_.by_slices.end() ? 0 : found->second;
+      }
+      weights[p] += prior_.strength * w / prior_sum / denominator;
+    }
+  }
+  const int32_t largest = model.LargestProfileMemory();
+  for (const auto& [key, count] : entries_) {
+    mig::InstanceDemand demand{key.mem_mib, key.cores};
+    if (key.mem_mib == 0) {
+      demand.mem_mib = static_cast<int32_t>(static_cast<int64_t>(largest) * key.mem_percent / 100);
+    }
+    const std::vector<int> eligible = model.EligibleProfiles(demand);
+    if (eligible.empty()) continue;  // cannot run on this model at all: no room to keep
+    weights[eligible.front()] += count / denominator;
+  }
+  return weights;
+}
+
+}  // namespace tessera::sched

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/mig/layout.h"
+#include "core/sched/request.h"
+
+namespace tessera::sched {
+
+// One MIG instance as a pod asks for it, independent of the GPU model it may land on: the
+// profile it maps to is resolved per model (smallest eligible profile).
+struct MigDemandKey {
+  int32_t mem_mib = 0;      // 0: use mem_percent
+  int32_t mem_percent = 0;  // of the largest allowed profile's memory
+  int32_t cores = 0;
+  auto operator<=>(const MigDemandKey&) const = default;
+};
+
+MigDemandKey MigDemandOf(const ContainerRequest& request);
+
+// The MIG requests the cluster sees, learned online: each observed instance adds 1 to its key
+// and every count decays by `decay` per observation, so the mix follows the recent workload.
+class MigDemandMix {
+ public:
+  explicit MigDemandMix(double decay = 0.9995, size_t max_kinds = 64)
+      : decay_(decay), max_kinds_(max_kinds) {}
+  void Observe(const MigDemandKey& key, double weight = 1.0);
+  // Current (decayed) counts; their sum is total().
+  std::vector<std::pair<MigDemandKey, double>> Entries() const;
+  double total() const { return total_ / scale_; }
+  uint64_t version() const { return version_; }
+
+ private:
+  double decay_;
+  size_t max_kinds_;
+  double scale_ = 1.0;  // counts are stored multiplied by scale_, so decay is O(1)
+  double total_ = 0;
+  std::map<MigDemandKey, double> counts_;
+  uint64_t version_ = 0;
+};
+
+// What is assumed before (and alongside) observations: a weight per profile size in compute
+// slices ("1g=4,3g=1"); empty = every size the GPU model offers, equally. `strength` is how
+// many observations the prior is worth.
+struct MigPrior {
+  std::map<uint32_t, double> by_slices;
+  double strength = 8;
+};
+
+// Parses "1g=4,2g=1,7g=0.5" (weights >= 0, at least one > 0). Errors name the entry.
+Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
+
+// One scheduling decision's view of the mix: for each MIG model (by its rules), the share of
+// future requests that would take each of its profiles — the prior and the observed mix
+// combined as (strength x prior + counts) / (strength + total). Built per decision, cached per
+// model inside it; not shared between threads.
+class MigWeights {
+ public:
+  MigWeights(const MigDemandMix& mix, const MigPrior& prior);
+  const std::vector<double>& For(const mig::GpuMigModel& model) const;
+
+ private:
+  std::vector<double> Compute(const mig::GpuMigModel& model) const;
+
+  std::vector<std::pair<MigDemandKey, double>> entries_;
+  double total_ = 0;
+  const MigPrior& prior_;
+  mutable std::map<const void*, std::vector<double>> cache_;  // by layout table (or model)
+};
+
+}  // namespace tessera::sched

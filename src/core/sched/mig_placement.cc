@@ -1,0 +1,230 @@
+#include "core/sched/mig_placement.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace tessera::sched {
+namespace {
+
+// See kPlaceabilityEpsilon in core/mig/layout.cc: smaller differences are rounding.
+constexpr double kEpsilon = 1e-9;
+
+bool DeviceAdmitted(const state::NodeState& node, size_t dev, const PodPreferences& prefs) {
+  const model::GpuDevice& d = node.devices[dev];
+  if (!d.IsMig() || !d.healthy || !node.usage[dev].Trusted()) return false;
+  if (node.cordoned.count(d.uuid) > 0) return false;
+  if (prefs.vgpu_mode && prefs.vgpu_mode->find(d.mode) == std::string::npos) return false;
+  if (!prefs.use_uuids.empty() &&
+      std::find(prefs.use_uuids.begin(), prefs.use_uuids.end(), d.uuid) == prefs.use_uuids.end()) {
+    return false;
+  }
+  if (std::find(prefs.nouse_uuids.begin(), prefs.nouse_uuids.end(), d.uuid) !=
+      prefs.nouse_uuids.end()) {
+    return false;
+  }
+  const std::string& type = node.types_upper[dev];
+  bool type_ok = prefs.use_types.empty();
+  for (const auto& t : prefs.use_types) type_ok = type_ok || type.find(t) != std::string::npos;
+  for (const auto& t : prefs.nouse_types) type_ok = type_ok && type.find(t) == std::string::npos;
+  if (!type_ok) return false;
+  return !(prefs.gpu_policy.mutex && node.usage[dev].used != 0);
+}
+
+class PlanSearch {
+ public:
+  PlanSearch(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs,
+             const MigGoal* goal)
+      : node_(node), goal_(goal) {
+    for (size_t slot = 0; slot < request.slots.size(); ++slot) {
+      const ContainerRequest& k = request.slots[slot];
+      for (int32_t i = 0; i < k.nums; ++i) instances_.push_back({static_cast<int>(slot), k});
+    }
+    for (size_t dev = 0; dev < node.devices.size(); ++dev) {
+      if (DeviceAdmitted(node, dev, prefs)) devices_.push_back(static_cast<int>(dev));
+    }
+    const size_t n = node.devices.size();
+    pending_.assign(n, {});
+    owners_.assign(n, {});
+    choice_.assign(instances_.size(), -1);
+    if (goal_ != nullptr) {
+      goals_.resize(n);
+      before_.resize(n);
+      after_.resize(n);
+      for (int dev : devices_) {
+        const mig::GpuMigModel& model = node.mig_models[dev];
+        goals_[dev] = mig::ArrangeGoal{&goal_->weights->For(model), goal_->allow_larger_profiles};
+        model.Arrange(node.usage[dev].layout, {}, goals_[dev], &before_[dev]);
+        after_[dev] = before_[dev];
+      }
+    }
+  }
+
+  std::optional<MigPlan> Run(size_t num_slots) {
+    if (instances_.empty() || devices_.empty()) return std::nullopt;
+    Visit(0);
+    if (!found_) return std::nullopt;
+    MigPlan plan = best_;
+    plan.slots.assign(num_slots, {});
+    for (int dev : devices_) {
+      if (best_pending_[dev].empty()) continue;
+      const mig::GpuMigModel& model = node_.mig_models[dev];
+      auto arranged = goal_ != nullptr
+                          ? model.Arrange(node_.usage[dev].layout, best_pending_[dev], goals_[dev])
+                          : model.Arrange(node_.usage[dev].layout, best_pending_[dev]);
+      const auto& profiles = model.profiles();
+      for (size_t j = 0; j < best_owners_[dev].size(); ++j) {
+        const auto& c = (*arranged)[j];
+        plan.slots[best_owners_[dev][j]].push_back(DeviceAssignment{
+            dev, profiles[c.profile].memory_mib, profiles[c.profile].core, c.profile, c.placement});
+      }
+    }
+    return plan;
+  }
+
+ private:
+  static constexpr long kBudget = 200000;
+
+  mig::InstanceDemand Demand(size_t t, int dev) const {
+    const ContainerRequest& k = instances_[t].second;
+    int32_t mem = k.mem_mib;
+    if (mem == 0) {
+      mem = static_cast<int32_t>(
+          static_cast<int64_t>(node_.mig_models[dev].LargestProfileMemory()) * k.mem_percent / 100);
+    }
+    return mig::InstanceDemand{mem, k.cores};
+  }
+
+  // An earlier GPU with the same rules, the same layout and the same instances of this pod
+  // gives the same answer: trying this one too only finds ties.
+  bool SameAsEarlier(size_t i) const {
+    const int dev = devices_[i];
+    for (size_t j = 0; j < i; ++j) {
+      const int other = devices_[j];
+      const auto& a = node_.mig_models[dev];
+      const auto& b = node_.mig_models[other];
+      if (a.table() == nullptr || a.table() != b.table()) continue;
+      if (node_.usage[dev].layout == node_.usage[other].layout &&
+          pending_[dev] == pending_[other]) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  MigPlan Score() const {
+    MigPlan plan;
+    for (int dev : devices_) {
+      if (pending_[dev].empty()) continue;
+      plan.gpus_used++;
+      plan.memory += after_[dev].memory;
+      plan.placeability_drop += before_[dev].placeability - after_[dev].placeability;
+      plan.largest_gain += after_[dev].largest - before_[dev].largest;
+    }
+    return plan;
+  }
+
+  bool Better(const MigPlan& a, const MigPlan& b) const {
+    if (!goal_->allow_larger_profiles && a.memory != b.memory) return a.memory < b.memory;
+    if (a.placeability_drop < b.placeability_drop - kEpsilon) return true;
+    if (a.placeability_drop > b.placeability_drop + kEpsilon) return false;
+    if (a.largest_gain != b.largest_gain) return a.largest_gain > b.largest_gain;
+    return a.gpus_used < b.gpus_used;
+  }
+
+  void Leaf() {
+    if (goal_ == nullptr) {
+      found_ = true;
+      done_ = true;
+    } else {
+      MigPlan plan = Score();
+      if (found_ && !Better(plan, best_)) return;
+      found_ = true;
+      best_ = std::move(plan);
+    }
+    best_pending_ = pending_;
+    best_owners_ = owners_;
+  }
+
+  void Visit(size_t t) {
+    if (done_) return;
+    if (t == instances_.size()) {
+      Leaf();
+      return;
+    }
+    if (++calls_ > kBudget && found_) {
+      done_ = true;
+      return;
+    }
+    // Identical instances of one container go to GPUs in non-decreasing order: each set of
+    // GPUs is tried once, not once per permutation.
+    size_t first = 0;
+    if (t > 0 && instances_[t - 1].first == instances_[t].first) first = choice_[t - 1];
+    for (size_t i = first; i < devices_.size() && !done_; ++i) {
+      const int dev = devices_[i];
+      if (goal_ != nullptr && SameAsEarlier(i)) continue;
+      const mig::GpuMigModel& model = node_.mig_models[dev];
+      pending_[dev].push_back(Demand(t, dev));
+      const mig::ArrangeScore saved = goal_ != nullptr ? after_[dev] : mig::ArrangeScore{};
+      const bool fits =
+          goal_ != nullptr
+              ? model.Arrange(node_.usage[dev].layout, pending_[dev], goals_[dev], &after_[dev])
+                    .has_value()
+              : model.Arrange(node_.usage[dev].layout, pending_[dev]).has_value();
+      if (fits) {
+        owners_[dev].push_back(instances_[t].first);
+        choice_[t] = static_cast<int>(i);
+        Visit(t + 1);
+        owners_[dev].pop_back();
+      }
+      if (goal_ != nullptr) after_[dev] = saved;
+      pending_[dev].pop_back();
+    }
+  }
+
+  const state::NodeState& node_;
+  const MigGoal* goal_;
+  std::vector<std::pair<int, ContainerRequest>> instances_;
+  std::vector<int> devices_;
+  std::vector<std::vector<mig::InstanceDemand>> pending_;
+  std::vector<std::vector<int>> owners_;
+  std::vector<int> choice_;
+  std::vector<mig::ArrangeGoal> goals_;    // per device, with a goal
+  std::vector<mig::ArrangeScore> before_;  // per device: the GPU as it is
+  std::vector<mig::ArrangeScore> after_;   // per device: with this plan's instances
+  MigPlan best_;
+  std::vector<std::vector<mig::InstanceDemand>> best_pending_;
+  std::vector<std::vector<int>> best_owners_;
+  bool found_ = false;
+  bool done_ = false;
+  long calls_ = 0;
+};
+
+}  // namespace
+
+std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodRequest& request,
+                                        const PodPreferences& prefs, const MigGoal* goal) {
+  PlanSearch search(node, request, prefs,
+                    goal != nullptr && goal->weights != nullptr ? goal : nullptr);
+  return search.Run(request.slots.size());
+}
+
+std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
+                                              const PodRequest& request,
+                                              const PodPreferences& prefs) {
+  auto plan = PlanMigPlacement(node, request, prefs, nullptr);
+  if (!plan) return std::nullopt;
+  return std::move(plan->slots);
+}
+
+bool OnlyMigDevicesAdmitted(const state::NodeState& node, const PodPreferences& prefs) {
+  bool any = false;
+  for (const auto& d : node.devices) {
+    if (prefs.vgpu_mode && prefs.vgpu_mode->find(d.mode) == std::string::npos) continue;
+    if (!d.IsMig()) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace tessera::sched

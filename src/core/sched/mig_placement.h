@@ -1,0 +1,49 @@
+#pragma once
+
+#include <optional>
+
+#include "core/sched/fit.h"
+#include "core/sched/mig_demand.h"
+#include "core/sched/preferences.h"
+#include "core/sched/request.h"
+#include "core/state/cluster_state.h"
+
+namespace tessera::sched {
+
+// The demand-aware goal of MIG placement (docs/placement.md): keep the node's placeability —
+// the expected number of future requests, drawn from the demand mix, it could still take —
+// as high as possible.
+struct MigGoal {
+  const MigWeights* weights = nullptr;
+  bool allow_larger_profiles = false;
+};
+
+// A placement of all of a pod's MIG instances on one node.
+struct MigPlan {
+  SlotAssignments slots;
+  double placeability_drop = 0;  // the node's placeability before minus after
+  int64_t memory = 0;            // MiB of the chosen profiles
+  int32_t largest_gain = 0;      // change in the sum over GPUs of the largest placeable profile
+  int gpus_used = 0;
+};
+
+// Exact joint placement of every instance of the pod over the node's MIG GPUs (those the pod's
+// preferences admit). Without a goal: the first feasible plan (a pod that fits is never
+// rejected). With a goal: the best plan by (least memory unless larger profiles are allowed,
+// least placeability drop, largest placeable profiles kept, fewest GPUs, first in GPU order),
+// searched exhaustively; GPUs with the same rules and the same layout are interchangeable, so
+// only the first of them is tried for each instance. Beyond a search budget (pods with many
+// instances on many GPUs) the best plan found so far is returned.
+std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodRequest& request,
+                                        const PodPreferences& prefs, const MigGoal* goal);
+
+// The same without a goal: used when the container-by-container pass fails.
+std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
+                                              const PodRequest& request,
+                                              const PodPreferences& prefs);
+
+// Whether every GPU of the node the pod may use (by its nvidia.com/vgpu-mode) is in MIG mode:
+// then the placement is MIG placement alone and the goal-driven plan replaces HAMi's pass.
+bool OnlyMigDevicesAdmitted(const state::NodeState& node, const PodPreferences& prefs);
+
+}  // namespace tessera::sched

@@ -1,0 +1,134 @@
+// The layout tables against brute force, over every reachable state of every built-in model.
+#include "core/mig/layout_table.h"
+
+#include <gtest/gtest.h>
+
+#include "core/mig/catalog.h"
+#include "support/builders.h"
+
+namespace tessera::mig {
+namespace {
+
+model::GpuDevice DeviceFor(const GpuModelSpec& spec) {
+  model::GpuDevice d;
+  d.uuid = "GPU-" + spec.model;
+  d.count = 7;
+  d.total_mem_mib = spec.memory_mib;
+  d.total_cores = 100;
+  d.type = "NVIDIA " + spec.model;
+  d.mode = "mig";
+  d.healthy = true;
+  d.mig_profiles = spec.profiles;
+  return d;
+}
+
+// Is there any (eligible profile, placement) for `demand` on `layout`? Exhaustive.
+bool AnyPlacement(const GpuMigModel& model, const Layout& layout, const InstanceDemand& demand) {
+  for (int p : model.EligibleProfiles(demand)) {
+    for (const auto& pl : model.profiles()[p].placements) {
+      if (model.CanPlace(layout, p, pl)) return true;
+    }
+  }
+  return false;
+}
+
+TEST(LayoutTableTest, EveryReachableStateOfEveryModelAgreesWithBruteForce) {
+  auto catalog = GpuModelCatalog::Builtin();
+  ASSERT_TRUE(catalog.ok());
+  int models = 0;
+  size_t states_checked = 0;
+  for (const auto& spec : catalog->models()) {
+    if (!spec.complete) continue;
+    SCOPED_TRACE(spec.model);
+    ++models;
+    const model::GpuDevice device = DeviceFor(spec);
+    GpuMigModel model(device, nullptr);
+    auto table = std::make_shared<const LayoutTable>(model);
+    ASSERT_TRUE(table->complete());
+    ASSERT_GT(table->size(), 1U);
+    model.set_table(table);
+    // Uniform weights over the profiles: the goal-driven Arrange is exercised on every state.
+    const std::vector<double> weights(model.profiles().size(), 1.0);
+    const ArrangeGoal goal{&weights, false};
+    for (const Layout& layout : table->states()) {
+      ASSERT_NE(table->Find(layout), nullptr);
+      // The room the table stores is the room an exhaustive search finds.
+      ASSERT_EQ(*table->Find(layout), model.ComputeRoom(layout));
+      for (size_t p = 0; p < model.profiles().size(); ++p) {
+        const auto& profile = model.profiles()[p];
+        const InstanceDemand demand{profile.memory_mib, 0};
+        const bool oracle = AnyPlacement(model, layout, demand);
+        auto arranged = model.Arrange(layout, {demand}, goal);
+        // No false "infeasible", no false "feasible".
+        ASSERT_EQ(arranged.has_value(), oracle) << profile.name;
+        if (!arranged) continue;
+        const InstanceChoice& c = (*arranged)[0];
+        // Legal: listed placement, no overlap, limits and media engines (CanPlace checks all).
+        ASSERT_TRUE(model.CanPlace(layout, c.profile, c.placement)) << profile.name;
+        // The smallest covering profile that can be placed (larger ones are not allowed here).
+        for (int q : model.EligibleProfiles(demand)) {
+          if (model.profiles()[q].memory_mib >= model.profiles()[c.profile].memory_mib) break;
+          for (const auto& pl : model.profiles()[q].placements) {
+            ASSERT_FALSE(model.CanPlace(layout, q, pl)) << "smaller " << model.profiles()[q].name;
+          }
+        }
+      }
+      ++states_checked;
+    }
+  }
+  EXPECT_GE(models, 10);
+  EXPECT_GT(states_checked, 1000U);
+}
+
+TEST(LayoutTableTest, RoomCountsInstancesOfOneProfileAlone) {
+  GpuMigModel model(testing::A100Mig("GPU-a"), nullptr);
+  LayoutTable table(model);
+  const int one_g = model.ProfileIndex("1g.5gb");
+  const int four_g = model.ProfileIndex("4g.20gb");
+  const int seven_g = model.ProfileIndex("7g.40gb");
+  const ProfileRoom* empty = table.Find(Layout{});
+  ASSERT_NE(empty, nullptr);
+  EXPECT_EQ((*empty)[one_g], 7);
+  EXPECT_EQ((*empty)[four_g], 1);
+  EXPECT_EQ((*empty)[seven_g], 1);
+  Layout layout;
+  model.Place(layout, one_g, {6, 1});
+  const ProfileRoom* after = table.Find(layout);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ((*after)[one_g], 6);
+  EXPECT_EQ((*after)[four_g], 1);  // 4g sits at slices 0-3
+  EXPECT_EQ((*after)[seven_g], 0);
+}
+
+TEST(LayoutTableTest, UnreachableLayoutIsNotFound) {
+  GpuMigModel model(testing::A100Mig("GPU-a"), nullptr);
+  LayoutTable table(model);
+  Layout bogus;
+  bogus.occupied = 0x1;  // a slice in use with no instance counted
+  EXPECT_EQ(table.Find(bogus), nullptr);
+  // The model still answers, by computing.
+  EXPECT_EQ(model.Room(bogus)[model.ProfileIndex("7g.40gb")], 0);
+}
+
+// docs/placement.md's worked example: an empty A100-40GB, a 1g wanted, half of future requests
+// 1g and half 4g. The largest-free-block rule puts the 1g at slice 0 (a free run of 7) and the
+// 4g can no longer be placed; the placeability goal keeps 4g@0 free.
+TEST(PlaceabilityTest, OneGLeavesTheFourGPlacementFree) {
+  GpuMigModel model(testing::A100Mig("GPU-a"), nullptr);
+  std::vector<double> weights(model.profiles().size(), 0.0);
+  weights[model.ProfileIndex("1g.5gb")] = 0.5;
+  weights[model.ProfileIndex("4g.20gb")] = 0.5;
+  const ArrangeGoal goal{&weights, false};
+  ArrangeScore score;
+  auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, goal, &score);
+  ASSERT_TRUE(arranged.has_value());
+  // A 1g in slices 4-6 keeps 4g@0; one in 0-3 would not.
+  EXPECT_GE((*arranged)[0].placement.start, 4U);
+  EXPECT_DOUBLE_EQ(score.placeability, 0.5 * 6 + 0.5 * 1);
+  auto greedy = model.Arrange(Layout{}, {InstanceDemand{4000, 0}});
+  ASSERT_TRUE(greedy.has_value());
+  EXPECT_EQ((*greedy)[0].placement.start, 0U);
+}
+
+}  // namespace
+}  // namespace tessera::mig

@@ -1,0 +1,196 @@
+// Demand-aware MIG placement: the mix, the prior, the node score and the profile choice.
+#include "core/sched/mig_placement.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/sched/scheduler.h"
+#include "support/builders.h"
+
+namespace tessera::sched {
+namespace {
+
+using testing::A100Mig;
+using testing::NodeWith;
+using testing::PodBuilder;
+
+TEST(MigDemandMixTest, RecentRequestsOutweighOldOnes) {
+  MigDemandMix mix(0.5);
+  mix.Observe(MigDemandKey{4000, 0, 0});
+  mix.Observe(MigDemandKey{19000, 0, 0});
+  auto entries = mix.Entries();
+  ASSERT_EQ(entries.size(), 2U);
+  // Decay 0.5 per observation: the older one counts half.
+  EXPECT_DOUBLE_EQ(entries[0].second, 0.5);
+  EXPECT_DOUBLE_EQ(entries[1].second, 1.0);
+  EXPECT_DOUBLE_EQ(mix.total(), 1.5);
+}
+
+TEST(MigDemandMixTest, KeepsAtMostMaxKindsDroppingTheRarest) {
+  MigDemandMix mix(1.0, 2);
+  mix.Observe(MigDemandKey{1000, 0, 0}, 3);
+  mix.Observe(MigDemandKey{2000, 0, 0}, 1);
+  mix.Observe(MigDemandKey{3000, 0, 0}, 2);
+  auto entries = mix.Entries();
+  ASSERT_EQ(entries.size(), 2U);
+  EXPECT_EQ(entries[0].first.mem_mib, 1000);
+  EXPECT_EQ(entries[1].first.mem_mib, 3000);
+  EXPECT_DOUBLE_EQ(mix.total(), 5);
+}
+
+TEST(MigPriorTest, ParsesSizesAndRejectsNonsense) {
+  auto prior = ParseMigPrior("1g=4, 3g=1,7g=0.5", 8);
+  ASSERT_TRUE(prior.ok()) << prior.error().message;
+  EXPECT_DOUBLE_EQ(prior->by_slices.at(1), 4);
+  EXPECT_DOUBLE_EQ(prior->by_slices.at(7), 0.5);
+  EXPECT_TRUE(ParseMigPrior("", 8).ok());
+  for (const char* bad : {"1g", "g=1", "1x=2", "1g=-1", "1g=abc", "1g=0", "0g=1"}) {
+    auto r = ParseMigPrior(bad, 8);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("MIG prior"), std::string::npos) << r.error().message;
+  }
+  EXPECT_FALSE(ParseMigPrior("1g=1", -1).ok());
+}
+
+TEST(MigWeightsTest, PriorAndObservationsCombine) {
+  model::GpuDevice device = A100Mig("GPU-a");
+  mig::GpuMigModel model(device, nullptr);
+  MigDemandMix mix(1.0);
+  mix.Observe(MigDemandKey{4000, 0, 0}, 2);  // -> 1g.5gb
+  auto prior = ParseMigPrior("1g=1,7g=1", 2);
+  ASSERT_TRUE(prior.ok());
+  MigWeights weights(mix, *prior);
+  const auto& w = weights.For(model);
+  // (2 x 1/2 + 2) / (2 + 2) for 1g.5gb, (2 x 1/2) / 4 for 7g.
+  EXPECT_DOUBLE_EQ(w[model.ProfileIndex("1g.5gb")], 0.75);
+  EXPECT_DOUBLE_EQ(w[model.ProfileIndex("7g.40gb")], 0.25);
+  EXPECT_DOUBLE_EQ(w[model.ProfileIndex("3g.20gb")], 0);
+  EXPECT_DOUBLE_EQ(w[model.ProfileIndex("1g.10gb")], 0);  // 1g, but not the smallest
+}
+
+class MigNodeScoringTest : public ::testing::Test {
+ protected:
+  MigNodeScoringTest() : state_(config::SchedulerConfig{}) {}
+
+  void AddNode(const std::string& name, int gpus) {
+    std::vector<model::GpuDevice> devices;
+    for (int g = 0; g < gpus; ++g) {
+      devices.push_back(A100Mig(name + "-GPU-" + std::to_string(g), g));
+    }
+    state_.UpsertNode(NodeWith(name, devices));
+  }
+
+  state::ClusterState state_;
+};
+
+// FGD's idea on MIG layouts: the 1g goes to the GPU that already holds a 1g (its placeability
+// drops by one 1g), not to the empty node (which would lose its 7g as well), even though the
+// empty node comes first by name.
+TEST_F(MigNodeScoringTest, SmallRequestJoinsAPartlyUsedGpuToKeepWholeGpusWhole) {
+  AddNode("a-empty", 1);
+  AddNode("b-used", 1);
+  PolicyDefaults defaults;
+  defaults.mig_prior = *ParseMigPrior("1g=1,7g=1", 8);
+  Scheduler scheduler(state_, defaults);
+  std::vector<std::string> only_b = {"b-used"};
+  ASSERT_TRUE(
+      scheduler.Schedule(PodBuilder("d/first").MigMode().Container(1, 4000).Build(), &only_b, 0)
+          .scheduled);
+  Decision d =
+      scheduler.Schedule(PodBuilder("d/second").MigMode().Container(1, 4000).Build(), nullptr, 0);
+  ASSERT_TRUE(d.scheduled) << d.message;
+  EXPECT_EQ(d.node, "b-used");
+}
+
+TEST_F(MigNodeScoringTest, SpreadPolicyStillSpreads) {
+  AddNode("a-empty", 1);
+  AddNode("b-used", 1);
+  Scheduler scheduler(state_, PolicyDefaults{});
+  std::vector<std::string> only_b = {"b-used"};
+  ASSERT_TRUE(
+      scheduler.Schedule(PodBuilder("d/first").MigMode().Container(1, 4000).Build(), &only_b, 0)
+          .scheduled);
+  Decision d = scheduler.Schedule(PodBuilder("d/second")
+                                      .MigMode()
+                                      .Annotation("hami.io/node-scheduler-policy", "spread")
+                                      .Container(1, 4000)
+                                      .Build(),
+                                  nullptr, 0);
+  ASSERT_TRUE(d.scheduled) << d.message;
+  EXPECT_EQ(d.node, "a-empty");
+}
+
+TEST_F(MigNodeScoringTest, InstancesOfOnePodSpreadOverGpusOnlyWhenThatKeepsMore) {
+  AddNode("n", 2);
+  PolicyDefaults defaults;
+  defaults.mig_prior = *ParseMigPrior("1g=1,7g=1", 8);
+  Scheduler scheduler(state_, defaults);
+  // Two 1g instances: both on one GPU keeps the other GPU whole for a 7g.
+  Decision d =
+      scheduler.Schedule(PodBuilder("d/pair").MigMode().Container(2, 4000).Build(), nullptr, 0);
+  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_EQ(d.containers[0].size(), 2U);
+  EXPECT_EQ(d.containers[0][0].uuid, d.containers[0][1].uuid);
+  // A whole GPU now goes to the untouched one.
+  Decision whole =
+      scheduler.Schedule(PodBuilder("d/whole").MigMode().Container(1, 40000).Build(), nullptr, 0);
+  ASSERT_TRUE(whole.scheduled) << whole.message;
+  EXPECT_NE(whole.containers[0][0].uuid, d.containers[0][0].uuid);
+}
+
+// With larger profiles allowed the plan never keeps less placeability than the smallest-profile
+// plan, and without, every instance gets the least memory that can be placed.
+TEST(MigProfileChoiceTest, LargerProfilesNeverLoseAndSmallestIsTheDefault) {
+  std::mt19937 rng(7);
+  state::ClusterState cluster(config::SchedulerConfig{});
+  cluster.UpsertNode(NodeWith("n", {A100Mig("GPU-0", 0), A100Mig("GPU-1", 1)}));
+  const state::NodeState* node = cluster.node("n");
+  MigDemandMix mix(1.0);
+  MigPrior prior;
+  MigWeights weights(mix, prior);
+  int compared = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    // A random running pod.
+    state::ClusterState work(config::SchedulerConfig{});
+    work.UpsertNode(NodeWith("n", {A100Mig("GPU-0", 0), A100Mig("GPU-1", 1)}));
+    state::PodReservation running{"d/running", "u", "n", 0, {{}}, {}};
+    std::vector<mig::Layout> layouts(2);
+    for (int k = 0; k < 5; ++k) {
+      const int g = std::uniform_int_distribution<int>(0, 1)(rng);
+      const auto& m = node->mig_models[g];
+      const int p = std::uniform_int_distribution<int>(0, m.profiles().size() - 1)(rng);
+      const auto& pls = m.profiles()[p].placements;
+      const auto& pl = pls[std::uniform_int_distribution<int>(0, pls.size() - 1)(rng)];
+      if (!m.CanPlace(layouts[g], p, pl)) continue;
+      m.Place(layouts[g], p, pl);
+      running.devices[0].push_back(
+          codec::ContainerDevice{node->devices[g].uuid, "NVIDIA", m.profiles()[p].memory_mib, 0});
+      running.mig.push_back(codec::MigAllocation{0, static_cast<int>(running.devices[0].size() - 1),
+                                                 node->devices[g].uuid, m.profiles()[p].name, pl,
+                                                 std::nullopt});
+    }
+    if (!running.mig.empty()) work.AddPod(running);
+    const state::NodeState& ns = *work.node("n");
+    PodRequest request;
+    request.names = {"c"};
+    request.slots = {ContainerRequest{std::uniform_int_distribution<int>(1, 2)(rng),
+                                      std::uniform_int_distribution<int>(1000, 20000)(rng),
+                                      kMemPercentUnset, 0}};
+    PodPreferences prefs;
+    prefs.vgpu_mode = "mig";
+    const MigGoal smallest{&weights, false};
+    const MigGoal larger{&weights, true};
+    auto a = PlanMigPlacement(ns, request, prefs, &smallest);
+    auto b = PlanMigPlacement(ns, request, prefs, &larger);
+    ASSERT_EQ(a.has_value(), b.has_value());
+    if (!a) continue;
+    ++compared;
+    EXPECT_LE(b->placeability_drop, a->placeability_drop + 1e-9);
+    EXPECT_LE(a->memory, b->memory);
+  }
+  EXPECT_GT(compared, 100);
+}
+
+}  // namespace
+}  // namespace tessera::sched
