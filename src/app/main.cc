@@ -131,6 +131,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--gpu-scheduler-policy", so.gpu_policy, "spread, binpack, topology-aware…")
       ->capture_default_str();
+  serve->add_option("--mig-demand-prior", so.mig_demand_prior,
+                    "Assumed MIG request mix by size, e.g. 1g=4,3g=1,7g=1 (default: all sizes "
+                    "alike; docs/placement.md)");
+  serve
+      ->add_option("--mig-prior-strength", so.mig_prior_strength,
+                   "How many observed requests the prior is worth")
+      ->capture_default_str();
+  serve->add_flag("--mig-allow-larger-profile", so.mig_allow_larger_profile,
+                  "Let an instance take a larger profile than the smallest that covers it when "
+                  "that keeps more placeability");
   serve
       ->add_option("--force-overwrite-default-scheduler", so.force_overwrite_default_scheduler,
                    "Webhook takes over pods that name default-scheduler")

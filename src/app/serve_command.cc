@@ -95,6 +95,12 @@ int RunServeCommand(const ServeOptions& options) {
   auto gp = sched::ParseGpuPolicy(options.gpu_policy);
   if (!gp.ok()) return Fail("--gpu-scheduler-policy: " + gp.error().message);
   so.policy.gpu = options.gpu_policy;
+  if (scenario == std::nullopt || !options.mig_demand_prior.empty()) {
+    auto prior = sched::ParseMigPrior(options.mig_demand_prior, options.mig_prior_strength);
+    if (!prior.ok()) return Fail("--mig-demand-prior: " + prior.error().message);
+    so.policy.mig_prior = std::move(prior.value());
+  }
+  if (options.mig_allow_larger_profile) so.policy.mig_allow_larger_profiles = true;
   so.webhook.scheduler_name = options.scheduler_name;
   so.webhook.force_overwrite_default_scheduler = options.force_overwrite_default_scheduler;
   auto timeout = ParseDuration(options.reservation_timeout);

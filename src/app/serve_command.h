@@ -14,6 +14,9 @@ struct ServeOptions {
   std::string device_config;  // HAMi device-config.yaml
   std::string node_policy = "binpack";
   std::string gpu_policy = "spread";
+  std::string mig_demand_prior;   // "1g=4,3g=1"; empty = every size alike
+  double mig_prior_strength = 8;  // observations the prior is worth
+  bool mig_allow_larger_profile = false;
   bool force_overwrite_default_scheduler = true;
   std::string node_lock = "none";           // none | hami
   std::string write_placement = "filter";   // filter | bind

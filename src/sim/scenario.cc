@@ -208,6 +208,25 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
     if (!gp.ok()) return Error{source + ": policy.gpu: " + gp.error().message};
     sc.policy.node = *np;
     sc.policy.gpu = gpu_policy;
+    std::string prior_text;
+    long long strength = 8;
+    if (auto s = codec::ReadString(*policy, "migDemandPrior", source + ": policy", &prior_text);
+        !s) {
+      return Error{s.message()};
+    }
+    if (auto s =
+            codec::ReadInt(*policy, "migPriorStrength", source + ": policy", 0, 1000000, &strength);
+        !s) {
+      return Error{s.message()};
+    }
+    auto prior = sched::ParseMigPrior(prior_text, static_cast<double>(strength));
+    if (!prior.ok()) return Error{source + ": policy.migDemandPrior: " + prior.error().message};
+    sc.policy.mig_prior = std::move(prior.value());
+    if (auto s = codec::ReadBool(*policy, "migAllowLargerProfile", source + ": policy",
+                                 &sc.policy.mig_allow_larger_profiles);
+        !s) {
+      return Error{s.message()};
+    }
   }
   const Json* nodes = codec::FindKey(root, "nodes");
   if (nodes == nullptr || !nodes->is_array()) return Error{source + ": nodes: expected a list"};

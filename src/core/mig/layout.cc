@@ -28,6 +28,12 @@ GpuMigModel::GpuMigModel(const model::GpuDevice& device,
     allowed_.push_back(allowed);
   }
   for (const auto& p : profiles_) {
+    // Search order: higher starts first (HAMi 2.10 takes 1g from the top).
+    std::vector<model::Placement> high_first = p.placements;
+    std::stable_sort(
+        high_first.begin(), high_first.end(),
+        [](const model::Placement& a, const model::Placement& b) { return a.start > b.start; });
+    placements_high_first_.push_back(std::move(high_first));
     media_.push_back(p.media());
     max_count_.push_back(p.EffectiveMaxCount());
     for (const auto& pl : p.placements) memory_slices_ = std::max(memory_slices_, pl.end());
@@ -179,22 +185,34 @@ std::string GpuMigModel::RulesKey() const {
   return key;
 }
 
-double GpuMigModel::Placeability(const Layout& layout,
-                                 const std::vector<double>& profile_weights) const {
+void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profile_weights,
+                         double* placeability, int32_t* largest) const {
   const ProfileRoom room = Room(layout);
   double value = 0;
   const size_t n = std::min(profile_weights.size(), profiles_.size());
   for (size_t p = 0; p < n; ++p) value += profile_weights[p] * room[p];
-  return value;
-}
-
-int32_t GpuMigModel::LargestPlaceable(const Layout& layout) const {
-  const ProfileRoom room = Room(layout);
   int32_t best = 0;
   for (size_t p = 0; p < profiles_.size(); ++p) {
     if (allowed_[p] && room[p] > 0) best = std::max(best, profiles_[p].memory_mib);
   }
-  return best;
+  *placeability = value;
+  *largest = best;
+}
+
+double GpuMigModel::Placeability(const Layout& layout,
+                                 const std::vector<double>& profile_weights) const {
+  double value = 0;
+  int32_t largest = 0;
+  Assess(layout, profile_weights, &value, &largest);
+  return value;
+}
+
+int32_t GpuMigModel::LargestPlaceable(const Layout& layout) const {
+  static const std::vector<double> kNoWeights;
+  double value = 0;
+  int32_t largest = 0;
+  Assess(layout, kNoWeights, &value, &largest);
+  return largest;
 }
 
 namespace {
@@ -241,6 +259,17 @@ class ArrangeSearch {
 
   bool Run(const Layout& base) {
     chosen_.assign(options_.size(), -1);
+    // The least memory the demands from i on can take: with the smallest profiles required,
+    // a branch that cannot get down to the best memory found is not searched.
+    min_rest_.assign(options_.size() + 1, 0);
+    for (size_t i = options_.size(); i-- > 0;) {
+      long long least = -1;
+      for (const Option& o : options_[i]) {
+        const long long m = model_.profiles()[o.profile].memory_mib;
+        if (least < 0 || m < least) least = m;
+      }
+      min_rest_[i] = min_rest_[i + 1] + std::max(0LL, least);
+    }
     Layout layout = base;
     Visit(0, layout, 0);
     return found_;
@@ -255,10 +284,8 @@ class ArrangeSearch {
     if (++visited_ > kBudget && found_) return;
     if (i == options_.size()) {
       Objective o{model_.LargestFreeRun(layout), layout.compute_used, memory, 0, 0};
-      if (goal_ != nullptr) {
-        o.placeability = model_.Placeability(layout, *goal_->profile_weights);
-        o.largest = model_.LargestPlaceable(layout);
-      }
+      if (goal_ != nullptr)
+        model_.Assess(layout, *goal_->profile_weights, &o.placeability, &o.largest);
       const bool better =
           goal_ != nullptr ? o.BetterThan(best_objective_, *goal_) : o.BetterThan(best_objective_);
       if (!found_ || better) {
@@ -273,8 +300,14 @@ class ArrangeSearch {
       return;
     }
     size_t first = same_as_previous_[i] ? static_cast<size_t>(chosen_[i - 1]) + 1 : 0;
+    const bool memory_first = goal_ != nullptr && !goal_->allow_larger_profiles;
     for (size_t k = first; k < options_[i].size(); ++k) {
       const Option& opt = options_[i][k];
+      if (memory_first && found_ &&
+          memory + model_.profiles()[opt.profile].memory_mib + min_rest_[i + 1] >
+              best_objective_.memory) {
+        continue;
+      }
       if (!model_.CanPlace(layout, opt.profile, opt.placement)) continue;
       model_.Place(layout, opt.profile, opt.placement);
       chosen_[i] = static_cast<int>(k);
@@ -288,6 +321,7 @@ class ArrangeSearch {
   const std::vector<int>& same_as_previous_;
   const ArrangeGoal* goal_;
   std::vector<int> chosen_;
+  std::vector<long long> min_rest_;
   std::vector<int> best_;
   Objective best_objective_;
   bool found_ = false;
@@ -312,8 +346,10 @@ std::optional<std::vector<InstanceChoice>> GpuMigModel::ArrangeWith(
     ArrangeScore* score) const {
   if (demands.empty()) {
     if (score != nullptr) {
-      *score = ArrangeScore{0, goal != nullptr ? Placeability(base, *goal->profile_weights) : 0,
-                            LargestPlaceable(base), base.compute_used};
+      static const std::vector<double> kNoWeights;
+      *score = ArrangeScore{0, 0, 0, base.compute_used};
+      Assess(base, goal != nullptr ? *goal->profile_weights : kNoWeights, &score->placeability,
+             &score->largest);
     }
     return std::vector<InstanceChoice>{};
   }
@@ -334,11 +370,7 @@ std::optional<std::vector<InstanceChoice>> GpuMigModel::ArrangeWith(
       continue;
     }
     for (int p : EligibleProfiles(d)) {
-      std::vector<model::Placement> placements = profiles_[p].placements;
-      std::stable_sort(
-          placements.begin(), placements.end(),
-          [](const model::Placement& a, const model::Placement& b) { return a.start > b.start; });
-      for (const auto& pl : placements) options[i].push_back(Option{p, pl});
+      for (const auto& pl : placements_high_first_[p]) options[i].push_back(Option{p, pl});
     }
     if (options[i].empty()) return std::nullopt;
   }

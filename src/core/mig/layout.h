@@ -107,6 +107,9 @@ class GpuMigModel {
   double Placeability(const Layout& layout, const std::vector<double>& profile_weights) const;
   // Memory of the largest allowed profile that can still be placed (0 when none).
   int32_t LargestPlaceable(const Layout& layout) const;
+  // Both at once (one room lookup).
+  void Assess(const Layout& layout, const std::vector<double>& profile_weights,
+              double* placeability, int32_t* largest) const;
 
   // Longest run of free memory slices.
   uint32_t LargestFreeRun(const Layout& layout) const;
@@ -128,6 +131,7 @@ class GpuMigModel {
 
   std::vector<model::MigProfile> profiles_;
   std::vector<bool> allowed_;
+  std::vector<std::vector<model::Placement>> placements_high_first_;  // per profile
   std::vector<model::MediaEngines> media_;  // per profile, parsed once from the name
   std::vector<int32_t> max_count_;          // per profile
   uint32_t memory_slices_ = 0;

@@ -1,22 +1,24 @@
 #include "core/mig/layout_table.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tessera::mig {
 
 size_t LayoutHash::operator()(const Layout& layout) const {
-  // FNV-1a over the fields that tell layouts apart.
-  uint64_t h = 1469598103934665603ULL;
+  // The counts read as four 64-bit words; a multiply-xorshift mix per word.
+  static_assert(sizeof(layout.counts) == 32);
+  uint64_t words[4];
+  std::memcpy(words, layout.counts.data(), sizeof(words));
+  uint64_t h = layout.occupied | static_cast<uint64_t>(layout.compute_used) << 32;
   auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ULL;
+    h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+    h *= 0xBF58476D1CE4E5B9ULL;
   };
-  mix(layout.occupied);
-  mix(layout.compute_used);
-  for (uint8_t c : layout.counts) mix(c);
+  for (uint64_t w : words) mix(w);
   mix(static_cast<uint64_t>(layout.media_shared) << 16 |
       static_cast<uint64_t>(layout.media_all) << 8 | layout.with_media);
-  return static_cast<size_t>(h);
+  return static_cast<size_t>(h ^ (h >> 31));
 }
 
 LayoutTable::LayoutTable(const GpuMigModel& model, size_t max_states) {

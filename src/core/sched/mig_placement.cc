@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <utility>
 
 namespace tessera::sched {
 namespace {
@@ -45,6 +48,7 @@ class PlanSearch {
     }
     const size_t n = node.devices.size();
     pending_.assign(n, {});
+    masks_.assign(n, 0);
     owners_.assign(n, {});
     choice_.assign(instances_.size(), -1);
     if (goal_ != nullptr) {
@@ -165,12 +169,26 @@ class PlanSearch {
       if (goal_ != nullptr && SameAsEarlier(i)) continue;
       const mig::GpuMigModel& model = node_.mig_models[dev];
       pending_[dev].push_back(Demand(t, dev));
+      const uint64_t saved_mask = masks_[dev];
+      if (t < 64) masks_[dev] |= uint64_t{1} << t;
       const mig::ArrangeScore saved = goal_ != nullptr ? after_[dev] : mig::ArrangeScore{};
-      const bool fits =
-          goal_ != nullptr
-              ? model.Arrange(node_.usage[dev].layout, pending_[dev], goals_[dev], &after_[dev])
-                    .has_value()
-              : model.Arrange(node_.usage[dev].layout, pending_[dev]).has_value();
+      bool fits = false;
+      if (goal_ == nullptr) {
+        fits = model.Arrange(node_.usage[dev].layout, pending_[dev]).has_value();
+      } else if (instances_.size() <= 64) {
+        // The same instances on the same GPU come up in many branches: arrange them once.
+        auto [it, inserted] = arranged_.try_emplace(std::make_pair(dev, masks_[dev]));
+        if (inserted) {
+          it->second.fits =
+              model.Arrange(node_.usage[dev].layout, pending_[dev], goals_[dev], &it->second.score)
+                  .has_value();
+        }
+        fits = it->second.fits;
+        if (fits) after_[dev] = it->second.score;
+      } else {
+        fits = model.Arrange(node_.usage[dev].layout, pending_[dev], goals_[dev], &after_[dev])
+                   .has_value();
+      }
       if (fits) {
         owners_[dev].push_back(instances_[t].first);
         choice_[t] = static_cast<int>(i);
@@ -178,6 +196,7 @@ class PlanSearch {
         owners_[dev].pop_back();
       }
       if (goal_ != nullptr) after_[dev] = saved;
+      masks_[dev] = saved_mask;
       pending_[dev].pop_back();
     }
   }
@@ -187,11 +206,17 @@ class PlanSearch {
   std::vector<std::pair<int, ContainerRequest>> instances_;
   std::vector<int> devices_;
   std::vector<std::vector<mig::InstanceDemand>> pending_;
+  std::vector<uint64_t> masks_;  // per device: which instances (by index) pending_ holds
   std::vector<std::vector<int>> owners_;
   std::vector<int> choice_;
-  std::vector<mig::ArrangeGoal> goals_;    // per device, with a goal
-  std::vector<mig::ArrangeScore> before_;  // per device: the GPU as it is
-  std::vector<mig::ArrangeScore> after_;   // per device: with this plan's instances
+  struct Arranged {
+    bool fits = false;
+    mig::ArrangeScore score;
+  };
+  std::map<std::pair<int, uint64_t>, Arranged> arranged_;  // by (device, instance mask)
+  std::vector<mig::ArrangeGoal> goals_;                    // per device, with a goal
+  std::vector<mig::ArrangeScore> before_;                  // per device: the GPU as it is
+  std::vector<mig::ArrangeScore> after_;                   // per device: with this plan's instances
   MigPlan best_;
   std::vector<std::vector<mig::InstanceDemand>> best_pending_;
   std::vector<std::vector<int>> best_owners_;
