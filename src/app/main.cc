@@ -8,6 +8,7 @@
 #include "app/replay_command.h"
 #include "app/serve_command.h"
 #include "core/mig/catalog.h"
+#include "core/mig/layout_table.h"
 #include "sim/demo.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -62,7 +63,15 @@ int ListModels(const GpuModelCatalog& catalog) {
               << "\n  aliases: ";
     for (size_t i = 0; i < m.aliases.size(); ++i) std::cout << (i ? ", " : "") << m.aliases[i];
     std::cout << "\n  " << m.memory_mib << " MiB, " << m.memory_slices << " memory slices, "
-              << m.compute_slices << " compute slices\n";
+              << m.compute_slices << " compute slices";
+    if (m.complete) {
+      // The layout table tessera builds for this model (docs/placement.md).
+      tessera::model::GpuDevice device;
+      device.mig_profiles = m.profiles;
+      tessera::mig::GpuMigModel rules(device, nullptr);
+      std::cout << ", " << tessera::mig::LayoutTable(rules).size() << " reachable MIG layouts";
+    }
+    std::cout << "\n";
     for (const auto& p : m.profiles) {
       std::cout << "    " << p.name << ": " << p.memory_mib << " MiB, " << p.core
                 << "% cores, placements";
