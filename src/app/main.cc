@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "app/mig_replay_command.h"
 #include "app/replay_command.h"
 #include "app/serve_command.h"
 #include "core/mig/catalog.h"
@@ -100,19 +101,55 @@ int main(int argc, char** argv) {
   auto* models = app.add_subcommand("models", "List the built-in GPU models and MIG profiles");
 
   auto* replay = app.add_subcommand(
-      "replay", "Replay a GPU-sharing trace with the FGD paper's protocol (docs/replay.md)");
+      "replay",
+      "Replay a GPU-sharing trace with the FGD paper's protocol (docs/replay.md), or with --mig "
+      "run the MIG placement benchmark (docs/mig-replay.md)");
   tessera::app::ReplayOptions replay_options;
-  replay->add_option("--nodes", replay_options.nodes_csv, "Node list CSV")->required();
-  replay->add_option("--pods", replay_options.pods_csv, "Pod list CSV")->required();
-  replay
-      ->add_option("--policy", replay_options.policies,
-                   "Policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessera")
-      ->delimiter(',')
-      ->required();
-  replay->add_option("--seeds", replay_options.seeds, "Seeds, e.g. 42-51 or 1,2,3");
+  tessera::app::MigReplayOptions mig_options;
+  bool mig = false;
+  replay->add_flag("--mig", mig,
+                   "Run the MIG placement benchmark instead (--nodes and --pods not needed)");
+  auto* nodes_option = replay->add_option("--nodes", replay_options.nodes_csv,
+                                          "Node list CSV (required without --mig)");
+  auto* pods_option = replay->add_option("--pods", replay_options.pods_csv,
+                                         "Pod list CSV (required without --mig)");
+  auto* policy_option =
+      replay
+          ->add_option(
+              "--policy", replay_options.policies,
+              "Policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, "
+              "tessera; with --mig: tessera, hami-2.10, largest-free-run, first-fit, "
+              "best-fit, static-1g, static-balanced (default: these), or tessera-gpu-binpack")
+          ->delimiter(',');
+  auto* seeds_option = replay->add_option("--seeds", replay_options.seeds,
+                                          "Seeds, e.g. 42-51 or 1,2,3 (--mig default 42-46)");
   replay->add_option("--tune", replay_options.tune, "Workload inflation (1.3 = 130%)");
   replay->add_option("--out", replay_options.out_dir, "Write summary.csv, runs.csv, report.html");
-  replay->add_option("--jobs", replay_options.jobs, "Seeds run in parallel");
+  replay->add_option("--jobs", replay_options.jobs, "Runs in parallel (results do not change)");
+  replay
+      ->add_option("--fleet", mig_options.fleets,
+                   "--mig: fleets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, b200-180gb, "
+                   "rtx-pro-6000, mixed; default all)")
+      ->delimiter(',');
+  replay
+      ->add_option("--workload", mig_options.workloads,
+                   "--mig: workloads (uniform, small-heavy, large-heavy, openb; default the "
+                   "synthetic mixes, and openb when --trace is given)")
+      ->delimiter(',');
+  replay->add_option("--trace", mig_options.trace_csv, "--mig: openb pod list CSV");
+  replay
+      ->add_option("--nodes-per-fleet", mig_options.nodes_per_fleet,
+                   "--mig: nodes per fleet (8 GPUs each)")
+      ->capture_default_str();
+  replay->add_option("--loads", mig_options.loads, "--mig: steady-state offered loads")
+      ->delimiter(',')
+      ->capture_default_str();
+  replay
+      ->add_option("--stop-after-rejections", mig_options.stop_after_rejections,
+                   "--mig: consecutive rejections that end a saturation run (0: never)")
+      ->capture_default_str();
+  replay->add_flag("--no-optimum", mig_options.skip_optimum,
+                   "--mig: skip the offline-optimum study on tiny instances");
   replay->add_option("--reference", replay_options.reference_csv,
                      "Published summary CSV to compare with (fgd_expected_summary.csv)");
   replay->add_option("--tie-break", replay_options.tie_break, "first (the paper) or uniform")
@@ -191,7 +228,20 @@ int main(int argc, char** argv) {
 
   if (demo->parsed()) return RunDemo(catalog.value());
   if (models->parsed()) return ListModels(catalog.value());
-  if (replay->parsed()) return tessera::app::RunReplayCommand(replay_options);
+  if (replay->parsed() && mig) {
+    mig_options.policies = replay_options.policies;
+    if (seeds_option->count() > 0) mig_options.seeds = replay_options.seeds;
+    mig_options.out_dir = replay_options.out_dir;
+    mig_options.jobs = replay_options.jobs;
+    return tessera::app::RunMigReplayCommand(mig_options);
+  }
+  if (replay->parsed()) {
+    if (nodes_option->count() == 0 || pods_option->count() == 0 || policy_option->count() == 0) {
+      return Fail(
+          "replay: --nodes, --pods and --policy are required (or --mig for the MIG benchmark)");
+    }
+    return tessera::app::RunReplayCommand(replay_options);
+  }
   if (simulate->parsed()) {
     auto scenario = tessera::sim::LoadScenarioFile(scenario_path, catalog.value());
     if (!scenario.ok()) return Fail(scenario.error().message);

@@ -18,6 +18,19 @@ namespace {
 
 using namespace tessera::sim::replay;  // NOLINT: one command, one library
 
+double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
+  for (const auto& r : rows) {
+    if (r.metric == kMetricAllocation && r.arrived_pct == pct) {
+      *std_out = r.std;
+      return r.mean;
+    }
+  }
+  *std_out = NAN;
+  return NAN;
+}
+
+}  // namespace
+
 Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
   std::vector<uint64_t> seeds;
   for (size_t begin = 0; begin <= text.size();) {
@@ -43,19 +56,6 @@ Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
   if (seeds.empty()) return Error{"--seeds: no seeds"};
   return seeds;
 }
-
-double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
-  for (const auto& r : rows) {
-    if (r.metric == kMetricAllocation && r.arrived_pct == pct) {
-      *std_out = r.std;
-      return r.mean;
-    }
-  }
-  *std_out = NAN;
-  return NAN;
-}
-
-}  // namespace
 
 int RunReplayCommand(const ReplayOptions& o) {
   auto nodes = LoadTraceNodes(o.nodes_csv);

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/common/result.h"
 
 namespace tessera::app {
 
@@ -16,6 +19,9 @@ struct ReplayOptions {
   std::string reference_csv;  // published summary to compare with; optional
   std::string tie_break = "first";
 };
+
+// "42-51", "1,2,3" or a mix; errors name --seeds.
+Result<std::vector<uint64_t>> ParseSeeds(const std::string& text);
 
 // `tessera replay`: the FGD paper's protocol on a trace; prints a table, writes CSV and HTML.
 int RunReplayCommand(const ReplayOptions& options);

@@ -1,0 +1,19 @@
+#pragma once
+
+// Constructors of the baseline policies (MakeMigPolicy is the public entry point).
+
+#include <memory>
+
+#include "sim/mig_replay/policy.h"
+
+namespace tessera::sim::mig_replay {
+
+std::unique_ptr<MigPolicy> MakeHamiPolicy(bool largest_free_run);
+std::unique_ptr<MigPolicy> MakeFirstFitPolicy();
+std::unique_ptr<MigPolicy> MakeBestFitPolicy();
+std::unique_ptr<MigPolicy> MakeStaticPolicy(const MigCluster& cluster, bool balanced);
+// tessera's production scheduler over the cluster's state (tessera_mig_policy.cc); with
+// `gpu_binpack` the GPU policy is binpack instead of the default spread.
+Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack);
+
+}  // namespace tessera::sim::mig_replay

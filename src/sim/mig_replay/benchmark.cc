@@ -1,0 +1,149 @@
+#include "sim/mig_replay/benchmark.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "sim/mig_replay/geometry_free.h"
+
+namespace tessera::sim::mig_replay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The run's random stream: the seed alone decides the arrivals, so that every policy of a cell
+// (and the bound) sees the same sequence.
+std::mt19937_64 ArrivalStream(uint64_t seed) { return std::mt19937_64(seed); }
+
+struct Task {
+  size_t fleet = 0;
+  size_t workload = 0;
+  size_t protocol = 0;
+  std::string policy;
+  uint64_t seed = 0;
+};
+
+}  // namespace
+
+std::string Protocol::Name() const {
+  if (!steady) return "saturation";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "steady-%.2g", load);
+  return buf;
+}
+
+Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,
+                         const Workload& workload, const Protocol& protocol,
+                         const std::string& policy, uint64_t seed,
+                         const BenchmarkOptions& options) {
+  const auto start = Clock::now();
+  MigCluster cluster(nodes, workload);
+  const double share = ExpectedGpuShare(cluster);
+  std::mt19937_64 rng = ArrivalStream(seed);
+  std::vector<Arrival> arrivals;
+  size_t warmup = 0;
+  if (!protocol.steady) {
+    const auto n =
+        static_cast<size_t>(std::ceil(options.stream_factor * cluster.gpu_count() / share));
+    arrivals = SampleArrivals(workload, n, rng);
+  } else {
+    // Offered load = expected occupied slices / all slices = rate * mean lifetime * share / GPUs.
+    const double rate = protocol.load * cluster.gpu_count() / share;
+    warmup = static_cast<size_t>(std::ceil(options.warmup_lifetimes * rate));
+    const auto measured = static_cast<size_t>(std::ceil(options.measure_lifetimes * rate));
+    arrivals = SamplePoissonArrivals(workload, warmup + measured, rate, rng);
+  }
+
+  std::unique_ptr<MigPolicy> made;
+  std::unique_ptr<Placer> placer;
+  if (policy == kBoundGeometryFree) {
+    placer = std::make_unique<GeometryFreePlacer>(cluster);
+  } else {
+    auto p = MakeMigPolicy(policy, cluster);
+    if (!p.ok()) return Error{"fleet " + fleet + ": " + p.error().message};
+    made = std::move(p.value());
+    placer = std::make_unique<PolicyPlacer>(cluster, *made);
+  }
+  RunRecord r;
+  r.fleet = fleet;
+  r.workload = workload.name;
+  r.protocol = protocol.Name();
+  r.policy = policy;
+  r.seed = seed;
+  r.metrics = protocol.steady ? RunSteadyState(*placer, arrivals, warmup)
+                              : RunSaturation(*placer, arrivals, options.stop_after_rejections);
+  r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
+                                            const mig::GpuModelCatalog& catalog,
+                                            const ProgressFn& progress) {
+  std::vector<std::vector<model::Node>> fleet_nodes;
+  for (const auto& name : options.fleets) {
+    const FleetSpec* spec = FindFleet(name);
+    if (spec == nullptr) return Error{"unknown fleet \"" + name + "\""};
+    auto nodes = BuildFleetNodes(*spec, options.nodes_per_fleet, catalog);
+    if (!nodes.ok()) return nodes.error();
+    fleet_nodes.push_back(std::move(nodes.value()));
+  }
+  std::vector<Protocol> protocols;
+  if (options.saturation) protocols.push_back(Protocol{false, 0});
+  for (double load : options.loads) protocols.push_back(Protocol{true, load});
+  std::vector<std::string> policies = options.policies;
+  policies.emplace_back(kBoundGeometryFree);
+
+  std::vector<Task> tasks;
+  for (size_t f = 0; f < options.fleets.size(); ++f) {
+    for (size_t w = 0; w < options.workloads.size(); ++w) {
+      for (size_t p = 0; p < protocols.size(); ++p) {
+        for (const auto& policy : policies) {
+          for (uint64_t seed : options.seeds) tasks.push_back(Task{f, w, p, policy, seed});
+        }
+      }
+    }
+  }
+
+  std::vector<std::optional<Result<RunRecord>>> results(tasks.size());
+  std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  int done = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < tasks.size(); i = next++) {
+      const Task& t = tasks[i];
+      results[i] =
+          RunOne(fleet_nodes[t.fleet], options.fleets[t.fleet], options.workloads[t.workload],
+                 protocols[t.protocol], t.policy, t.seed, options);
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(++done, static_cast<int>(tasks.size()));
+      }
+    }
+  };
+  int jobs = options.jobs;
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min(static_cast<size_t>(jobs), tasks.size());
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (std::thread& thread : pool) thread.join();
+  }
+
+  std::vector<RunRecord> out;
+  out.reserve(tasks.size());
+  for (auto& r : results) {
+    if (!r->ok()) return r->error();
+    out.push_back(std::move(r->value()));
+  }
+  return out;
+}
+
+}  // namespace tessera::sim::mig_replay

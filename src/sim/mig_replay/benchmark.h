@@ -1,0 +1,65 @@
+#pragma once
+
+// The whole MIG benchmark: fleets x workloads x protocols (saturation, steady state at each
+// offered load) x policies (and the geometry-free bound) x seeds. Every run builds its own
+// MigCluster and draws its arrivals from its seed alone, so results do not depend on --jobs.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/mig/catalog.h"
+#include "sim/mig_replay/demand.h"
+#include "sim/mig_replay/fleet.h"
+#include "sim/mig_replay/protocol.h"
+
+namespace tessera::sim::mig_replay {
+
+struct BenchmarkOptions {
+  std::vector<std::string> fleets;    // FleetSpec names
+  std::vector<Workload> workloads;    // synthetic mixes, and openb when a trace is given
+  std::vector<std::string> policies;  // MigPolicy names; the bound is always added
+  std::vector<uint64_t> seeds = {42, 43, 44, 45, 46};
+  int nodes_per_fleet = 16;
+  bool saturation = true;
+  std::vector<double> loads = {0.6, 0.9, 1.2};  // steady state: offered load per cell
+  double stream_factor = 1.5;       // protocol (a): requests worth 1.5x the cluster's slices
+  int stop_after_rejections = 100;  // protocol (a): consecutive rejections that end a run
+  double warmup_lifetimes = 3;      // protocol (b): arrivals in 3 mean lifetimes fill the cluster
+  double measure_lifetimes = 5;     // protocol (b): then 5 mean lifetimes are measured
+  int jobs = 1;
+};
+
+// One protocol of a cell: saturation (load 0) or steady state at an offered load.
+struct Protocol {
+  bool steady = false;
+  double load = 0;
+  std::string Name() const;  // "saturation", "steady-0.9"
+};
+
+struct RunRecord {
+  std::string fleet;
+  std::string workload;
+  std::string protocol;
+  std::string policy;  // or kBoundGeometryFree
+  uint64_t seed = 0;
+  RunMetrics metrics;
+  double wall_seconds = 0;
+};
+
+// Called with (runs done, runs in all) from worker threads, one call at a time.
+using ProgressFn = std::function<void(int done, int total)>;
+
+// Runs every (fleet, workload, protocol, policy, seed); records come back in that order.
+Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
+                                            const mig::GpuModelCatalog& catalog,
+                                            const ProgressFn& progress = {});
+
+// One run, in the calling thread (exposed for tests).
+Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,
+                         const Workload& workload, const Protocol& protocol,
+                         const std::string& policy, uint64_t seed, const BenchmarkOptions& options);
+
+}  // namespace tessera::sim::mig_replay

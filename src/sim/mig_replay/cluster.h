@@ -1,0 +1,73 @@
+#pragma once
+
+// The cluster every policy of the MIG benchmark places into: tessera's own state::ClusterState,
+// so that the production scheduler and the baselines see, change and are measured on exactly
+// the same representation (NodeState::mig_models for the rules, usage[i].layout for occupancy).
+
+#include <string>
+#include <vector>
+
+#include "core/mig/layout.h"
+#include "core/model/pod.h"
+#include "core/state/cluster_state.h"
+#include "sim/mig_replay/demand.h"
+
+namespace tessera::sim::mig_replay {
+
+// One MIG instance a baseline chose: GPU `device` of the node, profile index in that GPU's
+// GpuMigModel, placement.
+struct InstancePick {
+  int device = -1;
+  int profile = -1;
+  model::Placement placement;
+};
+
+class MigCluster {
+ public:
+  // Registers `nodes` (MIG nodes, see BuildFleetNodes) and resolves every request type of
+  // `workload` to its intended profile on every GPU.
+  MigCluster(const std::vector<model::Node>& nodes, const Workload& workload);
+  MigCluster(const MigCluster&) = delete;
+  MigCluster& operator=(const MigCluster&) = delete;
+
+  state::ClusterState& state() { return state_; }
+  const state::ClusterState& state() const { return state_; }
+  const Workload& workload() const { return workload_; }
+  // Nodes in fleet order (their names sort in that order).
+  const std::vector<const state::NodeState*>& nodes() const { return nodes_; }
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+
+  // The intended profile of request type `type` on GPU `device` of node `node`; -1 when the
+  // GPU has none large enough.
+  int Intended(int node, int device, int type) const {
+    return intended_[(static_cast<size_t>(first_gpu_[node]) + device) * type_count_ + type];
+  }
+
+  // Reserves the instances for pod `key` on node `node` (a PodReservation with one device and
+  // one codec::MigAllocation per instance, accounted with the profile's memory and cores).
+  void Commit(const std::string& key, int node, const std::vector<InstancePick>& picks);
+  void Release(const std::string& key) { state_.RemovePod(key); }
+
+  int gpu_count() const { return gpu_count_; }
+  int64_t total_memory_slices() const { return total_memory_slices_; }
+  int64_t total_compute_slices() const { return total_compute_slices_; }
+
+ private:
+  state::ClusterState state_;
+  Workload workload_;
+  std::vector<const state::NodeState*> nodes_;
+  std::vector<int> first_gpu_;  // per node: index of its first GPU in the flat GPU order
+  size_t type_count_ = 0;
+  std::vector<int> intended_;  // [gpu][type]
+  int gpu_count_ = 0;
+  int64_t total_memory_slices_ = 0;
+  int64_t total_compute_slices_ = 0;
+};
+
+// Whether `profile` has a legal placement on top of `layout`.
+bool AnyPlacement(const mig::GpuMigModel& gpu, const mig::Layout& layout, int profile);
+
+// Free memory slices of a layout.
+int FreeSlices(const mig::GpuMigModel& gpu, const mig::Layout& layout);
+
+}  // namespace tessera::sim::mig_replay

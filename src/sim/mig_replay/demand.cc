@@ -1,0 +1,115 @@
+#include "sim/mig_replay/demand.h"
+
+#include <map>
+#include <utility>
+
+namespace tessera::sim::mig_replay {
+
+uint32_t ComputeSlicesNeeded(const RequestType& type, uint32_t compute_slices) {
+  const int64_t num = static_cast<int64_t>(type.share_num) * compute_slices;
+  const int64_t c = (num + type.share_den - 1) / type.share_den;
+  return static_cast<uint32_t>(c < 1 ? 1 : c);
+}
+
+int IntendedProfile(const mig::GpuMigModel& gpu, const RequestType& type) {
+  const uint32_t needed = ComputeSlicesNeeded(type, gpu.compute_slices());
+  int best = -1;
+  for (int p = 0; p < static_cast<int>(gpu.profiles().size()); ++p) {
+    if (!gpu.Allowed(p)) continue;
+    const model::MigProfile& profile = gpu.profiles()[p];
+    if (profile.slice_count < needed) continue;
+    if (best < 0) {
+      best = p;
+      continue;
+    }
+    const model::MigProfile& b = gpu.profiles()[best];
+    if (std::pair(profile.slice_count, profile.memory_mib) <
+        std::pair(b.slice_count, b.memory_mib)) {
+      best = p;
+    }
+  }
+  return best;
+}
+
+Workload MakeSyntheticWorkload(SyntheticMix mix) {
+  // Probabilities of 1g, 2g, 3g, 4g, 7g. small-heavy is the fragmentation-prone case: many 1g
+  // among larger instances that need aligned free runs.
+  static constexpr int kSizes[] = {1, 2, 3, 4, 7};
+  Workload w;
+  std::vector<double> p;
+  switch (mix) {
+    case SyntheticMix::kUniform:
+      w.name = std::string(kWorkloadUniform);
+      p = {0.2, 0.2, 0.2, 0.2, 0.2};
+      break;
+    case SyntheticMix::kSmallHeavy:
+      w.name = std::string(kWorkloadSmallHeavy);
+      p = {0.6, 0.1, 0.1, 0.1, 0.1};
+      break;
+    case SyntheticMix::kLargeHeavy:
+      w.name = std::string(kWorkloadLargeHeavy);
+      p = {0.1, 0.1, 0.2, 0.3, 0.3};
+      break;
+  }
+  for (int i = 0; i < 5; ++i) {
+    w.types.push_back(RequestType{kSizes[i], 7, 1, std::to_string(kSizes[i]) + "g"});
+  }
+  w.probabilities = std::move(p);
+  return w;
+}
+
+Result<Workload> MakeOpenbWorkload(const std::vector<replay::TracePod>& pods) {
+  std::map<std::pair<int64_t, int>, int64_t> counts;  // (gpu_milli, instances) -> pods
+  for (const auto& pod : pods) {
+    if (pod.num_gpu <= 0) continue;  // CPU-only: nothing to place on a GPU
+    if (pod.gpu_milli >= replay::kMilliPerGpu) {
+      counts[{replay::kMilliPerGpu, pod.num_gpu}]++;
+    } else {
+      counts[{pod.gpu_milli, 1}]++;
+    }
+  }
+  if (counts.empty()) return Error{"openb workload: the pod list has no GPU pod"};
+  Workload w;
+  w.name = std::string(kWorkloadOpenb);
+  int64_t total = 0;
+  for (const auto& [key, n] : counts) total += n;
+  for (const auto& [key, n] : counts) {
+    const auto [milli, instances] = key;
+    RequestType t;
+    t.share_num = static_cast<int32_t>(milli);
+    t.share_den = static_cast<int32_t>(replay::kMilliPerGpu);
+    t.count = instances;
+    t.label = milli == replay::kMilliPerGpu ? "gpu x" + std::to_string(instances)
+                                            : "milli " + std::to_string(milli);
+    w.types.push_back(std::move(t));
+    w.probabilities.push_back(static_cast<double>(n) / static_cast<double>(total));
+  }
+  return w;
+}
+
+std::vector<Arrival> SampleArrivals(const Workload& workload, size_t n, std::mt19937_64& rng) {
+  std::discrete_distribution<int> pick(workload.probabilities.begin(),
+                                       workload.probabilities.end());
+  std::vector<Arrival> out(n);
+  for (auto& a : out) a.type = pick(rng);
+  return out;
+}
+
+std::vector<Arrival> SamplePoissonArrivals(const Workload& workload, size_t n, double rate,
+                                           std::mt19937_64& rng) {
+  std::discrete_distribution<int> pick(workload.probabilities.begin(),
+                                       workload.probabilities.end());
+  std::exponential_distribution<double> gap(rate);
+  std::exponential_distribution<double> life(1.0);
+  std::vector<Arrival> out(n);
+  double now = 0;
+  for (auto& a : out) {
+    now += gap(rng);
+    a.time = now;
+    a.type = pick(rng);
+    a.lifetime = life(rng);
+  }
+  return out;
+}
+
+}  // namespace tessera::sim::mig_replay

@@ -1,0 +1,67 @@
+#pragma once
+
+// What the benchmark asks for (docs/mig-replay.md, "Workloads"). A request is a compute share
+// of one GPU, kept as a fraction so that one request means the same thing on every model of a
+// mixed fleet, and a count of instances. On a model with S compute slices it needs
+// c = ceil(share * S) slices and maps to the smallest profile with at least c.
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/mig/layout.h"
+#include "sim/replay/trace.h"
+
+namespace tessera::sim::mig_replay {
+
+struct RequestType {
+  int32_t share_num = 1;  // compute share of one GPU: share_num / share_den, in (0, 1]
+  int32_t share_den = 7;
+  int32_t count = 1;  // instances, on one node (a multi-GPU pod asks for whole GPUs)
+  std::string label;  // "3/7", "milli 300", "7/7 x4"
+  bool operator==(const RequestType&) const = default;
+};
+
+// ceil(share * compute_slices), at least 1.
+uint32_t ComputeSlicesNeeded(const RequestType& type, uint32_t compute_slices);
+// The intended profile of `type` on a GPU: the allowed profile with the fewest compute slices
+// (then the least memory) that has at least ComputeSlicesNeeded; -1 when none.
+int IntendedProfile(const mig::GpuMigModel& gpu, const RequestType& type);
+
+// The request types of a workload and how often each occurs.
+struct Workload {
+  std::string name;
+  std::vector<RequestType> types;
+  std::vector<double> probabilities;  // per type, summing to 1
+};
+
+enum class SyntheticMix { kUniform, kSmallHeavy, kLargeHeavy };
+inline constexpr std::string_view kWorkloadUniform = "uniform";
+inline constexpr std::string_view kWorkloadSmallHeavy = "small-heavy";
+inline constexpr std::string_view kWorkloadLargeHeavy = "large-heavy";
+inline constexpr std::string_view kWorkloadOpenb = "openb";
+
+// Profile sizes 1g, 2g, 3g, 4g, 7g (shares 1/7 ... 7/7) with the mix's probabilities.
+Workload MakeSyntheticWorkload(SyntheticMix mix);
+// The openb pod list mapped to MIG requests: a sharing pod (gpu_milli < 1000) asks for one
+// instance of share gpu_milli/1000; a whole-GPU pod for num_gpu instances of share 1; CPU-only
+// pods are dropped. Types are the distinct (share, count) pairs weighted by their pod counts.
+Result<Workload> MakeOpenbWorkload(const std::vector<replay::TracePod>& pods);
+
+// One request of a replay.
+struct Arrival {
+  int type = 0;         // index into Workload::types
+  double time = 0;      // arrival time (steady state), in mean lifetimes
+  double lifetime = 0;  // steady state only
+};
+
+// `n` requests drawn independently from the workload's probabilities (arrivals only).
+std::vector<Arrival> SampleArrivals(const Workload& workload, size_t n, std::mt19937_64& rng);
+// `n` requests of a Poisson process with `rate` per mean lifetime, exponential lifetimes of mean 1.
+std::vector<Arrival> SamplePoissonArrivals(const Workload& workload, size_t n, double rate,
+                                           std::mt19937_64& rng);
+
+}  // namespace tessera::sim::mig_replay

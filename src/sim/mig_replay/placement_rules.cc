@@ -1,0 +1,135 @@
+// The per-GPU rules of the baselines (docs/mig-replay.md, "Policies"), each cited from
+// shared/spec/peers.md and hami-protocol.md.
+
+#include <algorithm>
+#include <numeric>
+
+#include "sim/mig_replay/policy.h"
+
+namespace tessera::sim::mig_replay {
+std::vector<int> CoveringProfiles(const mig::GpuMigModel& gpu, int intended) {
+  const model::MigProfile& want = gpu.profiles()[intended];
+  std::vector<int> out;
+  for (int p = 0; p < static_cast<int>(gpu.profiles().size()); ++p) {
+    const model::MigProfile& profile = gpu.profiles()[p];
+    if (!gpu.Allowed(p)) continue;
+    if (profile.memory_mib < want.memory_mib || profile.slice_count < want.slice_count) continue;
+    out.push_back(p);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+    const model::MigProfile& pa = gpu.profiles()[a];
+    const model::MigProfile& pb = gpu.profiles()[b];
+    return std::pair(pa.memory_mib, pa.slice_count) < std::pair(pb.memory_mib, pb.slice_count);
+  });
+  return out;
+}
+
+std::optional<model::Placement> HamiPlacement(const mig::GpuMigModel& gpu,
+                                              const mig::Layout& layout, int profile) {
+  const model::MigProfile& p = gpu.profiles()[profile];
+  std::vector<model::Placement> order = p.placements;
+  // mig_topology.go orderedMigPlacements: 1g.* and 3g.* from the highest start, others from
+  // the lowest (hami-protocol.md 6, "selectMigPlacement").
+  const bool from_top = p.name.rfind("1g.", 0) == 0 || p.name.rfind("3g.", 0) == 0;
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return from_top ? a.start > b.start : a.start < b.start;
+  });
+  for (const auto& placement : order) {
+    if (gpu.CanPlace(layout, profile, placement)) return placement;
+  }
+  return std::nullopt;
+}
+
+std::optional<InstancePick> HamiCandidate(const mig::GpuMigModel& gpu, const mig::Layout& layout,
+                                          int intended) {
+  for (int profile : CoveringProfiles(gpu, intended)) {
+    if (auto placement = HamiPlacement(gpu, layout, profile)) {
+      return InstancePick{-1, profile, *placement};
+    }
+  }
+  return std::nullopt;
+}
+
+int LegalPlacementsLeft(const mig::GpuMigModel& gpu, const mig::Layout& layout) {
+  int n = 0;
+  for (int p = 0; p < static_cast<int>(gpu.profiles().size()); ++p) {
+    if (!gpu.Allowed(p)) continue;
+    for (const auto& placement : gpu.profiles()[p].placements) {
+      n += gpu.CanPlace(layout, p, placement) ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+std::optional<InstancePick> LargestFreeRunCandidate(const mig::GpuMigModel& gpu,
+                                                    const mig::Layout& layout, int intended) {
+  for (int profile : CoveringProfiles(gpu, intended)) {
+    std::optional<InstancePick> best;
+    uint32_t best_run = 0;
+    int best_left = -1;
+    // Placements in listed (ascending start) order: on equal scores the lowest start stays.
+    for (const auto& placement : gpu.profiles()[profile].placements) {
+      if (!gpu.CanPlace(layout, profile, placement)) continue;
+      mig::Layout after = layout;
+      gpu.Place(after, profile, placement);
+      const uint32_t run = gpu.LargestFreeRun(after);
+      const int left = LegalPlacementsLeft(gpu, after);
+      if (!best || run > best_run || (run == best_run && left > best_left)) {
+        best = InstancePick{-1, profile, placement};
+        best_run = run;
+        best_left = left;
+      }
+    }
+    if (best) return best;
+  }
+  return std::nullopt;
+}
+
+std::optional<model::Placement> LowestStart(const mig::GpuMigModel& gpu, const mig::Layout& layout,
+                                            int profile) {
+  std::optional<model::Placement> best;
+  for (const auto& placement : gpu.profiles()[profile].placements) {
+    if (!gpu.CanPlace(layout, profile, placement)) continue;
+    if (!best || placement.start < best->start) best = placement;
+  }
+  return best;
+}
+
+float HamiNodeScore(const state::NodeState& node) {
+  int64_t used = 0, total = 0, used_cores = 0, total_cores = 0, used_mem = 0, total_mem = 0;
+  for (size_t d = 0; d < node.devices.size(); ++d) {
+    used += node.usage[d].used;
+    total += node.devices[d].count;
+    used_cores += node.usage[d].used_cores;
+    total_cores += node.devices[d].total_cores;
+    used_mem += node.usage[d].used_mem;
+    total_mem += node.devices[d].total_mem_mib;
+  }
+  if (total == 0 || total_cores == 0 || total_mem == 0) return 0;
+  return 10.0f * (static_cast<float>(used) / static_cast<float>(total) +
+                  static_cast<float>(used_cores) / static_cast<float>(total_cores) +
+                  static_cast<float>(used_mem) / static_cast<float>(total_mem));
+}
+
+std::vector<int> HamiDeviceOrder(const state::NodeState& node, bool binpack) {
+  std::vector<float> score(node.devices.size());
+  for (size_t d = 0; d < node.devices.size(); ++d) {
+    const model::GpuDevice& device = node.devices[d];
+    const state::DeviceUsage& u = node.usage[d];
+    if (device.count == 0 || device.total_cores == 0 || device.total_mem_mib == 0) continue;
+    score[d] = 10.0f * (static_cast<float>(u.used) / static_cast<float>(device.count) +
+                        static_cast<float>(u.used_cores) / static_cast<float>(device.total_cores) +
+                        static_cast<float>(u.used_mem) / static_cast<float>(device.total_mem_mib));
+  }
+  std::vector<int> order(node.devices.size());
+  std::iota(order.begin(), order.end(), 0);
+  // DeviceUsageList.Less (hami-protocol.md 7.3): binpack sorts by score ascending, spread
+  // descending; Fit then scans from the end. Go's sort is stable for <= 12 devices.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return binpack ? score[a] < score[b] : score[a] > score[b];
+  });
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
+}  // namespace tessera::sim::mig_replay

@@ -1,0 +1,39 @@
+#include "sim/mig_replay/policy.h"
+
+#include "sim/mig_replay/baselines.h"
+
+namespace tessera::sim::mig_replay {
+
+const std::vector<std::string>& AllPolicyNames() {
+  static const std::vector<std::string> names = {
+      std::string(kPolicyTessera),        std::string(kPolicyHami210),
+      std::string(kPolicyLargestFreeRun), std::string(kPolicyFirstFit),
+      std::string(kPolicyBestFit),        std::string(kPolicyStatic1g),
+      std::string(kPolicyStaticBalanced)};
+  return names;
+}
+
+const std::vector<std::string>& KnownPolicyNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all = AllPolicyNames();
+    all.emplace_back(kPolicyTesseraGpuBinpack);
+    return all;
+  }();
+  return names;
+}
+
+Result<std::unique_ptr<MigPolicy>> MakeMigPolicy(std::string_view name, MigCluster& cluster) {
+  if (name == kPolicyTessera) return MakeTesseraMigPolicy(cluster, false);
+  if (name == kPolicyTesseraGpuBinpack) return MakeTesseraMigPolicy(cluster, true);
+  if (name == kPolicyHami210) return MakeHamiPolicy(false);
+  if (name == kPolicyLargestFreeRun) return MakeHamiPolicy(true);
+  if (name == kPolicyFirstFit) return MakeFirstFitPolicy();
+  if (name == kPolicyBestFit) return MakeBestFitPolicy();
+  if (name == kPolicyStatic1g) return MakeStaticPolicy(cluster, false);
+  if (name == kPolicyStaticBalanced) return MakeStaticPolicy(cluster, true);
+  std::string known;
+  for (const auto& n : KnownPolicyNames()) known += (known.empty() ? "" : ", ") + n;
+  return Error{"unknown MIG policy \"" + std::string(name) + "\" (known: " + known + ")"};
+}
+
+}  // namespace tessera::sim::mig_replay

@@ -1,0 +1,130 @@
+#include "sim/mig_replay/summary.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+namespace tessera::sim::mig_replay {
+namespace {
+
+std::string Fixed(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4f", v);
+  return buf;
+}
+
+}  // namespace
+
+MeanStd StatsOf(const std::vector<double>& values) {
+  MeanStd out;
+  if (values.empty()) return out;
+  double sum = 0;
+  for (double v : values) sum += v;
+  out.mean = sum / static_cast<double>(values.size());
+  if (values.size() > 1) {
+    double squares = 0;
+    for (double v : values) squares += (v - out.mean) * (v - out.mean);
+    out.std = std::sqrt(squares / static_cast<double>(values.size() - 1));
+  }
+  return out;
+}
+
+std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  std::map<Key, size_t> index;
+  std::vector<std::vector<const RunRecord*>> groups;
+  std::vector<SummaryRow> rows;
+  for (const RunRecord& r : records) {
+    Key key{r.fleet, r.workload, r.protocol, r.policy};
+    auto [it, added] = index.emplace(key, rows.size());
+    if (added) {
+      SummaryRow row;
+      row.fleet = r.fleet;
+      row.workload = r.workload;
+      row.protocol = r.protocol;
+      row.policy = r.policy;
+      rows.push_back(std::move(row));
+      groups.emplace_back();
+    }
+    groups[it->second].push_back(&r);
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<double> acc, served, mem, comp, gpus, stranded, frag;
+    double wall = 0;
+    for (const RunRecord* r : groups[i]) {
+      const Snapshot& s = r->metrics.snapshot;
+      acc.push_back(100 * r->metrics.acceptance());
+      served.push_back(100 * r->metrics.served_ratio);
+      mem.push_back(100 * s.memory_slice_ratio);
+      comp.push_back(100 * s.compute_slice_ratio);
+      gpus.push_back(100 * s.gpus_in_use_ratio);
+      stranded.push_back(100 * s.stranded_ratio);
+      frag.push_back(100 * s.fragmentation_ratio);
+      wall += r->wall_seconds;
+    }
+    SummaryRow& row = rows[i];
+    row.n_seeds = static_cast<int>(groups[i].size());
+    row.acceptance = StatsOf(acc);
+    row.served_slices = StatsOf(served);
+    row.memory_slices = StatsOf(mem);
+    row.compute_slices = StatsOf(comp);
+    row.gpus_in_use = StatsOf(gpus);
+    row.stranded = StatsOf(stranded);
+    row.fragmentation = StatsOf(frag);
+    row.wall_seconds = wall / static_cast<double>(groups[i].size());
+  }
+  return rows;
+}
+
+std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
+  std::string out = "fleet,workload,protocol,policy,n_seeds";
+  for (const char* m :
+       {"acceptance_pct", "served_slices_pct", "memory_slices_pct", "compute_slices_pct",
+        "gpus_in_use_pct", "stranded_slices_pct", "fragmentation_pct"}) {
+    out += std::string(",") + m + "_mean," + m + "_std";
+  }
+  out += "\n";
+  for (const SummaryRow& r : rows) {
+    out += r.fleet + "," + r.workload + "," + r.protocol + "," + r.policy + "," +
+           std::to_string(r.n_seeds);
+    for (const MeanStd* m : {&r.acceptance, &r.served_slices, &r.memory_slices, &r.compute_slices,
+                             &r.gpus_in_use, &r.stranded, &r.fragmentation}) {
+      out += "," + Fixed(m->mean) + "," + Fixed(m->std);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string RunsCsv(const std::vector<RunRecord>& records) {
+  std::string out =
+      "fleet,workload,protocol,policy,seed,arrived,accepted,served_slices,acceptance_pct,"
+      "served_slices_pct,memory_slices_pct,compute_slices_pct,gpus_in_use_pct,stranded_slices_pct,"
+      "fragmentation_pct,wall_seconds\n";
+  for (const RunRecord& r : records) {
+    const Snapshot& s = r.metrics.snapshot;
+    out += r.fleet + "," + r.workload + "," + r.protocol + "," + r.policy + "," +
+           std::to_string(r.seed) + "," + std::to_string(r.metrics.arrived) + "," +
+           std::to_string(r.metrics.accepted) + "," + std::to_string(r.metrics.served_slices) +
+           "," + Fixed(100 * r.metrics.acceptance()) + "," + Fixed(100 * r.metrics.served_ratio) +
+           "," + Fixed(100 * s.memory_slice_ratio) + "," + Fixed(100 * s.compute_slice_ratio) +
+           "," + Fixed(100 * s.gpus_in_use_ratio) + "," + Fixed(100 * s.stranded_ratio) + "," +
+           Fixed(100 * s.fragmentation_ratio) + "," + Fixed(r.wall_seconds) + "\n";
+  }
+  return out;
+}
+
+const SummaryRow* FindRow(const std::vector<SummaryRow>& rows, const std::string& fleet,
+                          const std::string& workload, const std::string& protocol,
+                          const std::string& policy) {
+  for (const SummaryRow& r : rows) {
+    if (r.fleet == fleet && r.workload == workload && r.protocol == protocol &&
+        r.policy == policy) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace tessera::sim::mig_replay

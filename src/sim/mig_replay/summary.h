@@ -1,0 +1,50 @@
+#pragma once
+
+// Mean and sample standard deviation over seeds of every metric, per (fleet, workload,
+// protocol, policy), and the CSV files of the benchmark.
+
+#include <string>
+#include <vector>
+
+#include "sim/mig_replay/benchmark.h"
+
+namespace tessera::sim::mig_replay {
+
+struct MeanStd {
+  double mean = 0;
+  double std = 0;  // sample standard deviation (0 for one seed)
+};
+
+struct SummaryRow {
+  std::string fleet;
+  std::string workload;
+  std::string protocol;
+  std::string policy;
+  int n_seeds = 0;
+  // Percentages.
+  MeanStd acceptance;
+  MeanStd served_slices;  // intended profiles' memory slices of the pods held
+  MeanStd memory_slices;
+  MeanStd compute_slices;
+  MeanStd gpus_in_use;
+  MeanStd stranded;
+  MeanStd fragmentation;
+  double wall_seconds = 0;  // mean per run (not written to summary.csv: it varies)
+};
+
+// Rows in the order the records first name each (fleet, workload, protocol, policy).
+std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records);
+MeanStd StatsOf(const std::vector<double>& values);
+
+// fleet,workload,protocol,policy,n_seeds,acceptance_pct_mean,acceptance_pct_std,... ; the same
+// seeds give byte-identical text.
+std::string SummaryCsv(const std::vector<SummaryRow>& rows);
+// One row per run, with wall_seconds.
+std::string RunsCsv(const std::vector<RunRecord>& records);
+
+// The row for the key, or nullptr.
+const SummaryRow* FindRow(const std::vector<SummaryRow>& rows, const std::string& fleet,
+                          const std::string& workload, const std::string& protocol,
+                          const std::string& policy);
+
+}  // namespace tessera::sim::mig_replay

@@ -1,0 +1,85 @@
+// The `tessera` policy: not a re-implementation. Each request becomes a model::Pod in MIG mode
+// and goes through sched::Scheduler::Schedule (the code behind the extender's filter), which
+// chooses node, GPU, profile and placement and reserves them in the cluster's ClusterState.
+
+#include <map>
+
+#include "core/model/annotations.h"
+#include "core/sched/scheduler.h"
+#include "sim/mig_replay/baselines.h"
+#include "sim/mig_replay/tessera_request.h"
+
+namespace tessera::sim::mig_replay {
+namespace {
+
+class TesseraMigPolicy : public MigPolicy {
+ public:
+  TesseraMigPolicy(MigCluster& cluster, std::vector<TesseraMigRequest> requests, bool gpu_binpack)
+      : cluster_(cluster),
+        scheduler_(cluster.state(), Defaults(gpu_binpack)),
+        requests_(std::move(requests)),
+        gpu_binpack_(gpu_binpack) {
+    // A pod that fits nowhere is rejected; why each node refused it is not needed.
+    scheduler_.set_explain_failures(false);
+  }
+
+  std::string_view Name() const override {
+    return gpu_binpack_ ? kPolicyTesseraGpuBinpack : kPolicyTessera;
+  }
+
+  bool Place(MigCluster& cluster, const std::string& key, int type) override {
+    const size_t slash = key.find('/');
+    model::Pod pod;
+    pod.ns = key.substr(0, slash);
+    pod.name = key.substr(slash + 1);
+    pod.uid = key;
+    pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
+    const TesseraMigRequest& r = requests_[type];
+    model::Container c;
+    c.name = "main";
+    c.limits["nvidia.com/gpu"] = std::to_string(cluster.workload().types[type].count);
+    c.limits["nvidia.com/gpumem-percentage"] = std::to_string(r.mem_percent);
+    if (r.cores > 0) c.limits["nvidia.com/gpucores"] = std::to_string(r.cores);
+    pod.containers.push_back(std::move(c));
+    // Schedule reserves the decision in the state it holds: cluster_.state().
+    const sched::Decision d = scheduler_.Schedule(pod, cluster_.nodes(), 0);
+    return d.scheduled;
+  }
+
+ private:
+  // The production defaults (node binpack, GPU spread, fragmentation-aware); the variant only
+  // changes the GPU policy, as --gpu-scheduler-policy=binpack would.
+  static sched::PolicyDefaults Defaults(bool gpu_binpack) {
+    sched::PolicyDefaults d;
+    if (gpu_binpack) d.gpu = "binpack";
+    return d;
+  }
+
+  MigCluster& cluster_;
+  sched::Scheduler scheduler_;
+  std::vector<TesseraMigRequest> requests_;  // per request type
+  bool gpu_binpack_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack) {
+  // One GPU per distinct model is enough: the request must work on each of them.
+  std::vector<const mig::GpuMigModel*> gpus;
+  std::map<std::string, bool> seen;
+  for (const state::NodeState* node : cluster.nodes()) {
+    for (size_t d = 0; d < node->devices.size(); ++d) {
+      if (seen.emplace(node->devices[d].type, true).second) gpus.push_back(&node->mig_models[d]);
+    }
+  }
+  std::vector<TesseraMigRequest> requests;
+  for (const auto& type : cluster.workload().types) {
+    auto r = ResolveTesseraRequest(gpus, type);
+    if (!r.ok()) return r.error();
+    requests.push_back(r.value());
+  }
+  return std::unique_ptr<MigPolicy>(
+      std::make_unique<TesseraMigPolicy>(cluster, std::move(requests), gpu_binpack));
+}
+
+}  // namespace tessera::sim::mig_replay

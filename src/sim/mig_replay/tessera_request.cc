@@ -1,0 +1,34 @@
+#include "sim/mig_replay/tessera_request.h"
+
+namespace tessera::sim::mig_replay {
+
+int SmallestEligibleProfile(const mig::GpuMigModel& gpu, const TesseraMigRequest& request) {
+  // sched/fit.cc MemoryRequest: a percentage of a MIG GPU is of its largest allowed profile.
+  const int64_t mem = static_cast<int64_t>(gpu.LargestProfileMemory()) * request.mem_percent / 100;
+  const std::vector<int> eligible =
+      gpu.EligibleProfiles(mig::InstanceDemand{static_cast<int32_t>(mem), request.cores});
+  return eligible.empty() ? -1 : eligible.front();
+}
+
+Result<TesseraMigRequest> ResolveTesseraRequest(const std::vector<const mig::GpuMigModel*>& gpus,
+                                                const RequestType& type) {
+  std::vector<int> intended;
+  intended.reserve(gpus.size());
+  for (const mig::GpuMigModel* gpu : gpus) intended.push_back(IntendedProfile(*gpu, type));
+  for (int32_t mem_percent = 1; mem_percent <= 100; ++mem_percent) {
+    for (int32_t cores = 0; cores <= 100; ++cores) {
+      const TesseraMigRequest request{mem_percent, cores};
+      bool all = true;
+      for (size_t i = 0; i < gpus.size() && all; ++i) {
+        all = SmallestEligibleProfile(*gpus[i], request) == intended[i];
+      }
+      if (all) return request;
+    }
+  }
+  return Error{"request " + type.label + " (" + std::to_string(type.share_num) + "/" +
+               std::to_string(type.share_den) +
+               " of a GPU): no nvidia.com/gpumem-percentage and nvidia.com/gpucores select its "
+               "intended profile on every GPU model of the fleet"};
+}
+
+}  // namespace tessera::sim::mig_replay

@@ -1,0 +1,34 @@
+#pragma once
+
+// How the benchmark asks tessera's production scheduler for a request type: as a user would,
+// with nvidia.com/gpumem-percentage and nvidia.com/gpucores, chosen so that on every GPU model
+// of the fleet the scheduler's smallest eligible profile (GpuMigModel::EligibleProfiles: memory
+// is that percentage of the largest allowed profile, core share at least gpucores) is the
+// type's intended profile (IntendedProfile).
+
+#include <cstdint>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/mig/layout.h"
+#include "sim/mig_replay/demand.h"
+
+namespace tessera::sim::mig_replay {
+
+struct TesseraMigRequest {
+  int32_t mem_percent = 0;  // 1..100
+  int32_t cores = 0;        // 0 (not given) or 1..100
+  bool operator==(const TesseraMigRequest&) const = default;
+};
+
+// The smallest eligible profile on `gpu` for a request, or -1 (what the scheduler would try
+// first).
+int SmallestEligibleProfile(const mig::GpuMigModel& gpu, const TesseraMigRequest& request);
+
+// The first (mem_percent, cores), in increasing order of both, that yields the intended profile
+// of `type` on every GPU of `gpus`; an error naming the type when none does (e.g. 2/7 of a GPU
+// on a fleet that mixes 7-slice models with the 4-slice RTX PRO 6000).
+Result<TesseraMigRequest> ResolveTesseraRequest(const std::vector<const mig::GpuMigModel*>& gpus,
+                                                const RequestType& type);
+
+}  // namespace tessera::sim::mig_replay

@@ -1,0 +1,72 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/offline_optimum.h"
+#include "sim/mig_replay/optimum_study.h"
+#include "sim/mig_replay/protocol.h"
+#include "test_fleet.h"
+
+namespace tessera::sim::mig_replay {
+namespace {
+
+std::vector<Arrival> Types(std::initializer_list<int> types) {
+  std::vector<Arrival> out;
+  for (int t : types) out.push_back(Arrival{t, 0, 0});
+  return out;
+}
+
+TEST(MigOfflineOptimum, PrefersTheLargerRequestWhenOnlyOneFits) {
+  const Workload w = MakeSyntheticWorkload(SyntheticMix::kUniform);
+  MigCluster cluster(testing::Nodes("A100-40GB", 1), w);
+  // 1g, 1g, 7g on one GPU: the 7g alone serves 8 slices, the two 1g only 2.
+  auto best = OfflineOptimumServedSlices(cluster, Types({0, 0, 4}));
+  ASSERT_TRUE(best.ok());
+  EXPECT_EQ(best.value(), 8);
+  // 4g + 3g fill the GPU whatever the order; a third 3g cannot join.
+  EXPECT_EQ(OfflineOptimumServedSlices(cluster, Types({2, 3, 2})).value(), 8);
+  // Eight 1g: at most 7 (no 1g placement starts at slice 7).
+  EXPECT_EQ(OfflineOptimumServedSlices(cluster, Types({0, 0, 0, 0, 0, 0, 0, 0})).value(), 7);
+}
+
+TEST(MigOfflineOptimum, BoundsEveryPolicyOnTinyInstances) {
+  OptimumStudyOptions options;
+  options.seeds = {42, 43};
+  options.requests = 12;
+  auto cases = RunOptimumStudy(AllPolicyNames(), options, testing::Catalog());
+  ASSERT_TRUE(cases.ok()) << cases.error().message;
+  ASSERT_FALSE(cases->empty());
+  for (const auto& c : cases.value()) {
+    for (const auto& [policy, served] : c.served) {
+      EXPECT_LE(served, c.optimum)
+          << c.model << " x" << c.gpus << " " << c.workload << " seed " << c.seed << " " << policy;
+    }
+  }
+}
+
+TEST(MigGeometryFreeBound, ServesAtLeastAsMuchAsEveryPolicyOnASmallInstance) {
+  for (SyntheticMix mix : {SyntheticMix::kUniform, SyntheticMix::kSmallHeavy}) {
+    const Workload w = MakeSyntheticWorkload(mix);
+    const auto nodes = testing::Nodes("H100-SXM5-80GB", 2, 2);
+    std::mt19937_64 rng(7);
+    const std::vector<Arrival> arrivals = SampleArrivals(w, 60, rng);
+    MigCluster bound_cluster(nodes, w);
+    GeometryFreePlacer bound(bound_cluster);
+    const RunMetrics b = RunSaturation(bound, arrivals, 0);
+    for (const auto& name : AllPolicyNames()) {
+      MigCluster cluster(nodes, w);
+      auto policy = MakeMigPolicy(name, cluster);
+      ASSERT_TRUE(policy.ok());
+      PolicyPlacer placer(cluster, *policy.value());
+      const RunMetrics m = RunSaturation(placer, arrivals, 0);
+      EXPECT_GE(b.served_slices, m.served_slices) << w.name << " " << name;
+      // Nothing the policies hold is outside the cluster.
+      EXPECT_LE(m.snapshot.memory_slice_ratio, 1.0);
+    }
+    EXPECT_LE(b.snapshot.compute_slice_ratio, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::sim::mig_replay

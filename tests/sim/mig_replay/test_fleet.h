@@ -1,0 +1,43 @@
+#pragma once
+
+// Small MIG clusters for the benchmark's tests: one node of one model, built like the fleets.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/mig/catalog.h"
+#include "sim/mig_replay/cluster.h"
+#include "sim/mig_replay/fleet.h"
+
+namespace tessera::sim::mig_replay::testing {
+
+inline const mig::GpuModelCatalog& Catalog() {
+  static const mig::GpuModelCatalog catalog = mig::GpuModelCatalog::Builtin().value();
+  return catalog;
+}
+
+// `nodes` nodes of `gpus` GPUs of `model`.
+inline std::vector<model::Node> Nodes(const std::string& model, int gpus, int nodes = 1) {
+  auto built = BuildFleetNodes(FleetSpec{model, {model}, gpus}, nodes, Catalog());
+  EXPECT_TRUE(built.ok()) << built.error().message;
+  return built.value();
+}
+
+// The profile index called `name` on GPU `device` of node `node`.
+inline int Profile(const MigCluster& cluster, const std::string& name, int node = 0,
+                   int device = 0) {
+  return cluster.nodes()[node]->mig_models[device].ProfileIndex(name);
+}
+
+// Names and starts of the instances on one GPU, as "3g.20gb@4", in placement order.
+inline std::vector<std::string> Instances(const MigCluster& cluster, int node, int device) {
+  std::vector<std::string> out;
+  for (const auto& i : cluster.nodes()[node]->instances[device]) {
+    out.push_back(i.profile_name + "@" + std::to_string(i.placement.start));
+  }
+  return out;
+}
+
+}  // namespace tessera::sim::mig_replay::testing
