@@ -47,7 +47,8 @@ struct InstanceChoice {
 
 // What Arrange optimises once the demand mix is known (docs/placement.md).
 struct ArrangeGoal {
-  // Per profile index: the share of future requests that would take this profile. The
+  // Per profile index: what one more placeable instance of the profile is worth (MigWeights:
+  // the share of future requests that would take it times its memory slices). The
   // placeability of a layout is the sum over profiles of weight x room.
   const std::vector<double>* profile_weights = nullptr;
   // Off: each instance gets the smallest eligible profile that can be placed (the least memory
@@ -102,12 +103,13 @@ class GpuMigModel {
                                                      const ArrangeGoal& goal,
                                                      ArrangeScore* score = nullptr) const;
 
-  // Sum over profiles of weight x room: the expected number of future requests, drawn from the
-  // mix the weights describe, that this GPU could still take.
+  // Sum over profiles of weight x room: with MigWeights, the memory slices that future
+  // requests, drawn from the demand mix, could still take on this GPU (each profile's room
+  // counted on its own).
   double Placeability(const Layout& layout, const std::vector<double>& profile_weights) const;
   // Memory of the largest allowed profile that can still be placed (0 when none).
   int32_t LargestPlaceable(const Layout& layout) const;
-  // Both at once (one room lookup).
+  // Both at once (one table lookup).
   void Assess(const Layout& layout, const std::vector<double>& profile_weights,
               double* placeability, int32_t* largest) const;
 

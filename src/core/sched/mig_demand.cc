@@ -83,11 +83,18 @@ const std::vector<double>& MigWeights::For(const mig::GpuMigModel& model) const 
   const void* key = model.table() != nullptr ? static_cast<const void*>(model.table())
                                              : static_cast<const void*>(&model);
   auto it = cache_.find(key);
-  if (it == cache_.end()) it = cache_.emplace(key, Compute(model)).first;
+  if (it == cache_.end()) {
+    std::vector<double> value = Shares(model);
+    for (size_t p = 0; p < value.size(); ++p) {
+      const auto& placements = model.profiles()[p].placements;
+      value[p] *= placements.empty() ? 0 : placements.front().size;
+    }
+    it = cache_.emplace(key, std::move(value)).first;
+  }
   return it->second;
 }
 
-std::vector<double> MigWeights::Compute(const mig::GpuMigModel& model) const {
+std::vector<double> MigWeights::Shares(const mig::GpuMigModel& model) const {
   const auto& profiles = model.profiles();
   std::vector<double> weights(profiles.size(), 0.0);
   // The prior: per size, the smallest plain (default media) allowed profile of that size.

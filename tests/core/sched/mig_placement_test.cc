@@ -61,12 +61,16 @@ TEST(MigWeightsTest, PriorAndObservationsCombine) {
   auto prior = ParseMigPrior("1g=1,7g=1", 2);
   ASSERT_TRUE(prior.ok());
   MigWeights weights(mix, *prior);
-  const auto& w = weights.For(model);
+  const std::vector<double> w = weights.Shares(model);
   // (2 x 1/2 + 2) / (2 + 2) for 1g.5gb, (2 x 1/2) / 4 for 7g.
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("1g.5gb")], 0.75);
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("7g.40gb")], 0.25);
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("3g.20gb")], 0);
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("1g.10gb")], 0);  // 1g, but not the smallest
+  // What placeability counts: the share times the profile's memory slices.
+  const auto& value = weights.For(model);
+  EXPECT_DOUBLE_EQ(value[model.ProfileIndex("1g.5gb")], 0.75 * 1);
+  EXPECT_DOUBLE_EQ(value[model.ProfileIndex("7g.40gb")], 0.25 * 8);
 }
 
 class MigNodeScoringTest : public ::testing::Test {
