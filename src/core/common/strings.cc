@@ -173,4 +173,16 @@ bool Base64Decode(std::string_view text, std::string* out) {
   return true;
 }
 
+uint64_t StableHash(std::string_view text) {
+  uint64_t h = 14695981039346656037ULL ^ 0x9e3779b97f4a7c15ULL;  // FNV basis, salted
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;  // FNV prime
+  }
+  h ^= h >> 33;  // MurmurHash3's fmix64 (first half: enough to spread the low bits)
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,5 +27,9 @@ bool ParseInt64(std::string_view text, long long* out);
 std::string Base64Encode(std::string_view bytes);
 // False when `text` is not valid padded base64 (whitespace is ignored).
 bool Base64Decode(std::string_view text, std::string* out);
+// A 64-bit hash that is the same on every build, platform and run (FNV-1a from a fixed salted
+// basis, then a 64-bit finaliser so that similar strings spread over the whole range), unlike
+// std::hash. For orders that must not change between restarts or replicas.
+uint64_t StableHash(std::string_view text);
 
 }  // namespace tessera

@@ -35,6 +35,8 @@ struct Rank {
   double bucket;    // binpack: the fragmentation (or MIG placeability) cost in quanta; else 0
   float score;      // NodeFit::score
   double tiebreak;  // spread: the MIG placeability drop in quanta; else 0
+  bool idle;        // no GPU of the node is in use (before the pod)
+  bool mig;         // placed by the MIG plan (ranked by placeability, then fullness)
 };
 
 // The first by name (ClusterState keeps each node's position in name order).
@@ -44,10 +46,25 @@ bool NameBefore(const state::NodeState& a, const state::NodeState& b) {
 }
 
 bool Better(const Rank& candidate, const Rank& best, const state::NodeState& candidate_node,
-            const state::NodeState& best_node, NodePolicy policy) {
+            const state::NodeState& best_node, NodePolicy policy, bool by_fragmentation) {
   // Expected fragmentation is an estimate: differences below a quantum (a small share of one
-  // GPU) are noise, and chasing them scatters pods; binpack decides among equals.
+  // GPU) are noise, and chasing them scatters pods.
   if (candidate.bucket != best.bucket) return candidate.bucket < best.bucket;
+  if (by_fragmentation && !candidate.mig && !best.mig) {
+    // binpack among equals: a node already in use before an idle one (an idle node stays whole
+    // for large pods and can be scaled down), then the first in a fixed node order, as FGD's
+    // simulator breaks ties (the first top-scoring node of a node list shuffled once). Pod after
+    // pod then fills the same nodes first, on every resource at once: a cluster-wide first fit.
+    // The fullest node instead jumps between half-used nodes: 0.1 points of allocation less on
+    // average over the 13 traces of the replay, up to 0.3 on some (docs/replay.md). The order
+    // is a hash of the name, not the name itself, so that nodes named alike (one rack, one
+    // pool) are not filled as a block, and it does not change when nodes come and go.
+    if (candidate.idle != best.idle) return best.idle;
+    if (candidate_node.tie_order != best_node.tie_order) {
+      return candidate_node.tie_order < best_node.tie_order;
+    }
+    return NameBefore(candidate_node, best_node);
+  }
   // binpack: fullest node after placement; spread: emptiest. Ties: the first by name.
   if (candidate.score != best.score) {
     return policy == NodePolicy::kBinpack ? candidate.score > best.score
@@ -168,7 +185,10 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     NodeFit& fit = full_fits.emplace_back(
         FitPodOnNode(ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr, goal));
     e.fits = fit.fits;
-    e.rank = Rank{0, fit.score, 0};
+    e.rank = Rank{0, fit.score, 0,
+                  std::all_of(ns.usage.begin(), ns.usage.end(),
+                              [](const state::DeviceUsage& u) { return u.used == 0; }),
+                  fit.mig_planned};
     if (fit.fits && fit.mig_planned) {
       const double drop = std::round(fit.mig_drop / kPlaceabilityQuantum);
       if (prefs->node_policy == NodePolicy::kBinpack) {
@@ -204,7 +224,8 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     if (use_cache) result = by_class[ns->state_class];
     if (result == kNone) {
       result = static_cast<uint32_t>(evaluated.size());
-      Evaluated& e = evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0, 0}});
+      Evaluated& e =
+          evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0, 0, false, false}});
       // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
       if (MayFit(*ns, request.value(), prefs.value())) evaluate(e);
       if (use_cache) by_class[ns->state_class] = result;
@@ -214,8 +235,8 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
       if (explain_failures_) failures.emplace_back(ns, result);
       continue;
     }
-    if (best == nullptr ||
-        Better(e.rank, evaluated[best_eval].rank, *ns, *best, prefs->node_policy)) {
+    if (best == nullptr || Better(e.rank, evaluated[best_eval].rank, *ns, *best, prefs->node_policy,
+                                  by_fragmentation)) {
       best = ns;
       best_eval = result;
     }

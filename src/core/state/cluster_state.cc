@@ -89,6 +89,7 @@ void ClusterState::RebuildNodeList() {
   node_list_.clear();
   for (auto& [name, ns] : nodes_) {
     ns.name_order = static_cast<int>(node_list_.size());
+    ns.tie_order = StableHash(ns.name);
     node_list_.push_back(&ns);
   }
 }

@@ -75,6 +75,9 @@ struct NodeState {
   int state_class = -1;
   // Position in ClusterState::node_list() (name order), kept current by ClusterState.
   int name_order = -1;
+  // A fixed pseudo-random position of the node (StableHash of its name), set by ClusterState:
+  // the order in which the scheduler fills nodes that are equally good for a pod.
+  uint64_t tie_order = 0;
   std::vector<std::string> types_upper;          // per device, for type filters
   bool any_mig = false;                          // some device is in MIG mode
   int64_t max_free_mem = 0;                      // MiB, the most any one device has free

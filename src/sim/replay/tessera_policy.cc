@@ -128,7 +128,11 @@ class TesseraPolicy : public Policy {
     return p;
   }
 
-  // CPU-only pods: the node where the pod strands the least GPU capacity for the demand mix.
+  // CPU-only pods: the node where the pod strands the least GPU capacity for the demand mix;
+  // among equals, the node with the least free GPU capacity (host CPU next to used-up GPUs is
+  // worth nothing to GPU pods), then the scheduler's fixed node order (NodeState::tie_order), so
+  // that CPU-only and GPU pods fill the same nodes first. The tightest CPU fit instead puts them
+  // on nodes whose GPUs are still free and strands those GPUs as the CPU runs out.
   std::optional<Choice> ChooseCpuOnly(const TracePod& pod, const std::vector<int>& nodes) {
     sched::DemandShape shape;
     shape.cpu_milli = pod.cpu_milli;
@@ -145,12 +149,17 @@ class TesseraPolicy : public Policy {
     delta_by_class_.assign(state_.state_class_bound(), std::numeric_limits<double>::quiet_NaN());
     int best = -1;
     double best_delta = std::numeric_limits<double>::infinity();
-    int64_t best_cpu_left = 0;
+    int64_t best_gpu_free = 0;
+    const state::NodeState* best_node = nullptr;
     for (int n : nodes) {
       const state::NodeState* ns = nodes_[n];
       const int64_t cpu_free =
           ns->cpu_allocatable_milli ? *ns->cpu_allocatable_milli - ns->cpu_used_milli : 0;
       const int64_t cpu_left = cpu_free - pod.cpu_milli;
+      int64_t gpu_free = 0;
+      for (size_t g = 0; g < ns->devices.size(); ++g) {
+        gpu_free += std::max<int64_t>(0, ns->devices[g].total_mem_mib - ns->usage[g].used_mem);
+      }
       double delta = 0;
       // When no shape's threshold lies in (cpu_left, cpu_free], every shape fits (or not) before
       // and after alike: the two fragmentations are the same computation and the delta is
@@ -174,12 +183,15 @@ class TesseraPolicy : public Policy {
           if (known != nullptr) *known = delta;
         }
       }
-      // Least added fragmentation, then the tightest CPU fit, then the first node.
+      // Least added fragmentation, then the least free GPU, then the fixed node order.
+      const bool equal_delta = delta <= best_delta + 1e-9;
       if (best < 0 || delta < best_delta - 1e-9 ||
-          (delta <= best_delta + 1e-9 && cpu_left < best_cpu_left)) {
+          (equal_delta && (gpu_free < best_gpu_free ||
+                           (gpu_free == best_gpu_free && ns->tie_order < best_node->tie_order)))) {
         best = n;
         best_delta = delta;
-        best_cpu_left = cpu_left;
+        best_gpu_free = gpu_free;
+        best_node = ns;
       }
     }
     if (best < 0) return std::nullopt;

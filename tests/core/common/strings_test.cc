@@ -144,4 +144,12 @@ TEST(Base64, RejectsInvalidText) {
 }
 
 }  // namespace
+TEST(StableHash, IsPinnedAcrossBuildsAndRuns) {
+  // The scheduler fills equally good nodes in this order (NodeState::tie_order): a change here
+  // reshuffles where every cluster puts its pods, so it must be deliberate.
+  EXPECT_EQ(StableHash("n1"), 0x4632982109e9dbd4ULL);
+  EXPECT_EQ(StableHash("node-a"), 0x1f5ed2da5dd8d703ULL);
+  EXPECT_NE(StableHash("n1"), StableHash("n2"));
+}
+
 }  // namespace tessera

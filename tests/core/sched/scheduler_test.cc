@@ -3,10 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "core/codec/mig_allocations.h"
 #include "core/codec/pod_devices.h"
+#include "core/common/strings.h"
 #include "core/model/annotations.h"
 #include "core/sched/fit.h"
 #include "support/builders.h"
@@ -226,6 +228,33 @@ TEST_F(SchedulerTest, NodePolicyAndDeterministicTies) {
                                             .Build(),
                                         nullptr, 0);
   EXPECT_EQ(spread.node, "n1");
+}
+
+TEST_F(SchedulerTest, EqualFragmentationFillsNodesInUseThenAFixedOrder) {
+  const std::vector<std::string> names = {"n1", "n2", "n3"};
+  for (const auto& name : names) AddNode(name, {SharingGpu("GPU-" + name)});
+  DemandShape small;
+  small.gpus = 1;
+  small.gpu_mem_mib = 1000;
+  small.gpu_cores = 10;
+  scheduler_.ObserveDemand(small);  // every node below adds no fragmentation for this mix
+  // All idle: the first in the fixed order (a stable hash of the name), not the first by name.
+  const std::string first = *std::min_element(
+      names.begin(), names.end(),
+      [](const std::string& a, const std::string& b) { return StableHash(a) < StableHash(b); });
+  Decision idle =
+      scheduler_.Evaluate(PodBuilder("default/x").Container(1, 1000, 10).Build(), nullptr, 0);
+  EXPECT_EQ(idle.node, first);
+  // A node in use comes before the idle ones (binpack), wherever it is in the order.
+  const std::string used = first == "n3" ? "n2" : "n3";
+  ASSERT_TRUE(Schedule(PodBuilder("default/a")
+                           .Annotation("nvidia.com/use-gpuuuid", "GPU-" + used)
+                           .Container(1, 1000, 10)
+                           .Build())
+                  .scheduled);
+  Decision packed =
+      scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(), nullptr, 0);
+  EXPECT_EQ(packed.node, used);
 }
 
 TEST_F(SchedulerTest, UnknownPolicyIsAnErrorNotAFallback) {
