@@ -416,7 +416,10 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
       fit.score = NodeScore(node, fit.slots);
       return fit;
     }
-    // The plan is exact, so HAMi's pass cannot fit either; it says why, in HAMi's words.
+    // The plan is exact, so HAMi's pass cannot fit either. It would say why, in HAMi's words,
+    // but that costs as much as the plan and matters only when no node fits.
+    fit.reason_deferred = true;
+    return fit;
   }
   std::string failure;
   if (fitter.Run(&failure)) {

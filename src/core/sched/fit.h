@@ -29,6 +29,9 @@ struct NodeFit {
   // With a MIG goal, for a pod placed on MIG GPUs: how much the node's placeability drops.
   double mig_drop = 0;
   bool mig_planned = false;  // placed by the goal-driven MIG plan
+  // The goal-driven plan found nothing (exact: the pod does not fit) and `reason` was not
+  // worked out; FitPodOnNode without the goal gives it (callers that show reasons ask again).
+  bool reason_deferred = false;
 };
 
 struct MigGoal;  // core/sched/mig_placement.h

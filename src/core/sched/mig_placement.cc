@@ -4,8 +4,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <utility>
+
+#include "core/mig/layout_table.h"
 
 namespace tessera::sched {
 namespace {
@@ -48,17 +51,17 @@ class PlanSearch {
     }
     const size_t n = node.devices.size();
     pending_.assign(n, {});
-    masks_.assign(n, 0);
     owners_.assign(n, {});
     choice_.assign(instances_.size(), -1);
     if (goal_ != nullptr) {
+      if (goal_->cache != nullptr) cache_ = goal_->cache;
       goals_.resize(n);
       before_.resize(n);
       after_.resize(n);
       for (int dev : devices_) {
         const mig::GpuMigModel& model = node.mig_models[dev];
         goals_[dev] = mig::ArrangeGoal{&goal_->weights->For(model), goal_->allow_larger_profiles};
-        model.Arrange(node.usage[dev].layout, {}, goals_[dev], &before_[dev]);
+        before_[dev] = cache_->Get(model, node.usage[dev].layout, {}, goals_[dev]).score;
         after_[dev] = before_[dev];
       }
     }
@@ -169,25 +172,17 @@ class PlanSearch {
       if (goal_ != nullptr && SameAsEarlier(i)) continue;
       const mig::GpuMigModel& model = node_.mig_models[dev];
       pending_[dev].push_back(Demand(t, dev));
-      const uint64_t saved_mask = masks_[dev];
-      if (t < 64) masks_[dev] |= uint64_t{1} << t;
       const mig::ArrangeScore saved = goal_ != nullptr ? after_[dev] : mig::ArrangeScore{};
       bool fits = false;
       if (goal_ == nullptr) {
         fits = model.Arrange(node_.usage[dev].layout, pending_[dev]).has_value();
-      } else if (instances_.size() <= 64) {
-        // The same instances on the same GPU come up in many branches: arrange them once.
-        auto [it, inserted] = arranged_.try_emplace(std::make_pair(dev, masks_[dev]));
-        if (inserted) {
-          it->second.fits =
-              model.Arrange(node_.usage[dev].layout, pending_[dev], goals_[dev], &it->second.score)
-                  .has_value();
-        }
-        fits = it->second.fits;
-        if (fits) after_[dev] = it->second.score;
       } else {
-        fits = model.Arrange(node_.usage[dev].layout, pending_[dev], goals_[dev], &after_[dev])
-                   .has_value();
+        // The same instances on a GPU in the same state come up in many branches, and on many
+        // nodes: the cache arranges them once per decision.
+        const MigArrangeCache::Entry& entry =
+            cache_->Get(model, node_.usage[dev].layout, pending_[dev], goals_[dev]);
+        fits = entry.fits;
+        if (fits) after_[dev] = entry.score;
       }
       if (fits) {
         owners_[dev].push_back(instances_[t].first);
@@ -196,7 +191,6 @@ class PlanSearch {
         owners_[dev].pop_back();
       }
       if (goal_ != nullptr) after_[dev] = saved;
-      masks_[dev] = saved_mask;
       pending_[dev].pop_back();
     }
   }
@@ -206,17 +200,13 @@ class PlanSearch {
   std::vector<std::pair<int, ContainerRequest>> instances_;
   std::vector<int> devices_;
   std::vector<std::vector<mig::InstanceDemand>> pending_;
-  std::vector<uint64_t> masks_;  // per device: which instances (by index) pending_ holds
   std::vector<std::vector<int>> owners_;
   std::vector<int> choice_;
-  struct Arranged {
-    bool fits = false;
-    mig::ArrangeScore score;
-  };
-  std::map<std::pair<int, uint64_t>, Arranged> arranged_;  // by (device, instance mask)
-  std::vector<mig::ArrangeGoal> goals_;                    // per device, with a goal
-  std::vector<mig::ArrangeScore> before_;                  // per device: the GPU as it is
-  std::vector<mig::ArrangeScore> after_;                   // per device: with this plan's instances
+  MigArrangeCache own_cache_;  // when the goal brings none
+  MigArrangeCache* cache_ = &own_cache_;
+  std::vector<mig::ArrangeGoal> goals_;    // per device, with a goal
+  std::vector<mig::ArrangeScore> before_;  // per device: the GPU as it is
+  std::vector<mig::ArrangeScore> after_;   // per device: with this plan's instances
   MigPlan best_;
   std::vector<std::vector<mig::InstanceDemand>> best_pending_;
   std::vector<std::vector<int>> best_owners_;
@@ -226,6 +216,34 @@ class PlanSearch {
 };
 
 }  // namespace
+
+size_t MigArrangeCache::KeyHash::operator()(const Key& key) const {
+  size_t h = mig::LayoutHash{}(key.layout) ^ (std::hash<const void*>{}(key.rules) * 31);
+  for (uint32_t i = 0; i < key.count; ++i) {
+    const auto& d = key.demands[i];
+    h = (h * 1099511628211ULL) ^ (static_cast<uint64_t>(static_cast<uint32_t>(d.mem_mib)) << 16 ^
+                                  static_cast<uint64_t>(static_cast<uint32_t>(d.cores)));
+  }
+  return h;
+}
+
+const MigArrangeCache::Entry& MigArrangeCache::Get(const mig::GpuMigModel& model,
+                                                   const mig::Layout& base,
+                                                   const std::vector<mig::InstanceDemand>& demands,
+                                                   const mig::ArrangeGoal& goal) {
+  if (demands.size() > kMaxKeyDemands) {
+    scratch_.fits = model.Arrange(base, demands, goal, &scratch_.score).has_value();
+    return scratch_;
+  }
+  // Models without a table are keyed by themselves (their rules are not interned).
+  const void* rules = model.table() != nullptr ? static_cast<const void*>(model.table())
+                                               : static_cast<const void*>(&model);
+  Key key{rules, base, {}, static_cast<uint32_t>(demands.size())};
+  std::copy(demands.begin(), demands.end(), key.demands.begin());
+  auto [it, inserted] = entries_.try_emplace(key);
+  if (inserted) it->second.fits = model.Arrange(base, demands, goal, &it->second.score).has_value();
+  return it->second;
+}
 
 std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodRequest& request,
                                         const PodPreferences& prefs, const MigGoal* goal) {

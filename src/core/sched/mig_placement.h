@@ -1,6 +1,10 @@
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "core/sched/fit.h"
 #include "core/sched/mig_demand.h"
@@ -10,12 +14,45 @@
 
 namespace tessera::sched {
 
+// Arrangements already scored in one scheduling decision: a GPU's answer depends only on its
+// rules (layout table), its layout and the instances asked of it, and GPUs in the same state
+// recur across nodes even when the nodes differ. Valid for one decision (one set of weights);
+// not shared between threads.
+class MigArrangeCache {
+ public:
+  struct Entry {
+    bool fits = false;
+    mig::ArrangeScore score;
+  };
+  const Entry& Get(const mig::GpuMigModel& model, const mig::Layout& base,
+                   const std::vector<mig::InstanceDemand>& demands, const mig::ArrangeGoal& goal);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  // Up to kMaxKeyDemands instances per GPU are cached (no allocation per lookup); more are
+  // arranged every time.
+  static constexpr size_t kMaxKeyDemands = 4;
+  struct Key {
+    const void* rules;
+    mig::Layout layout;
+    std::array<mig::InstanceDemand, kMaxKeyDemands> demands;
+    uint32_t count;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  std::unordered_map<Key, Entry, KeyHash> entries_;
+  Entry scratch_;
+};
+
 // The demand-aware goal of MIG placement (docs/placement.md): keep the node's placeability —
 // the expected number of future requests, drawn from the demand mix, it could still take —
 // as high as possible.
 struct MigGoal {
   const MigWeights* weights = nullptr;
   bool allow_larger_profiles = false;
+  MigArrangeCache* cache = nullptr;  // optional, per decision
 };
 
 // A placement of all of a pod's MIG instances on one node.

@@ -151,7 +151,8 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   const PreparedTarget prepared(target);
   // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
   const MigWeights mig_weights(mig_mix_, defaults_.mig_prior);
-  const MigGoal mig_goal{&mig_weights, defaults_.mig_allow_larger_profiles};
+  MigArrangeCache mig_cache;
+  const MigGoal mig_goal{&mig_weights, defaults_.mig_allow_larger_profiles, &mig_cache};
   const MigGoal* goal = defaults_.fragmentation_aware ? &mig_goal : nullptr;
 
   // Nodes in the same state give the same answer; evaluate each state once (an equivalence
@@ -254,7 +255,12 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
       }
       Evaluated& e = evaluated[index];
       if (e.fit == kNone) evaluate(e);  // ruled out by MayFit: the full fit says why
-      decision.failed_nodes[ns->name] = full_fits[e.fit].reason;
+      NodeFit& fit = full_fits[e.fit];
+      if (fit.reason_deferred) {
+        fit = FitPodOnNode(*e.representative, request.value(), prefs.value());
+        fit.fits = false;  // the exact plan said so; only HAMi's reason is wanted
+      }
+      decision.failed_nodes[ns->name] = fit.reason;
     }
     std::string message = FormatPodMessage(decision.failed_nodes, total_nodes);
     return Rejected(std::move(decision), message);
