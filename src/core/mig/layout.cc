@@ -175,8 +175,11 @@ std::string GpuMigModel::RulesKey() const {
   std::string key;
   for (size_t p = 0; p < profiles_.size(); ++p) {
     const auto& pr = profiles_[p];
+    // Memory and core share too: they decide which profile a request maps to, so models that
+    // share a layout table also share demand weights and cached arrangements.
     key += pr.name + (allowed_[p] ? "+" : "-") + std::to_string(pr.slice_count) + "/" +
-           std::to_string(max_count_[p]) + ":";
+           std::to_string(max_count_[p]) + "/" + std::to_string(pr.memory_mib) + "/" +
+           std::to_string(pr.core) + ":";
     for (const auto& pl : pr.placements) {
       key += std::to_string(pl.start) + "," + std::to_string(pl.size) + ";";
     }

@@ -120,7 +120,8 @@ class GpuMigModel {
   // the layout is in it, computed otherwise (both give the same answer).
   ProfileRoom Room(const Layout& layout) const;
   ProfileRoom ComputeRoom(const Layout& layout) const;
-  // Models with equal rules (profiles, placements, limits, allowlist) share one table.
+  // Models with equal rules (profiles with their memory and core share, placements, limits,
+  // allowlist) share one table.
   std::string RulesKey() const;
   void set_table(std::shared_ptr<const LayoutTable> table) { table_ = std::move(table); }
   const LayoutTable* table() const { return table_.get(); }

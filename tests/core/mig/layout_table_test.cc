@@ -130,5 +130,23 @@ TEST(PlaceabilityTest, OneGLeavesTheFourGPlacementFree) {
   EXPECT_EQ((*greedy)[0].placement.start, 0U);
 }
 
+// A100-80GB and H100-80GB have the same profile names and placements but different memory per
+// profile: a request maps to different profiles on them, so they must not share a table (the
+// scheduler keys demand weights and cached arrangements by it).
+TEST(LayoutTableTest, ModelsWithDifferentProfileMemoryHaveDifferentRules) {
+  auto catalog = GpuModelCatalog::Builtin();
+  ASSERT_TRUE(catalog.ok());
+  const GpuModelSpec* a100 = catalog->Find("A100-80GB");
+  const GpuModelSpec* h100 = catalog->Find("H100-SXM5-80GB");
+  ASSERT_NE(a100, nullptr);
+  ASSERT_NE(h100, nullptr);
+  GpuMigModel a(DeviceFor(*a100), nullptr);
+  GpuMigModel h(DeviceFor(*h100), nullptr);
+  ASSERT_NE(a.profiles()[0].memory_mib, h.profiles()[0].memory_mib);
+  EXPECT_NE(a.RulesKey(), h.RulesKey());
+  GpuMigModel a2(DeviceFor(*a100), nullptr);
+  EXPECT_EQ(a.RulesKey(), a2.RulesKey());
+}
+
 }  // namespace
 }  // namespace tessera::mig
