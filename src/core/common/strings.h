@@ -32,4 +32,7 @@ bool Base64Decode(std::string_view text, std::string* out);
 // std::hash. For orders that must not change between restarts or replicas.
 uint64_t StableHash(std::string_view text);
 
+// Escapes &, <, > and " for HTML text and attribute values.
+std::string HtmlEscape(std::string_view text);
+
 }  // namespace tessera

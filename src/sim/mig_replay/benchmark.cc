@@ -1,4 +1,5 @@
 #include "sim/mig_replay/benchmark.h"
+#include "sim/replay/parallel.h"
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +14,8 @@
 #include "sim/mig_replay/geometry_free.h"
 
 namespace tessera::sim::mig_replay {
+
+using replay::ForEachInParallel;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -111,31 +114,18 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
   }
 
   std::vector<std::optional<Result<RunRecord>>> results(tasks.size());
-  std::atomic<size_t> next{0};
   std::mutex progress_mutex;
   int done = 0;
-  auto worker = [&] {
-    for (size_t i = next++; i < tasks.size(); i = next++) {
-      const Task& t = tasks[i];
-      results[i] =
-          RunOne(fleet_nodes[t.fleet], options.fleets[t.fleet], options.workloads[t.workload],
-                 protocols[t.protocol], t.policy, t.seed, options);
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(++done, static_cast<int>(tasks.size()));
-      }
+  ForEachInParallel(tasks.size(), options.jobs, [&](size_t i) {
+    const Task& t = tasks[i];
+    results[i] =
+        RunOne(fleet_nodes[t.fleet], options.fleets[t.fleet], options.workloads[t.workload],
+               protocols[t.protocol], t.policy, t.seed, options);
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(++done, static_cast<int>(tasks.size()));
     }
-  };
-  int jobs = options.jobs;
-  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t threads = std::min(static_cast<size_t>(jobs), tasks.size());
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (std::thread& thread : pool) thread.join();
-  }
+  });
 
   std::vector<RunRecord> out;
   out.reserve(tasks.size());

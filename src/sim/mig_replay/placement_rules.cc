@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/sched/fit.h"
 #include "sim/mig_replay/policy.h"
 
 namespace tessera::sim::mig_replay {
@@ -96,19 +97,8 @@ std::optional<model::Placement> LowestStart(const mig::GpuMigModel& gpu, const m
 }
 
 float HamiNodeScore(const state::NodeState& node) {
-  int64_t used = 0, total = 0, used_cores = 0, total_cores = 0, used_mem = 0, total_mem = 0;
-  for (size_t d = 0; d < node.devices.size(); ++d) {
-    used += node.usage[d].used;
-    total += node.devices[d].count;
-    used_cores += node.usage[d].used_cores;
-    total_cores += node.devices[d].total_cores;
-    used_mem += node.usage[d].used_mem;
-    total_mem += node.devices[d].total_mem_mib;
-  }
-  if (total == 0 || total_cores == 0 || total_mem == 0) return 0;
-  return 10.0f * (static_cast<float>(used) / static_cast<float>(total) +
-                  static_cast<float>(used_cores) / static_cast<float>(total_cores) +
-                  static_cast<float>(used_mem) / static_cast<float>(total_mem));
+  // HAMi's node score (hami-protocol.md 7.1) is the scheduler's NodeScore with nothing added.
+  return sched::NodeScore(node, {});
 }
 
 std::vector<int> HamiDeviceOrder(const state::NodeState& node, bool binpack) {

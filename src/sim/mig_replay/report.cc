@@ -4,34 +4,12 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/common/strings.h"
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/policy.h"
 
 namespace tessera::sim::mig_replay {
 namespace {
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Num(double v, int decimals = 1) {
   char buf[32];
@@ -73,7 +51,7 @@ std::string BarChart(const std::string& title, const std::vector<SummaryRow>& ro
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  svg << "<text x=\"" << kLeft << "\" y=\"16\" font-weight=\"bold\">" << Escape(title)
+  svg << "<text x=\"" << kLeft << "\" y=\"16\" font-weight=\"bold\">" << HtmlEscape(title)
       << "</text>\n";
   for (int pct = 0; pct <= 100; pct += 20) {
     svg << "<line x1=\"" << kLeft << "\" x2=\"" << width - 20 << "\" y1=\"" << Num(y(pct))
@@ -90,8 +68,9 @@ std::string BarChart(const std::string& title, const std::vector<SummaryRow>& ro
       const double x = x0 + bar * static_cast<double>(p);
       svg << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y(m.mean)) << "\" width=\""
           << Num(bar * 0.9) << "\" height=\"" << Num(y(0) - y(m.mean)) << "\" fill=\""
-          << Color(policies[p]) << "\"><title>" << Escape(policies[p]) << " " << Escape(fleets[f])
-          << ": " << Num(m.mean, 2) << " ± " << Num(m.std, 2) << "%</title></rect>\n";
+          << Color(policies[p]) << "\"><title>" << HtmlEscape(policies[p]) << " "
+          << HtmlEscape(fleets[f]) << ": " << Num(m.mean, 2) << " ± " << Num(m.std, 2)
+          << "%</title></rect>\n";
       if (m.std > 0) {
         const double cx = x + bar * 0.45;
         svg << "<line x1=\"" << Num(cx) << "\" x2=\"" << Num(cx) << "\" y1=\""
@@ -100,14 +79,14 @@ std::string BarChart(const std::string& title, const std::vector<SummaryRow>& ro
       }
     }
     svg << "<text x=\"" << Num(x0 + kGroupWidth * 0.425) << "\" y=\"" << kTop + kHeight + 14
-        << "\" text-anchor=\"middle\">" << Escape(fleets[f]) << "</text>\n";
+        << "\" text-anchor=\"middle\">" << HtmlEscape(fleets[f]) << "</text>\n";
   }
   // Legend.
   double lx = kLeft;
   for (const auto& p : policies) {
     svg << "<rect x=\"" << Num(lx) << "\" y=\"" << height - 24 << "\" width=\"10\" height=\"10\" "
         << "fill=\"" << Color(p) << "\"/><text x=\"" << Num(lx + 13) << "\" y=\"" << height - 15
-        << "\">" << Escape(p) << "</text>\n";
+        << "\">" << HtmlEscape(p) << "</text>\n";
     lx += 13 + 7.0 * static_cast<double>(p.size()) + 14;
   }
   svg << "</svg>\n";
@@ -128,7 +107,7 @@ std::string Table(const std::vector<SummaryRow>& rows, const std::vector<std::st
                   bool higher_is_better) {
   std::ostringstream html;
   html << "<table><tr><th>fleet</th><th>workload</th><th>protocol</th>";
-  for (const auto& p : policies) html << "<th>" << Escape(p) << "</th>";
+  for (const auto& p : policies) html << "<th>" << HtmlEscape(p) << "</th>";
   html << "</tr>\n";
   for (const auto& f : fleets) {
     for (const auto& w : workloads) {
@@ -142,8 +121,8 @@ std::string Table(const std::vector<SummaryRow>& rows, const std::vector<std::st
           const double v = (r->*metric).mean;
           best = higher_is_better ? std::max(best, v) : std::min(best, v);
         }
-        html << "<tr><td>" << Escape(f) << "</td><td>" << Escape(w) << "</td><td>" << Escape(pr)
-             << "</td>";
+        html << "<tr><td>" << HtmlEscape(f) << "</td><td>" << HtmlEscape(w) << "</td><td>"
+             << HtmlEscape(pr) << "</td>";
         for (const auto& p : policies) {
           const SummaryRow* r = FindRow(rows, f, w, pr, p);
           const bool is_best =
@@ -163,7 +142,7 @@ std::string OptimumTable(const std::vector<OptimumCase>& cases,
   // Per (model, GPUs): mean and worst served/optimum over workloads and seeds.
   std::ostringstream html;
   html << "<table><tr><th>model</th><th>GPUs</th><th>instances</th>";
-  for (const auto& p : policies) html << "<th>" << Escape(p) << "</th>";
+  for (const auto& p : policies) html << "<th>" << HtmlEscape(p) << "</th>";
   html << "</tr>\n";
   std::vector<std::pair<std::string, int>> groups;
   for (const auto& c : cases) {
@@ -174,7 +153,7 @@ std::string OptimumTable(const std::vector<OptimumCase>& cases,
   for (const auto& [model, gpus] : groups) {
     int n = 0;
     for (const auto& c : cases) n += c.model == model && c.gpus == gpus ? 1 : 0;
-    html << "<tr><td>" << Escape(model) << "</td><td>" << gpus << "</td><td>" << n << "</td>";
+    html << "<tr><td>" << HtmlEscape(model) << "</td><td>" << gpus << "</td><td>" << n << "</td>";
     for (const auto& p : policies) {
       std::vector<double> ratios;
       for (const auto& c : cases) {
@@ -206,19 +185,19 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
   const auto workloads = Distinct(input.rows, &SummaryRow::workload);
   const auto protocols = Distinct(input.rows, &SummaryRow::protocol);
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << Escape(input.title)
+  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(input.title)
        << "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
        << "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;"
        << "padding:3px 7px;text-align:right}th{background:#f4f4f4}td:nth-child(-n+3){text-align:"
        << "left}.sd{color:#888;font-size:85%}.best{background:#e6f4e6;font-weight:bold}"
-       << ".note{color:#666}</style></head><body>\n<h1>" << Escape(input.title) << "</h1>\n";
-  for (const auto& note : input.notes) html << "<p class=\"note\">" << Escape(note) << "</p>\n";
+       << ".note{color:#666}</style></head><body>\n<h1>" << HtmlEscape(input.title) << "</h1>\n";
+  for (const auto& note : input.notes) html << "<p class=\"note\">" << HtmlEscape(note) << "</p>\n";
   html << "<p>Bars: mean over seeds, whiskers ± one sample standard deviation. "
        << "<b style=\"color:#d62728\">tessera</b> is the production scheduler; grey is the "
        << "geometry-free reference (slices as a pool, positions ignored). "
        << "See docs/mig-replay.md for the protocols and the definitions.</p>\n";
   for (const auto& w : workloads) {
-    html << "<h2>Workload " << Escape(w) << "</h2>\n";
+    html << "<h2>Workload " << HtmlEscape(w) << "</h2>\n";
     for (const auto& pr : protocols) {
       const bool steady = pr != "saturation";
       html << BarChart(w + ", " + pr + ": acceptance rate", input.rows, w, pr, fleets,

@@ -1,4 +1,5 @@
 #include "sim/replay/runner.h"
+#include "sim/replay/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -120,21 +121,9 @@ Result<std::vector<SeedResult>> RunReplay(const std::vector<TraceNode>& nodes,
   };
 
   std::vector<std::optional<Result<SeedResult>>> results(seeds.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < seeds.size(); i = next++) {
-      results[i] = RunSeed(nodes, target, pods, *policies[i], seeds[i], tune, step, tie_break);
-    }
-  };
-  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t threads = std::min(static_cast<size_t>(jobs), seeds.size());
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (std::thread& thread : pool) thread.join();
-  }
+  ForEachInParallel(seeds.size(), jobs, [&](size_t i) {
+    results[i] = RunSeed(nodes, target, pods, *policies[i], seeds[i], tune, step, tie_break);
+  });
 
   std::vector<SeedResult> out;
   out.reserve(seeds.size());

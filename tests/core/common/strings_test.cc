@@ -143,6 +143,11 @@ TEST(Base64, RejectsInvalidText) {
   EXPECT_EQ(out, "foobar");
 }
 
+TEST(HtmlEscape, EscapesMarkupAndQuotes) {
+  EXPECT_EQ(HtmlEscape("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
+  EXPECT_EQ(HtmlEscape("plain"), "plain");
+}
+
 }  // namespace
 TEST(StableHash, IsPinnedAcrossBuildsAndRuns) {
   // The scheduler fills equally good nodes in this order (NodeState::tie_order): a change here
