@@ -1,9 +1,9 @@
 #pragma once
 
-#include <compare>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/common/result.h"
@@ -18,7 +18,9 @@ struct MigDemandKey {
   int32_t mem_mib = 0;      // 0: use mem_percent
   int32_t mem_percent = 0;  // of the largest allowed profile's memory
   int32_t cores = 0;
-  auto operator<=>(const MigDemandKey&) const = default;
+  auto Tie() const { return std::tie(mem_mib, mem_percent, cores); }
+  bool operator<(const MigDemandKey& o) const { return Tie() < o.Tie(); }
+  bool operator==(const MigDemandKey& o) const { return Tie() == o.Tie(); }
 };
 
 MigDemandKey MigDemandOf(const ContainerRequest& request);
