@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/codec/node_register.h"
+#include "core/mig/catalog.h"
 #include "core/model/annotations.h"
 #include "core/model/device.h"
 #include "core/model/pod.h"
@@ -145,6 +146,22 @@ inline model::GpuDevice A100Mig(const std::string& uuid, uint32_t index = 0) {
       Profile("3g.20gb", 19968, 43, 3, {{0, 4}, {4, 4}}, 2),
       Profile("4g.20gb", 19968, 58, 4, {{0, 4}}, 1),
       Profile("7g.40gb", 40192, 100, 7, {{0, 8}}, 1)};
+  return d;
+}
+
+// A GPU of a built-in model in MIG mode, with all of the model's profiles.
+inline model::GpuDevice MigDeviceOf(const mig::GpuModelSpec& spec, const std::string& uuid,
+                                    uint32_t index = 0) {
+  model::GpuDevice d;
+  d.uuid = uuid;
+  d.index = index;
+  d.count = 7;
+  d.total_mem_mib = spec.memory_mib;
+  d.total_cores = 100;
+  d.type = "NVIDIA " + spec.model;
+  d.mode = "mig";
+  d.healthy = true;
+  d.mig_profiles = spec.profiles;
   return d;
 }
 

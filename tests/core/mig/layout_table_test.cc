@@ -9,19 +9,6 @@
 namespace tessera::mig {
 namespace {
 
-model::GpuDevice DeviceFor(const GpuModelSpec& spec) {
-  model::GpuDevice d;
-  d.uuid = "GPU-" + spec.model;
-  d.count = 7;
-  d.total_mem_mib = spec.memory_mib;
-  d.total_cores = 100;
-  d.type = "NVIDIA " + spec.model;
-  d.mode = "mig";
-  d.healthy = true;
-  d.mig_profiles = spec.profiles;
-  return d;
-}
-
 // Is there any (eligible profile, placement) for `demand` on `layout`? Exhaustive.
 bool AnyPlacement(const GpuMigModel& model, const Layout& layout, const InstanceDemand& demand) {
   for (int p : model.EligibleProfiles(demand)) {
@@ -41,7 +28,7 @@ TEST(LayoutTableTest, EveryReachableStateOfEveryModelAgreesWithBruteForce) {
     if (!spec.complete) continue;
     SCOPED_TRACE(spec.model);
     ++models;
-    const model::GpuDevice device = DeviceFor(spec);
+    const model::GpuDevice device = testing::MigDeviceOf(spec, "GPU-" + spec.model);
     GpuMigModel model(device, nullptr);
     auto table = std::make_shared<const LayoutTable>(model);
     ASSERT_TRUE(table->complete());
@@ -140,11 +127,11 @@ TEST(LayoutTableTest, ModelsWithDifferentProfileMemoryHaveDifferentRules) {
   const GpuModelSpec* h100 = catalog->Find("H100-SXM5-80GB");
   ASSERT_NE(a100, nullptr);
   ASSERT_NE(h100, nullptr);
-  GpuMigModel a(DeviceFor(*a100), nullptr);
-  GpuMigModel h(DeviceFor(*h100), nullptr);
+  GpuMigModel a(testing::MigDeviceOf(*a100, "GPU-a"), nullptr);
+  GpuMigModel h(testing::MigDeviceOf(*h100, "GPU-h"), nullptr);
   ASSERT_NE(a.profiles()[0].memory_mib, h.profiles()[0].memory_mib);
   EXPECT_NE(a.RulesKey(), h.RulesKey());
-  GpuMigModel a2(DeviceFor(*a100), nullptr);
+  GpuMigModel a2(testing::MigDeviceOf(*a100, "GPU-a"), nullptr);
   EXPECT_EQ(a.RulesKey(), a2.RulesKey());
 }
 

@@ -40,20 +40,6 @@ bool BruteForce(const std::vector<mig::GpuMigModel>& models, std::vector<mig::La
   return false;
 }
 
-model::GpuDevice DeviceFor(const mig::GpuModelSpec& spec, const std::string& uuid, uint32_t index) {
-  model::GpuDevice d;
-  d.uuid = uuid;
-  d.index = index;
-  d.count = 7;
-  d.total_mem_mib = spec.memory_mib;
-  d.total_cores = 100;
-  d.type = "NVIDIA " + spec.model;
-  d.mode = "mig";
-  d.healthy = true;
-  d.mig_profiles = spec.profiles;
-  return d;
-}
-
 class MigPropertyTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(MigPropertyTest, SchedulerAgreesWithBruteForce) {
@@ -72,7 +58,7 @@ TEST_P(MigPropertyTest, SchedulerAgreesWithBruteForce) {
       SCOPED_TRACE("trial " + std::to_string(trial));
       std::vector<model::GpuDevice> devices;
       for (int g = 0; g < gpus_per_node; ++g) {
-        devices.push_back(DeviceFor(spec, "GPU-" + std::to_string(g), g));
+        devices.push_back(testing::MigDeviceOf(spec, "GPU-" + std::to_string(g), g));
       }
       config::SchedulerConfig config;
       state::ClusterState cluster(config);
