@@ -89,6 +89,25 @@ Result<GpuModelCatalog> GpuModelCatalog::Parse(std::string_view json_text) {
       if (auto s = codec::ReadIntAs(pj, "smCount", pw, 0, 100000, &sm[i]); !s) {
         return Error{s.message()};
       }
+      ProfileHardware hw;
+      hw.sm_count = sm[i];
+      for (auto [key, field] : {std::pair<const char*, int32_t*>{"nvmlProfileId", &hw.nvml_id},
+                                {"nvmlProfileEnumValue", &hw.nvml_enum}}) {
+        if (auto s = codec::ReadIntAs(pj, key, pw, 0, 4096, field); !s) return Error{s.message()};
+      }
+      if (const Json* engines = codec::FindKey(pj, "engines"); engines && engines->is_object()) {
+        const std::string ew = pw + ".engines";
+        for (auto [key, field] : {std::pair<const char*, int32_t*>{"copy", &hw.copy_engines},
+                                  {"nvdec", &hw.decoders},
+                                  {"nvenc", &hw.encoders},
+                                  {"nvjpg", &hw.jpeg},
+                                  {"ofa", &hw.ofa}}) {
+          if (auto s = codec::ReadIntAs(*engines, key, ew, 0, 64, field); !s) {
+            return Error{s.message()};
+          }
+        }
+      }
+      spec.hardware.push_back(hw);
       if (const Json* pls = codec::FindKey(pj, "placements"); pls && pls->is_array()) {
         for (const auto& pl : *pls) {
           model::Placement placement;

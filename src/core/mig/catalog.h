@@ -9,6 +9,19 @@
 
 namespace tessera::mig {
 
+// What NVML reports for one GPU-instance profile beyond the scheduler's view: its two ids
+// (mig-hardware.md section 1), SM count and engines. The simulated NVML serves these.
+struct ProfileHardware {
+  int32_t nvml_id = -1;    // info.id, the hardware profile id; -1 when the table lacks it
+  int32_t nvml_enum = -1;  // NVML_GPU_INSTANCE_PROFILE_* value; -1 when unknown
+  int32_t sm_count = 0;    // 0 when unknown
+  int32_t copy_engines = 0;
+  int32_t decoders = 0;
+  int32_t encoders = 0;
+  int32_t jpeg = 0;
+  int32_t ofa = 0;
+};
+
 // One GPU model's MIG capabilities, as the built-in table (data/mig-profiles.json, compiled
 // into the program) describes it.
 struct GpuModelSpec {
@@ -19,6 +32,7 @@ struct GpuModelSpec {
   uint32_t compute_slices = 0;
   bool complete = false;  // every profile has placements: usable in MIG mode
   std::vector<model::MigProfile> profiles;
+  std::vector<ProfileHardware> hardware;      // parallel to profiles
   std::vector<std::string> estimated_fields;  // values filled in because the table lacks them
 };
 

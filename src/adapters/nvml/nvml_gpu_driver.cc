@@ -1,0 +1,388 @@
+#include "adapters/nvml/nvml_gpu_driver.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/node/profile_names.h"
+
+namespace tessera::nvml {
+
+using node::DriverError;
+using node::DriverMigInstance;
+using node::DriverResult;
+
+namespace {
+
+template <class T>
+DriverResult<T> Ok(T value) {
+  return DriverResult<T>{std::move(value), true, {}};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NvmlGpuDriver>> NvmlGpuDriver::Create(std::unique_ptr<NvmlLibrary> library,
+                                                             const mig::GpuModelCatalog* catalog) {
+  const std::string path = library->path();
+  int rc = library->nvmlInit_v2();
+  if (rc != NVML_SUCCESS) {
+    return Error{"NVML library " + path + ": nvmlInit_v2: " + library->nvmlErrorString(rc) +
+                 " (code " + std::to_string(rc) + ")"};
+  }
+  return std::unique_ptr<NvmlGpuDriver>(new NvmlGpuDriver(std::move(library), catalog));
+}
+
+NvmlGpuDriver::~NvmlGpuDriver() { lib_->nvmlShutdown(); }
+
+DriverError NvmlGpuDriver::Fail(const char* function, int code, const std::string& what) const {
+  if (observer_) observer_(function, code);
+  return DriverError{function, code,
+                     std::string(function) + " (" + what + "): " + lib_->nvmlErrorString(code) +
+                         " (NVML code " + std::to_string(code) + ")"};
+}
+
+DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_t handle) {
+  node::DriverGpu gpu;
+  gpu.index = index;
+  const std::string where = "GPU index " + std::to_string(index);
+  std::array<char, kNvmlDeviceUuidBufferSize> text{};
+  if (int rc = lib_->nvmlDeviceGetUUID(handle, text.data(), text.size()); rc != NVML_SUCCESS) {
+    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetUUID", rc, where));
+  }
+  gpu.uuid = text.data();
+  if (int rc = lib_->nvmlDeviceGetName(handle, text.data(), text.size()); rc != NVML_SUCCESS) {
+    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetName", rc, gpu.uuid));
+  }
+  gpu.name = text.data();
+  nvmlMemory_t memory{};
+  int rc = lib_->nvmlDeviceGetMemoryInfo(handle, &memory);
+  if (rc == NVML_SUCCESS) {
+    gpu.memory_mib = memory.total >> 20;
+  } else if (rc != NVML_ERROR_NOT_SUPPORTED) {  // NOT_SUPPORTED: the configured fallback applies
+    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetMemoryInfo", rc, gpu.uuid));
+  }
+  nvmlPciInfo_t pci{};
+  if (lib_->nvmlDeviceGetPciInfo_v3(handle, &pci) == NVML_SUCCESS) gpu.pci_bus_id = pci.busId;
+  unsigned current = 0;
+  unsigned pending = 0;
+  rc = lib_->nvmlDeviceGetMigMode(handle, &current, &pending);
+  if (rc == NVML_SUCCESS) {
+    gpu.mig_capable = true;
+    gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+  } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetMigMode", rc, gpu.uuid));
+  }
+  if (!gpu.mig_enabled) return Ok(std::move(gpu));
+
+  const mig::GpuModelSpec* model = catalog_ != nullptr ? catalog_->Find(gpu.name) : nullptr;
+  for (unsigned e = 0; e < kNvmlGpuInstanceProfileCount; ++e) {
+    nvmlGpuInstanceProfileInfo_t info{};
+    rc = lib_->nvmlDeviceGetGpuInstanceProfileInfo(handle, e, &info);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (rc != NVML_SUCCESS) {
+      return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetGpuInstanceProfileInfo", rc,
+                                                      gpu.uuid + " profile " + std::to_string(e)));
+    }
+    node::DriverMigProfile p;
+    p.nvml_enum = e;
+    p.nvml_id = info.id;
+    p.slice_count = info.sliceCount;
+    p.instance_count = info.instanceCount;
+    p.sm_count = info.multiprocessorCount;
+    p.memory_mib = static_cast<uint32_t>(info.memorySizeMB);
+    p.name = node::MigProfileName(e, info.memorySizeMB, gpu.memory_mib);
+    if (model != nullptr) {  // the table's name, which allowlists and the scheduler use
+      for (size_t i = 0; i < model->hardware.size(); ++i) {
+        if (model->hardware[i].nvml_enum == static_cast<int>(e)) p.name = model->profiles[i].name;
+      }
+    }
+    unsigned count = 0;
+    rc = lib_->nvmlDeviceGetGpuInstancePossiblePlacements_v2(handle, info.id, nullptr, &count);
+    std::vector<nvmlGpuInstancePlacement_t> placements(count);
+    if (rc == NVML_SUCCESS && count > 0) {
+      rc = lib_->nvmlDeviceGetGpuInstancePossiblePlacements_v2(handle, info.id, placements.data(),
+                                                               &count);
+    }
+    if (rc != NVML_SUCCESS) {
+      return DriverResult<node::DriverGpu>::Fail(Fail(
+          "nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc, gpu.uuid + " profile " + p.name));
+    }
+    for (unsigned i = 0; i < count; ++i) {
+      p.placements.push_back(model::Placement{placements[i].start, placements[i].size});
+    }
+    gpu.mig_profiles.push_back(std::move(p));
+  }
+  return Ok(std::move(gpu));
+}
+
+DriverResult<node::Discovery> NvmlGpuDriver::Discover() {
+  std::lock_guard lock(mu_);
+  gpus_.clear();
+  node::Discovery found;
+  unsigned count = 0;
+  if (int rc = lib_->nvmlDeviceGetCount_v2(&count); rc != NVML_SUCCESS) {
+    return DriverResult<node::Discovery>::Fail(Fail("nvmlDeviceGetCount_v2", rc, "all GPUs"));
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t handle = nullptr;
+    if (int rc = lib_->nvmlDeviceGetHandleByIndex_v2(i, &handle); rc != NVML_SUCCESS) {
+      found.problems.push_back(
+          Fail("nvmlDeviceGetHandleByIndex_v2", rc, "GPU index " + std::to_string(i)));
+      continue;
+    }
+    auto gpu = ReadGpu(i, handle);
+    if (!gpu.ok) {
+      found.problems.push_back(gpu.error);
+      continue;
+    }
+    gpus_[gpu.value.uuid] = GpuCache{handle, gpu.value};
+    found.gpus.push_back(std::move(gpu.value));
+  }
+  return Ok(std::move(found));
+}
+
+DriverResult<NvmlGpuDriver::GpuCache*> NvmlGpuDriver::Gpu(const std::string& uuid) {
+  if (auto it = gpus_.find(uuid); it != gpus_.end()) return Ok(&it->second);
+  nvmlDevice_t handle = nullptr;
+  if (int rc = lib_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &handle); rc != NVML_SUCCESS) {
+    return DriverResult<GpuCache*>::Fail(Fail("nvmlDeviceGetHandleByUUID", rc, uuid));
+  }
+  unsigned index = 0;
+  if (int rc = lib_->nvmlDeviceGetIndex(handle, &index); rc != NVML_SUCCESS) {
+    return DriverResult<GpuCache*>::Fail(Fail("nvmlDeviceGetIndex", rc, uuid));
+  }
+  auto gpu = ReadGpu(index, handle);
+  if (!gpu.ok) return DriverResult<GpuCache*>::Fail(gpu.error);
+  return Ok(&(gpus_[uuid] = GpuCache{handle, std::move(gpu.value)}));
+}
+
+DriverResult<std::string> NvmlGpuDriver::MigUuidOf(nvmlDevice_t device, unsigned gi, unsigned ci,
+                                                   const std::string& gpu_uuid) {
+  unsigned max = 0;
+  if (int rc = lib_->nvmlDeviceGetMaxMigDeviceCount(device, &max); rc != NVML_SUCCESS) {
+    return DriverResult<std::string>::Fail(Fail("nvmlDeviceGetMaxMigDeviceCount", rc, gpu_uuid));
+  }
+  for (unsigned i = 0; i < max; ++i) {
+    nvmlDevice_t mig = nullptr;
+    int rc = lib_->nvmlDeviceGetMigDeviceHandleByIndex(device, i, &mig);
+    if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // sparse
+    if (rc != NVML_SUCCESS) {
+      return DriverResult<std::string>::Fail(
+          Fail("nvmlDeviceGetMigDeviceHandleByIndex", rc, gpu_uuid));
+    }
+    unsigned mig_gi = 0;
+    unsigned mig_ci = 0;
+    if (lib_->nvmlDeviceGetGpuInstanceId(mig, &mig_gi) != NVML_SUCCESS ||
+        lib_->nvmlDeviceGetComputeInstanceId(mig, &mig_ci) != NVML_SUCCESS) {
+      continue;
+    }
+    if (mig_gi != gi || mig_ci != ci) continue;
+    std::array<char, kNvmlDeviceUuidBufferSize> text{};
+    if (rc = lib_->nvmlDeviceGetUUID(mig, text.data(), text.size()); rc != NVML_SUCCESS) {
+      return DriverResult<std::string>::Fail(
+          Fail("nvmlDeviceGetUUID", rc, gpu_uuid + " MIG device"));
+    }
+    return Ok(std::string(text.data()));
+  }
+  return DriverResult<std::string>::Fail(
+      DriverError{"nvmlDeviceGetMigDeviceHandleByIndex", NVML_ERROR_NOT_FOUND,
+                  "no MIG device for GPU instance " + std::to_string(gi) + " compute instance " +
+                      std::to_string(ci) + " on " + gpu_uuid});
+}
+
+DriverResult<std::vector<nvmlComputeInstance_t>> NvmlGpuDriver::ComputeInstancesOf(
+    nvmlGpuInstance_t gi, const std::string& gpu_uuid) {
+  std::vector<nvmlComputeInstance_t> all;
+  for (unsigned p = 0; p < kNvmlComputeInstanceProfileCount; ++p) {
+    nvmlComputeInstanceProfileInfo_t info{};
+    int rc = lib_->nvmlGpuInstanceGetComputeInstanceProfileInfo(
+        gi, p, kNvmlComputeInstanceEngineProfileShared, &info);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (rc != NVML_SUCCESS) {
+      return DriverResult<std::vector<nvmlComputeInstance_t>>::Fail(
+          Fail("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, gpu_uuid));
+    }
+    std::vector<nvmlComputeInstance_t> cis(std::max(1U, info.instanceCount));
+    unsigned n = static_cast<unsigned>(cis.size());
+    rc = lib_->nvmlGpuInstanceGetComputeInstances(gi, info.id, cis.data(), &n);
+    if (rc != NVML_SUCCESS) {
+      return DriverResult<std::vector<nvmlComputeInstance_t>>::Fail(
+          Fail("nvmlGpuInstanceGetComputeInstances", rc, gpu_uuid));
+    }
+    all.insert(all.end(), cis.begin(), cis.begin() + std::min<size_t>(n, cis.size()));
+  }
+  return Ok(std::move(all));
+}
+
+DriverResult<std::vector<DriverMigInstance>> NvmlGpuDriver::ListInstances(
+    const std::string& gpu_uuid) {
+  std::lock_guard lock(mu_);
+  using R = DriverResult<std::vector<DriverMigInstance>>;
+  auto cached = Gpu(gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  GpuCache& gpu = *cached.value;
+  std::vector<DriverMigInstance> out;
+  if (!gpu.gpu.mig_enabled) return Ok(std::move(out));
+  for (const auto& profile : gpu.gpu.mig_profiles) {
+    std::vector<nvmlGpuInstance_t> gis(std::max(1U, profile.instance_count));
+    unsigned n = static_cast<unsigned>(gis.size());
+    int rc = lib_->nvmlDeviceGetGpuInstances(gpu.handle, profile.nvml_id, gis.data(), &n);
+    if (rc != NVML_SUCCESS) {
+      return R::Fail(Fail("nvmlDeviceGetGpuInstances", rc, gpu_uuid + " profile " + profile.name));
+    }
+    for (unsigned i = 0; i < std::min<size_t>(n, gis.size()); ++i) {
+      nvmlGpuInstanceInfo_t info{};
+      if (rc = lib_->nvmlGpuInstanceGetInfo(gis[i], &info); rc != NVML_SUCCESS) {
+        return R::Fail(Fail("nvmlGpuInstanceGetInfo", rc, gpu_uuid));
+      }
+      DriverMigInstance inst;
+      inst.gpu_uuid = gpu_uuid;
+      inst.gpu_instance_id = info.id;
+      inst.profile = profile.name;
+      inst.placement = model::Placement{info.placement.start, info.placement.size};
+      auto cis = ComputeInstancesOf(gis[i], gpu_uuid);
+      if (!cis.ok) return R::Fail(cis.error);
+      if (!cis.value.empty()) {
+        nvmlComputeInstanceInfo_t ci{};
+        if (rc = lib_->nvmlComputeInstanceGetInfo_v2(cis.value.front(), &ci); rc != NVML_SUCCESS) {
+          return R::Fail(Fail("nvmlComputeInstanceGetInfo_v2", rc, gpu_uuid));
+        }
+        inst.has_compute_instance = true;
+        inst.compute_instance_id = ci.id;
+        auto uuid = MigUuidOf(gpu.handle, info.id, ci.id, gpu_uuid);
+        if (!uuid.ok) return R::Fail(uuid.error);
+        inst.mig_uuid = uuid.value;
+      }
+      out.push_back(std::move(inst));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.placement.start < b.placement.start; });
+  return Ok(std::move(out));
+}
+
+DriverResult<DriverMigInstance> NvmlGpuDriver::CreateGpuInstance(
+    const std::string& gpu_uuid, const std::string& profile, const model::Placement& placement) {
+  std::lock_guard lock(mu_);
+  using R = DriverResult<DriverMigInstance>;
+  auto cached = Gpu(gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  GpuCache& gpu = *cached.value;
+  const std::string what = gpu_uuid + " profile " + profile + " at " +
+                           std::to_string(placement.start) + ":" + std::to_string(placement.size);
+  if (!gpu.gpu.mig_enabled) {
+    return R::Fail(DriverError{"nvmlDeviceGetMigMode", NVML_ERROR_NOT_SUPPORTED,
+                               "cannot create " + what + ": MIG mode is not enabled"});
+  }
+  auto p = std::find_if(gpu.gpu.mig_profiles.begin(), gpu.gpu.mig_profiles.end(),
+                        [&](const auto& x) { return x.name == profile; });
+  if (p == gpu.gpu.mig_profiles.end()) {
+    return R::Fail(DriverError{"nvmlDeviceGetGpuInstanceProfileInfo", NVML_ERROR_NOT_SUPPORTED,
+                               "cannot create " + what + ": the GPU has no such profile"});
+  }
+  if (std::find(p->placements.begin(), p->placements.end(), placement) == p->placements.end()) {
+    return R::Fail(DriverError{"nvmlDeviceGetGpuInstancePossiblePlacements_v2",
+                               NVML_ERROR_INVALID_ARGUMENT,
+                               "cannot create " + what + ": not a legal placement of the profile"});
+  }
+  nvmlGpuInstancePlacement_t wanted{placement.start, placement.size};
+  nvmlGpuInstance_t gi = nullptr;
+  int rc = lib_->nvmlDeviceCreateGpuInstanceWithPlacement(gpu.handle, p->nvml_id, &wanted, &gi);
+  if (rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlDeviceCreateGpuInstanceWithPlacement", rc, what));
+  }
+  nvmlGpuInstanceInfo_t info{};
+  if (rc = lib_->nvmlGpuInstanceGetInfo(gi, &info); rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlGpuInstanceGetInfo", rc, what));
+  }
+  DriverMigInstance inst;
+  inst.gpu_uuid = gpu_uuid;
+  inst.gpu_instance_id = info.id;
+  inst.profile = profile;
+  inst.placement = placement;
+  return Ok(std::move(inst));
+}
+
+DriverResult<DriverMigInstance> NvmlGpuDriver::CreateComputeInstance(
+    const DriverMigInstance& instance) {
+  std::lock_guard lock(mu_);
+  using R = DriverResult<DriverMigInstance>;
+  auto cached = Gpu(instance.gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  GpuCache& gpu = *cached.value;
+  const std::string what = instance.gpu_uuid + " GPU instance " +
+                           std::to_string(instance.gpu_instance_id) + " (" + instance.profile + ")";
+  auto p = std::find_if(gpu.gpu.mig_profiles.begin(), gpu.gpu.mig_profiles.end(),
+                        [&](const auto& x) { return x.name == instance.profile; });
+  if (p == gpu.gpu.mig_profiles.end()) {
+    return R::Fail(DriverError{"nvmlDeviceGetGpuInstanceProfileInfo", NVML_ERROR_NOT_SUPPORTED,
+                               what + ": the GPU has no such profile"});
+  }
+  nvmlGpuInstance_t gi = nullptr;
+  int rc = lib_->nvmlDeviceGetGpuInstanceById(gpu.handle, instance.gpu_instance_id, &gi);
+  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetGpuInstanceById", rc, what));
+  const int ci_profile = node::ComputeProfileForSlices(p->slice_count);
+  if (ci_profile < 0) {
+    return R::Fail(DriverError{"nvmlGpuInstanceGetComputeInstanceProfileInfo",
+                               NVML_ERROR_NOT_SUPPORTED, what + ": no compute profile covers it"});
+  }
+  nvmlComputeInstanceProfileInfo_t info{};
+  rc = lib_->nvmlGpuInstanceGetComputeInstanceProfileInfo(
+      gi, static_cast<unsigned>(ci_profile), kNvmlComputeInstanceEngineProfileShared, &info);
+  if (rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, what));
+  }
+  nvmlComputeInstance_t ci = nullptr;
+  if (rc = lib_->nvmlGpuInstanceCreateComputeInstance(gi, info.id, &ci); rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlGpuInstanceCreateComputeInstance", rc, what));
+  }
+  nvmlComputeInstanceInfo_t ci_info{};
+  if (rc = lib_->nvmlComputeInstanceGetInfo_v2(ci, &ci_info); rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlComputeInstanceGetInfo_v2", rc, what));
+  }
+  auto uuid = MigUuidOf(gpu.handle, instance.gpu_instance_id, ci_info.id, instance.gpu_uuid);
+  if (!uuid.ok) return R::Fail(uuid.error);
+  DriverMigInstance out = instance;
+  out.has_compute_instance = true;
+  out.compute_instance_id = ci_info.id;
+  out.mig_uuid = uuid.value;
+  return Ok(std::move(out));
+}
+
+DriverResult<node::Empty> NvmlGpuDriver::DestroyInstance(const DriverMigInstance& instance) {
+  std::lock_guard lock(mu_);
+  using R = DriverResult<node::Empty>;
+  auto cached = Gpu(instance.gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  GpuCache& gpu = *cached.value;
+  const std::string what = instance.gpu_uuid + " GPU instance " +
+                           std::to_string(instance.gpu_instance_id) + " (" + instance.profile +
+                           " at " + std::to_string(instance.placement.start) + ")";
+  nvmlGpuInstance_t gi = nullptr;
+  int rc = lib_->nvmlDeviceGetGpuInstanceById(gpu.handle, instance.gpu_instance_id, &gi);
+  if (rc == NVML_ERROR_NOT_FOUND) return Ok(node::Empty{});
+  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetGpuInstanceById", rc, what));
+  // GI ids are reused: destroy only the instance we mean, never a newer one with its id.
+  nvmlGpuInstanceInfo_t info{};
+  if (rc = lib_->nvmlGpuInstanceGetInfo(gi, &info); rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlGpuInstanceGetInfo", rc, what));
+  }
+  if (info.placement.start != instance.placement.start ||
+      info.placement.size != instance.placement.size) {
+    return Ok(node::Empty{});
+  }
+  auto cis = ComputeInstancesOf(gi, instance.gpu_uuid);
+  if (!cis.ok) return R::Fail(cis.error);
+  for (nvmlComputeInstance_t ci : cis.value) {
+    rc = lib_->nvmlComputeInstanceDestroy(ci);
+    if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) {
+      return R::Fail(Fail("nvmlComputeInstanceDestroy", rc, what));
+    }
+  }
+  rc = lib_->nvmlGpuInstanceDestroy(gi);
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) {
+    return R::Fail(Fail("nvmlGpuInstanceDestroy", rc, what));
+  }
+  return Ok(node::Empty{});
+}
+
+}  // namespace tessera::nvml

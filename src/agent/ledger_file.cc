@@ -1,0 +1,112 @@
+#include "agent/ledger_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/codec/json_util.h"
+
+namespace tessera::agent {
+
+using codec::Json;
+
+Result<std::vector<node::LedgerEntry>> LedgerFile::Load() const {
+  std::ifstream in(path_);
+  if (!in) {
+    if (errno == ENOENT) return std::vector<node::LedgerEntry>{};
+    return Error{"MIG ledger " + path_ + ": " + std::strerror(errno)};
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return std::vector<node::LedgerEntry>{};
+  const std::string what = "MIG ledger " + path_;
+  auto parsed = codec::ParseJson(text.str(), what);
+  if (!parsed.ok()) return parsed.error();
+  const Json* list = codec::FindKey(parsed.value(), "instances");
+  if (list == nullptr || !list->is_array()) return Error{what + ".instances: expected an array"};
+  std::vector<node::LedgerEntry> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& j = (*list)[i];
+    const std::string where = what + ".instances[" + std::to_string(i) + "]";
+    node::LedgerEntry e;
+    for (auto [key, field] : {std::pair<const char*, std::string*>{"gpuUUID", &e.gpu_uuid},
+                              {"profile", &e.profile},
+                              {"pod", &e.pod},
+                              {"podUID", &e.pod_uid},
+                              {"migUUID", &e.mig_uuid}}) {
+      if (auto s = codec::ReadString(j, key, where, field); !s) return Error{s.message()};
+    }
+    if (auto s = codec::ReadIntAs(j, "start", where, 0, 64, &e.placement.start); !s) {
+      return Error{s.message()};
+    }
+    if (auto s = codec::ReadIntAs(j, "size", where, 1, 64, &e.placement.size); !s) {
+      return Error{s.message()};
+    }
+    if (auto s = codec::ReadIntAs(j, "containerIndex", where, 0, 1 << 16, &e.container_index); !s) {
+      return Error{s.message()};
+    }
+    if (auto s = codec::ReadIntAs(j, "deviceIndex", where, 0, 1 << 16, &e.device_index); !s) {
+      return Error{s.message()};
+    }
+    if (auto s = codec::ReadIntAs(j, "gpuInstanceID", where, 0, 1 << 20, &e.gpu_instance_id); !s) {
+      return Error{s.message()};
+    }
+    if (auto s = codec::ReadIntAs(j, "writtenMs", where, 0, 1LL << 62, &e.written_ms); !s) {
+      return Error{s.message()};
+    }
+    if (auto s = codec::ReadBool(j, "created", where, &e.created); !s) return Error{s.message()};
+    if (e.gpu_uuid.empty() || e.profile.empty()) {
+      return Error{where + ": gpuUUID and profile are required"};
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Status LedgerFile::Save(const std::vector<node::LedgerEntry>& entries) const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& e : entries) {
+    list.push_back({{"gpuUUID", e.gpu_uuid},
+                    {"profile", e.profile},
+                    {"start", e.placement.start},
+                    {"size", e.placement.size},
+                    {"pod", e.pod},
+                    {"podUID", e.pod_uid},
+                    {"containerIndex", e.container_index},
+                    {"deviceIndex", e.device_index},
+                    {"created", e.created},
+                    {"gpuInstanceID", e.gpu_instance_id},
+                    {"migUUID", e.mig_uuid},
+                    {"writtenMs", e.written_ms}});
+  }
+  nlohmann::ordered_json root;
+  root["instances"] = list;
+  const std::string text = root.dump(1) + "\n";
+  const std::string tmp = path_ + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{"MIG ledger " + tmp + ": " + std::strerror(errno)};
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      return Error{"MIG ledger " + tmp + ": write failed: " + std::strerror(errno)};
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return Error{"MIG ledger " + tmp + ": fsync failed: " + std::strerror(errno)};
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    return Error{"MIG ledger " + path_ + ": rename failed: " + std::strerror(errno)};
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,321 @@
+#include "agent/mig_manager.h"
+
+#include <algorithm>
+
+namespace tessera::agent {
+
+using node::DriverMigInstance;
+using node::LedgerEntry;
+
+namespace {
+
+std::string Where(const node::PodMigClaim& claim, const codec::MigAllocation& a) {
+  return "pod " + claim.pod + " container " + std::to_string(a.container_index) + " device " +
+         std::to_string(a.device_index) + ": " + a.profile + " at " +
+         std::to_string(a.placement.start) + ":" + std::to_string(a.placement.size) + " on " +
+         a.gpu_uuid;
+}
+
+bool SameKey(const LedgerEntry& e, const std::string& gpu, const std::string& profile,
+             const model::Placement& placement) {
+  return e.gpu_uuid == gpu && e.profile == profile && e.placement == placement;
+}
+
+// Whether another live pod claims exactly this instance.
+const node::PodMigClaim* OtherClaimant(const node::NodeClaims& node, const std::string& uid,
+                                       const DriverMigInstance& inst) {
+  for (const auto& c : node.claims) {
+    if (c.uid == uid) continue;
+    for (const auto& a : c.allocations) {
+      if (node::Matches(inst, a)) return &c;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+MigManager::MigManager(node::GpuDriver& driver, LedgerFile ledger, Clock now_ms)
+    : driver_(driver), ledger_file_(std::move(ledger)), now_ms_(std::move(now_ms)) {}
+
+Status MigManager::Start() {
+  std::lock_guard lock(mu_);
+  auto loaded = ledger_file_.Load();
+  if (!loaded.ok()) return loaded.error();
+  ledger_ = std::move(loaded.value());
+  started_ = true;
+  return Status::Ok();
+}
+
+void MigManager::SetMigGpus(std::vector<std::string> gpu_uuids) {
+  std::lock_guard lock(mu_);
+  mig_gpus_ = std::move(gpu_uuids);
+}
+
+std::vector<LedgerEntry> MigManager::LedgerSnapshot() const {
+  std::lock_guard lock(mu_);
+  return ledger_;
+}
+
+Status MigManager::SaveLedger() { return ledger_file_.Save(ledger_); }
+
+node::DriverResult<std::vector<DriverMigInstance>> MigManager::Instances(const std::string& gpu) {
+  return driver_.ListInstances(gpu);
+}
+
+void MigManager::Rollback(const std::vector<DriverMigInstance>& created, std::string* why) {
+  for (auto it = created.rbegin(); it != created.rend(); ++it) {
+    auto destroyed = driver_.DestroyInstance(*it);
+    if (!destroyed.ok) {
+      *why += "; rollback failed, the reconciler will retry: " + destroyed.error.message;
+      continue;  // the ledger keeps it, so the reconciler destroys it later
+    }
+    std::erase_if(ledger_, [&](const auto& e) {
+      return SameKey(e, it->gpu_uuid, it->profile, it->placement);
+    });
+  }
+  if (auto s = SaveLedger(); !s) *why += "; " + s.message();
+}
+
+Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClaim& claim,
+                                                          int container_index,
+                                                          const node::NodeClaims& node) {
+  std::lock_guard lock(mu_);
+  if (!started_) return Error{"MIG manager: the ledger is not loaded"};
+  std::vector<codec::MigAllocation> allocs;
+  for (const auto& a : claim.allocations) {
+    if (a.container_index == container_index) allocs.push_back(a);
+  }
+  std::sort(allocs.begin(), allocs.end(),
+            [](const auto& a, const auto& b) { return a.device_index < b.device_index; });
+  if (allocs.empty()) {
+    return Error{"pod " + claim.pod + " container " + std::to_string(container_index) +
+                 ": hami.io/vgpu-mig-allocations has no entry for it"};
+  }
+
+  // Decide: reuse an instance already at the placement (a retried Allocate, or one adopted
+  // after a restart), or create one. Nothing is touched until every allocation checks out.
+  std::map<std::string, std::vector<DriverMigInstance>> actual;
+  for (const auto& a : allocs) {
+    if (actual.count(a.gpu_uuid) > 0) continue;
+    auto list = Instances(a.gpu_uuid);
+    if (!list.ok) return Error{Where(claim, allocs.front()) + ": " + list.error.message};
+    actual[a.gpu_uuid] = std::move(list.value);
+  }
+  std::vector<RealizedInstance> out(allocs.size());
+  std::vector<size_t> to_create;
+  std::vector<size_t> to_finish;
+  std::vector<DriverMigInstance> instances(allocs.size());
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    const auto& a = allocs[i];
+    out[i].allocation = a;
+    const auto& on_gpu = actual[a.gpu_uuid];
+    auto same = std::find_if(on_gpu.begin(), on_gpu.end(),
+                             [&](const auto& inst) { return node::Matches(inst, a); });
+    if (same != on_gpu.end()) {
+      if (const auto* other = OtherClaimant(node, claim.uid, *same)) {
+        return Error{Where(claim, a) + ": the instance there is held by pod " + other->pod};
+      }
+      instances[i] = *same;
+      if (!same->has_compute_instance) to_finish.push_back(i);
+      continue;
+    }
+    for (const auto& inst : on_gpu) {
+      if (inst.placement.Overlaps(a.placement)) {
+        const auto* other = OtherClaimant(node, claim.uid, inst);
+        return Error{Where(claim, a) + ": the slices are taken by " + inst.profile + " at " +
+                     std::to_string(inst.placement.start) + ":" +
+                     std::to_string(inst.placement.size) +
+                     (other != nullptr ? " of pod " + other->pod : " (not created for this pod)")};
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (allocs[j].gpu_uuid == a.gpu_uuid && allocs[j].placement.Overlaps(a.placement)) {
+        return Error{Where(claim, a) + ": overlaps device " +
+                     std::to_string(allocs[j].device_index) + " of the same container"};
+      }
+    }
+    to_create.push_back(i);
+  }
+
+  // Write-ahead: the ledger names every instance this call may create before the driver is
+  // asked, and owns the reused ones from now on.
+  const int64_t now = now_ms_();
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    const auto& a = allocs[i];
+    std::erase_if(ledger_,
+                  [&](const auto& e) { return SameKey(e, a.gpu_uuid, a.profile, a.placement); });
+    LedgerEntry e;
+    e.gpu_uuid = a.gpu_uuid;
+    e.profile = a.profile;
+    e.placement = a.placement;
+    e.pod = claim.pod;
+    e.pod_uid = claim.uid;
+    e.container_index = a.container_index;
+    e.device_index = a.device_index;
+    e.created = std::find(to_create.begin(), to_create.end(), i) == to_create.end() &&
+                std::find(to_finish.begin(), to_finish.end(), i) == to_finish.end();
+    e.gpu_instance_id = instances[i].gpu_instance_id;
+    e.mig_uuid = instances[i].mig_uuid;
+    e.written_ms = now;
+    ledger_.push_back(e);
+  }
+  if (auto s = SaveLedger(); !s) return Error{Where(claim, allocs.front()) + ": " + s.message()};
+
+  // On failure: destroy what this call created and drop the intents of what it never created;
+  // instances it only reused (e.g. half-made ones from before a crash) stay in the ledger.
+  std::vector<DriverMigInstance> created;
+  auto fail = [&](std::string why) -> Result<std::vector<RealizedInstance>> {
+    Rollback(created, &why);
+    for (size_t i : to_create) {
+      if (out[i].created) continue;
+      std::erase_if(ledger_, [&](const auto& e) {
+        return SameKey(e, allocs[i].gpu_uuid, allocs[i].profile, allocs[i].placement);
+      });
+    }
+    if (auto saved = SaveLedger(); !saved) why += "; " + saved.message();
+    return Error{why};
+  };
+  for (size_t i : to_create) {
+    auto gi = driver_.CreateGpuInstance(allocs[i].gpu_uuid, allocs[i].profile, allocs[i].placement);
+    if (!gi.ok) return fail(Where(claim, allocs[i]) + ": " + gi.error.message);
+    instances[i] = gi.value;
+    created.push_back(gi.value);
+    out[i].created = true;
+    to_finish.push_back(i);
+  }
+  for (size_t i : to_finish) {
+    auto ci = driver_.CreateComputeInstance(instances[i]);
+    if (!ci.ok) return fail(Where(claim, allocs[i]) + ": " + ci.error.message);
+    instances[i] = ci.value;
+  }
+
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    const auto& inst = instances[i];
+    out[i].allocation.runtime =
+        codec::MigRuntimeIdentity{inst.mig_uuid, inst.gpu_instance_id, inst.compute_instance_id};
+    for (auto& e : ledger_) {
+      if (SameKey(e, inst.gpu_uuid, inst.profile, inst.placement)) {
+        e.created = true;
+        e.gpu_instance_id = inst.gpu_instance_id;
+        e.mig_uuid = inst.mig_uuid;
+        e.written_ms = now_ms_();
+      }
+    }
+  }
+  if (auto s = SaveLedger(); !s) {
+    // The instances exist and the pod may use them; the next reconcile re-adopts them.
+    return Error{Where(claim, allocs.front()) + ": instances created but " + s.message()};
+  }
+  return out;
+}
+
+ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_synced,
+                                      int64_t pods_seen_ms, bool reclaim_foreign) {
+  std::lock_guard lock(mu_);
+  ReconcileReport report;
+  if (!started_) {
+    report.errors.push_back("MIG manager: the ledger is not loaded");
+    return report;
+  }
+  node::ReconcileInput input;
+  input.claims = &claims;
+  input.ledger = ledger_;
+  input.pods_synced = pods_synced;
+  input.pods_seen_ms = pods_seen_ms;
+  input.reclaim_foreign = reclaim_foreign;
+  for (const auto& gpu : mig_gpus_) {
+    auto list = Instances(gpu);
+    if (!list.ok) {
+      // Without the GPU's real state nothing may be destroyed anywhere: a ledger entry could be
+      // forgotten although its instance still exists.
+      report.errors.push_back(list.error.message);
+      input.pods_synced = false;
+      continue;
+    }
+    input.actual.insert(input.actual.end(), list.value.begin(), list.value.end());
+  }
+  const node::ReconcilePlan plan = node::PlanReconcile(input);
+  report.conflicts = plan.conflicts;
+  report.left_alone = static_cast<int>(plan.left_alone.size());
+  report.protected_count = static_cast<int>(plan.protected_.size());
+  bool changed = false;
+
+  for (const auto& keep : plan.keep) {
+    ++report.kept;
+    auto it = std::find_if(ledger_.begin(), ledger_.end(), [&](const auto& e) {
+      return SameKey(e, keep.instance.gpu_uuid, keep.instance.profile, keep.instance.placement);
+    });
+    LedgerEntry entry = keep.entry;
+    entry.written_ms = now_ms_();
+    if (it == ledger_.end()) {
+      ++report.adopted;
+      ledger_.push_back(entry);
+      changed = true;
+    } else if (it->pod_uid != entry.pod_uid || it->mig_uuid != entry.mig_uuid ||
+               it->gpu_instance_id != entry.gpu_instance_id || !it->created) {
+      *it = entry;
+      changed = true;
+    }
+  }
+  std::map<std::string, DriverMigInstance> finished;  // "gpu/profile/start" -> with its CI
+  for (const auto& inst : plan.finish) {
+    auto ci = driver_.CreateComputeInstance(inst);
+    if (!ci.ok) {
+      report.errors.push_back(ci.error.message);
+      continue;
+    }
+    ++report.finished;
+    finished[inst.gpu_uuid + "/" + inst.profile + "/" + std::to_string(inst.placement.start)] =
+        ci.value;
+    for (auto& e : ledger_) {
+      if (SameKey(e, inst.gpu_uuid, inst.profile, inst.placement)) {
+        e.mig_uuid = ci.value.mig_uuid;
+        changed = true;
+      }
+    }
+  }
+  for (const auto& inst : plan.destroy) {
+    auto done = driver_.DestroyInstance(inst);
+    if (!done.ok) {  // e.g. IN_USE: try again next pass, never block Allocate (W3)
+      report.errors.push_back(done.error.message);
+      continue;
+    }
+    ++report.destroyed;
+    std::erase_if(ledger_, [&](const auto& e) {
+      return SameKey(e, inst.gpu_uuid, inst.profile, inst.placement);
+    });
+    changed = true;
+  }
+  for (const auto& gone : plan.forget) {
+    ++report.forgotten;
+    std::erase(ledger_, gone);
+    changed = true;
+  }
+  if (changed) {
+    if (auto s = SaveLedger(); !s) report.errors.push_back(s.message());
+  }
+
+  // The identities pods should carry: what the driver reports now, per kept instance.
+  for (const auto& keep : plan.keep) {
+    DriverMigInstance inst = keep.instance;
+    auto f = finished.find(keep.instance.gpu_uuid + "/" + keep.instance.profile + "/" +
+                           std::to_string(keep.instance.placement.start));
+    if (f != finished.end()) inst = f->second;
+    if (!inst.has_compute_instance) continue;
+    const codec::MigRuntimeIdentity id{inst.mig_uuid, inst.gpu_instance_id,
+                                       inst.compute_instance_id};
+    for (const auto& claim : claims.claims) {
+      if (claim.uid != keep.entry.pod_uid) continue;
+      for (const auto& a : claim.allocations) {
+        if (!node::Matches(inst, a) || (a.runtime && *a.runtime == id)) continue;
+        codec::MigAllocation updated = a;
+        updated.runtime = id;
+        report.identities[claim.pod].push_back(updated);
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,80 @@
+#pragma once
+
+// Owns the lifecycle of the MIG instances on one node: Realize (called by Allocate) creates a
+// container's instances at exactly the reserved placements; Reconcile (periodic, and at start)
+// adopts, finishes and destroys by core/node/mig_reconcile.h's rules. Both run under one mutex,
+// so a reconcile never sees half of an Allocate (hami-node.md W2), and there is one manager per
+// process for its whole life (W1).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/ledger_file.h"
+#include "core/codec/mig_allocations.h"
+#include "core/node/gpu_driver.h"
+#include "core/node/mig_claims.h"
+#include "core/node/mig_reconcile.h"
+
+namespace tessera::agent {
+
+struct RealizedInstance {
+  codec::MigAllocation allocation;  // with runtime identity filled in
+  bool created = false;             // false: an existing instance was reused
+};
+
+struct ReconcileReport {
+  int kept = 0;
+  int adopted = 0;  // newly written to the ledger
+  int finished = 0;
+  int destroyed = 0;
+  int forgotten = 0;
+  int left_alone = 0;
+  int protected_count = 0;
+  std::vector<std::string> errors;     // driver and ledger errors; the pass went on
+  std::vector<std::string> conflicts;  // claims another instance blocks
+  // Claimed instances whose runtime identity differs from the pod's annotation: pod -> the
+  // allocations to record.
+  std::map<std::string, std::vector<codec::MigAllocation>> identities;
+};
+
+class MigManager {
+ public:
+  using Clock = std::function<int64_t()>;  // milliseconds, monotonic across restarts not needed
+  MigManager(node::GpuDriver& driver, LedgerFile ledger, Clock now_ms);
+
+  // Loads the ledger. Until it succeeds the manager refuses to act.
+  Status Start();
+  // The GPUs in MIG mode that the manager looks after.
+  void SetMigGpus(std::vector<std::string> gpu_uuids);
+
+  // Realizes the instances of one allocation slot (container) of `claim`. `node` is every live
+  // claim on the node, to refuse placements another pod holds. All or nothing: on failure the
+  // instances created by this call are destroyed again; the error names pod, container, GPU,
+  // profile and placement.
+  Result<std::vector<RealizedInstance>> Realize(const node::PodMigClaim& claim, int container_index,
+                                                const node::NodeClaims& node);
+
+  ReconcileReport Reconcile(const node::NodeClaims& claims, bool pods_synced, int64_t pods_seen_ms,
+                            bool reclaim_foreign = false);
+
+  std::vector<node::LedgerEntry> LedgerSnapshot() const;
+
+ private:
+  Status SaveLedger();
+  node::DriverResult<std::vector<node::DriverMigInstance>> Instances(const std::string& gpu);
+  void Rollback(const std::vector<node::DriverMigInstance>& created, std::string* why);
+
+  node::GpuDriver& driver_;
+  LedgerFile ledger_file_;
+  Clock now_ms_;
+  mutable std::mutex mu_;
+  bool started_ = false;
+  std::vector<std::string> mig_gpus_;
+  std::vector<node::LedgerEntry> ledger_;
+};
+
+}  // namespace tessera::agent

@@ -1,0 +1,95 @@
+#pragma once
+
+// The node agent's port to the GPU driver: what tessera needs from NVML, in its own terms. The
+// NVML adapter (adapters/nvml) implements it over dlopen("libnvidia-ml.so.1") or the simulated
+// library; the agent's logic (src/agent) and its tests see only this interface.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/model/device.h"
+
+namespace tessera::node {
+
+// One GPU-instance profile as the driver reports it.
+struct DriverMigProfile {
+  std::string name;          // go-nvlib style: "1g.24gb", "1g.10gb+me", "2g.48gb-me"
+  uint32_t nvml_enum = 0;    // NVML_GPU_INSTANCE_PROFILE_*
+  uint32_t nvml_id = 0;      // the hardware profile id (info.id)
+  uint32_t slice_count = 0;  // compute slices
+  uint32_t instance_count = 0;
+  uint32_t sm_count = 0;
+  uint32_t memory_mib = 0;
+  std::vector<model::Placement> placements;
+};
+
+struct DriverGpu {
+  uint32_t index = 0;
+  std::string uuid;
+  std::string name;  // nvmlDeviceGetName
+  uint64_t memory_mib = 0;
+  std::string pci_bus_id;  // "00000000:3B:00.0"
+  bool mig_capable = false;
+  bool mig_enabled = false;
+  std::vector<DriverMigProfile> mig_profiles;  // filled when MIG is enabled
+};
+
+// One GPU instance and, when it has one, its compute instance (tessera creates one CI covering
+// the whole GI; a GI with several CIs lists the first).
+struct DriverMigInstance {
+  std::string gpu_uuid;
+  uint32_t gpu_instance_id = 0;
+  std::string profile;  // DriverMigProfile::name
+  model::Placement placement;
+  bool has_compute_instance = false;
+  uint32_t compute_instance_id = 0;
+  std::string mig_uuid;  // of the compute instance's MIG device; "" without one
+  bool operator==(const DriverMigInstance&) const = default;
+};
+
+// A driver error keeps the NVML function and code, so callers can count and branch on codes.
+struct DriverError {
+  std::string function;
+  int code = 0;
+  std::string message;  // names the GPU and what was attempted
+};
+
+template <class T>
+struct DriverResult {
+  T value{};
+  bool ok = true;
+  DriverError error;
+  static DriverResult Fail(DriverError e) { return DriverResult{T{}, false, std::move(e)}; }
+};
+
+struct Empty {};
+
+// What discovery found: the GPUs it could read, and one error per GPU it could not (such a GPU
+// is left out rather than failing the whole node, unlike HAMi's panic, hami-node.md W10).
+struct Discovery {
+  std::vector<DriverGpu> gpus;
+  std::vector<DriverError> problems;
+};
+
+class GpuDriver {
+ public:
+  virtual ~GpuDriver() = default;
+
+  virtual DriverResult<Discovery> Discover() = 0;
+  // Every GPU instance of the GPU, of every profile.
+  virtual DriverResult<std::vector<DriverMigInstance>> ListInstances(
+      const std::string& gpu_uuid) = 0;
+  // Creates only the GPU instance, at exactly this placement (never another).
+  virtual DriverResult<DriverMigInstance> CreateGpuInstance(const std::string& gpu_uuid,
+                                                            const std::string& profile,
+                                                            const model::Placement& placement) = 0;
+  // Creates the compute instance covering the whole GPU instance; returns it with its MIG UUID.
+  virtual DriverResult<DriverMigInstance> CreateComputeInstance(
+      const DriverMigInstance& instance) = 0;
+  // Destroys the compute instances, then the GPU instance. Already gone counts as success.
+  virtual DriverResult<Empty> DestroyInstance(const DriverMigInstance& instance) = 0;
+};
+
+}  // namespace tessera::node

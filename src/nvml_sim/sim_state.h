@@ -1,0 +1,64 @@
+#pragma once
+
+// The simulated driver's state: GPUs described by a small JSON file, their GPU and compute
+// instances kept in the same file, so they outlive the process that created them exactly as
+// instances on real hardware outlive a crashed agent (docs/agent.md, "Simulated NVML").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/mig/catalog.h"
+
+namespace tessera::nvml_sim {
+
+struct SimComputeInstance {
+  uint32_t id = 0;
+  uint32_t profile_id = 0;  // NVML_COMPUTE_INSTANCE_PROFILE_* (ids equal the enum)
+  uint32_t slice_count = 0;
+  std::string mig_uuid;
+  uint32_t processes = 0;  // running processes: destroy answers IN_USE while > 0
+};
+
+struct SimGpuInstance {
+  uint32_t id = 0;
+  int profile = -1;  // index into the model's profiles
+  uint32_t start = 0;
+  uint32_t size = 0;
+  std::vector<SimComputeInstance> compute_instances;
+};
+
+struct SimGpu {
+  std::string uuid;
+  std::string name;  // what nvmlDeviceGetName answers
+  std::string pci_bus_id;
+  uint64_t memory_mib = 0;
+  const mig::GpuModelSpec* model = nullptr;  // nullptr: not MIG-capable
+  bool mig_enabled = false;
+  std::vector<SimGpuInstance> gpu_instances;
+};
+
+struct SimState {
+  std::vector<SimGpu> gpus;
+  uint64_t next_serial = 1;  // MIG UUIDs are unique across restarts
+};
+
+// Reads the state file. Errors name the file and the field.
+Result<SimState> LoadState(const std::string& path, const mig::GpuModelCatalog& catalog);
+// Writes it atomically (temporary file, fsync, rename), so a crash leaves the old or the new.
+Status SaveState(const std::string& path, const SimState& state);
+
+// Driver rules (mig-hardware.md section 5). Each returns an NVML return code.
+int CheckCreateGpuInstance(const SimGpu& gpu, int profile, uint32_t start, uint32_t size);
+// The compute-instance profile with this enum inside `gi`, or nullopt when not valid there
+// (rule R12: C <= G, and C == G or 2C <= G + 1).
+std::optional<uint32_t> ComputeSlicesOf(uint32_t ci_profile);
+bool ComputeProfileFits(uint32_t gi_slices, uint32_t ci_slices);
+
+// Next GPU-instance id: the smallest unused one, as the driver reuses ids.
+uint32_t NextGpuInstanceId(const SimGpu& gpu);
+std::string NewMigUuid(const SimGpu& gpu, uint64_t serial);
+
+}  // namespace tessera::nvml_sim

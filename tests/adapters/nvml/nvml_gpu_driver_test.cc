@@ -1,0 +1,118 @@
+// The GpuDriver port over NVML, on the simulated library: discovery, create, list, destroy.
+
+#include "adapters/nvml/nvml_gpu_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "support/nvml_sim.h"
+
+namespace tessera {
+namespace {
+
+using testing::RtxPro6000;
+using testing::SimulatedNvml;
+
+const node::DriverMigProfile* Profile(const node::DriverGpu& gpu, const std::string& name) {
+  for (const auto& p : gpu.mig_profiles) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+TEST(NvmlGpuDriverTest, DiscoversGpusProfilesAndPlacements) {
+  SimulatedNvml sim("[" + RtxPro6000() + R"(,
+      {"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360, "pciBusId": "00000000:3B:00.0"}])");
+  auto driver = sim.Driver();
+  auto found = driver->Discover();
+  ASSERT_TRUE(found.ok) << found.error.message;
+  ASSERT_EQ(found.value.gpus.size(), 2U);
+  const auto& rtx = found.value.gpus[0];
+  EXPECT_EQ(rtx.uuid, "GPU-rtx-0");
+  EXPECT_EQ(rtx.name, "NVIDIA RTX PRO 6000 Blackwell Server Edition");
+  EXPECT_EQ(rtx.memory_mib, 97887U);
+  EXPECT_TRUE(rtx.mig_capable);
+  EXPECT_TRUE(rtx.mig_enabled);
+  const auto* one = Profile(rtx, "1g.24gb");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->nvml_id, 14U);
+  EXPECT_EQ(one->memory_mib, 24192U);
+  EXPECT_EQ(one->instance_count, 4U);
+  EXPECT_EQ(one->placements, (std::vector<model::Placement>{{0, 3}, {3, 3}, {6, 3}, {9, 3}}));
+  EXPECT_NE(Profile(rtx, "1g.24gb+me.all"), nullptr);
+  EXPECT_NE(Profile(rtx, "4g.96gb"), nullptr);
+  const auto& t4 = found.value.gpus[1];
+  EXPECT_EQ(t4.index, 1U);
+  EXPECT_FALSE(t4.mig_capable);
+  EXPECT_TRUE(t4.mig_profiles.empty());
+  EXPECT_EQ(t4.pci_bus_id, "00000000:3B:00.0");
+}
+
+TEST(NvmlGpuDriverTest, CreatesAtExactlyThePlacementAndDestroysAgain) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  auto driver = sim.Driver();
+  auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
+  ASSERT_TRUE(gi.ok) << gi.error.message;
+  EXPECT_FALSE(gi.value.has_compute_instance);
+  auto ci = driver->CreateComputeInstance(gi.value);
+  ASSERT_TRUE(ci.ok) << ci.error.message;
+  EXPECT_EQ(ci.value.mig_uuid.rfind("MIG-", 0), 0U);
+  auto list = driver->ListInstances("GPU-rtx-0");
+  ASSERT_TRUE(list.ok) << list.error.message;
+  ASSERT_EQ(list.value.size(), 1U);
+  EXPECT_EQ(list.value[0], ci.value);
+
+  auto illegal = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {1, 3});
+  EXPECT_FALSE(illegal.ok);
+  EXPECT_NE(illegal.error.message.find("not a legal placement"), std::string::npos);
+  auto taken = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
+  ASSERT_FALSE(taken.ok);
+  EXPECT_EQ(taken.error.code, NVML_ERROR_INSUFFICIENT_RESOURCES);
+  EXPECT_NE(taken.error.message.find("Insufficient Resources"), std::string::npos);
+
+  ASSERT_TRUE(driver->DestroyInstance(ci.value).ok);
+  EXPECT_TRUE(driver->ListInstances("GPU-rtx-0").value.empty());
+  EXPECT_TRUE(driver->DestroyInstance(ci.value).ok);  // already gone counts as done
+}
+
+TEST(NvmlGpuDriverTest, DestroyNeverTakesANewerInstanceThatReusedTheId) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  auto driver = sim.Driver();
+  auto old_gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3});
+  ASSERT_TRUE(old_gi.ok);
+  ASSERT_TRUE(driver->DestroyInstance(old_gi.value).ok);
+  auto reused = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {6, 3});
+  ASSERT_TRUE(reused.ok);
+  ASSERT_EQ(reused.value.gpu_instance_id, old_gi.value.gpu_instance_id);  // the driver reuses ids
+  ASSERT_TRUE(driver->DestroyInstance(old_gi.value).ok);
+  EXPECT_EQ(driver->ListInstances("GPU-rtx-0").value.size(), 1U);
+}
+
+TEST(NvmlGpuDriverTest, ReportsFailedCallsByFunctionAndCode) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]",
+                    "fail:nvmlGpuInstanceCreateComputeInstance:1:INSUFFICIENT_RESOURCES");
+  auto driver = sim.Driver();
+  std::vector<std::pair<std::string, int>> seen;
+  driver->set_error_observer([&](const std::string& f, int code) { seen.emplace_back(f, code); });
+  auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {3, 3});
+  ASSERT_TRUE(gi.ok);
+  auto ci = driver->CreateComputeInstance(gi.value);
+  ASSERT_FALSE(ci.ok);
+  EXPECT_EQ(ci.error.function, "nvmlGpuInstanceCreateComputeInstance");
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0], std::make_pair(std::string("nvmlGpuInstanceCreateComputeInstance"),
+                                    static_cast<int>(NVML_ERROR_INSUFFICIENT_RESOURCES)));
+}
+
+TEST(NvmlGpuDriverTest, AMissingLibraryOrSymbolIsAClearError) {
+  auto missing = nvml::NvmlLibrary::Open("/nonexistent/libnvidia-ml.so.1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  auto no_symbols = nvml::NvmlLibrary::Open("libm.so.6");
+  ASSERT_FALSE(no_symbols.ok());
+  EXPECT_NE(no_symbols.error().message.find("missing symbol nvmlInit_v2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
