@@ -1,0 +1,344 @@
+// The MIG manager on the simulated NVML: realize at the reserved placements, reuse on retry,
+// refuse what another pod holds, reconcile (adopt, finish, destroy, leave alone), and the
+// crash-point suite: the agent aborted right after every driver call of the create and destroy
+// paths, restarted, leaves 0 leaked and 0 duplicated instances.
+
+#include "agent/mig_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "support/nvml_sim.h"
+
+namespace tessera {
+namespace {
+
+using agent::LedgerFile;
+using agent::MigManager;
+using node::NodeClaims;
+using node::PodMigClaim;
+using testing::RtxPro6000;
+using testing::SimulatedNvml;
+
+codec::MigAllocation Alloc(int container, int device, const std::string& gpu, uint32_t start,
+                           const std::string& profile = "1g.24gb", uint32_t size = 3) {
+  codec::MigAllocation a;
+  a.container_index = container;
+  a.device_index = device;
+  a.gpu_uuid = gpu;
+  a.profile = profile;
+  a.placement = {start, size};
+  return a;
+}
+
+// The motivating case's first pod: two 1g.24gb of one container at 9 and 6.
+PodMigClaim PodA() {
+  return {"default/a", "uid-a", {Alloc(0, 0, "GPU-rtx-0", 9), Alloc(0, 1, "GPU-rtx-0", 6)}};
+}
+PodMigClaim PodB() {
+  return {"default/b", "uid-b", {Alloc(0, 0, "GPU-rtx-0", 3), Alloc(0, 1, "GPU-rtx-0", 0)}};
+}
+
+NodeClaims Claims(std::vector<PodMigClaim> pods) {
+  NodeClaims c;
+  c.claims = std::move(pods);
+  return c;
+}
+
+struct Agent {
+  explicit Agent(SimulatedNvml& sim)
+      : driver(sim.Driver()),
+        manager(*driver, LedgerFile(sim.Path("ledger.json")), [this] { return ++clock; }) {
+    EXPECT_TRUE(manager.Start().ok());
+    manager.SetMigGpus({"GPU-rtx-0"});
+  }
+  std::vector<node::DriverMigInstance> Instances() {
+    auto list = driver->ListInstances("GPU-rtx-0");
+    EXPECT_TRUE(list.ok) << list.error.message;
+    return list.value;
+  }
+  int64_t clock = 1000;
+  std::unique_ptr<nvml::NvmlGpuDriver> driver;
+  MigManager manager;
+};
+
+std::set<uint32_t> Starts(const std::vector<node::DriverMigInstance>& list) {
+  std::set<uint32_t> out;
+  for (const auto& i : list) out.insert(i.placement.start);
+  return out;
+}
+
+TEST(MigManagerTest, RealizesAtTheReservedPlacementsAndReusesOnRetry) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  auto first = agent.manager.Realize(PodA(), 0, Claims({PodA()}));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->size(), 2U);
+  EXPECT_EQ((*first)[0].allocation.placement.start, 9U);
+  EXPECT_EQ((*first)[1].allocation.placement.start, 6U);
+  EXPECT_TRUE((*first)[0].created);
+  ASSERT_TRUE((*first)[0].allocation.runtime.has_value());
+  EXPECT_NE((*first)[0].allocation.runtime->mig_uuid, (*first)[1].allocation.runtime->mig_uuid);
+  EXPECT_EQ(Starts(agent.Instances()), (std::set<uint32_t>{6, 9}));
+
+  auto retry = agent.manager.Realize(PodA(), 0, Claims({PodA()}));
+  ASSERT_TRUE(retry.ok()) << retry.error().message;
+  EXPECT_FALSE((*retry)[0].created);
+  EXPECT_EQ((*retry)[0].allocation.runtime, (*first)[0].allocation.runtime);
+  EXPECT_EQ(agent.Instances().size(), 2U);
+  const auto ledger = agent.manager.LedgerSnapshot();
+  ASSERT_EQ(ledger.size(), 2U);
+  EXPECT_TRUE(ledger[0].created && ledger[1].created);
+  EXPECT_EQ(ledger[0].pod_uid, "uid-a");
+}
+
+TEST(MigManagerTest, RefusesSlicesAnotherPodHoldsAndTouchesNothing) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  const auto before = agent.Instances();
+  // A contradictory claim: pod c is given slot 6, which pod a holds, plus a free one.
+  PodMigClaim c{"default/c", "uid-c", {Alloc(0, 0, "GPU-rtx-0", 0), Alloc(0, 1, "GPU-rtx-0", 6)}};
+  auto refused = agent.manager.Realize(c, 0, Claims({PodA(), c}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("pod default/c container 0 device 1"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("held by pod default/a"), std::string::npos);
+  EXPECT_EQ(agent.Instances(), before);  // not even the free slot was taken
+  PodMigClaim overlap{"default/d", "uid-d", {Alloc(0, 0, "GPU-rtx-0", 6, "2g.48gb", 6)}};
+  auto blocked = agent.manager.Realize(overlap, 0, Claims({PodA(), overlap}));
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_NE(blocked.error().message.find("slices are taken by 1g.24gb at 6:3 of pod default/a"),
+            std::string::npos)
+      << blocked.error().message;
+  auto unknown = agent.manager.Realize({"default/e", "uid-e", {Alloc(0, 0, "GPU-nope", 0)}}, 0, {});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("GPU-nope"), std::string::npos);
+}
+
+TEST(MigManagerTest, AFailedCreateRollsBackTheWholeContainer) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]",
+                    "fail:nvmlDeviceCreateGpuInstanceWithPlacement:2:INSUFFICIENT_RESOURCES");
+  Agent agent(sim);
+  auto failed = agent.manager.Realize(PodA(), 0, Claims({PodA()}));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message.find("Insufficient Resources"), std::string::npos);
+  EXPECT_TRUE(agent.Instances().empty());
+  EXPECT_TRUE(agent.manager.LedgerSnapshot().empty());
+  auto again = agent.manager.Realize(PodA(), 0, Claims({PodA()}));  // the 3rd call succeeds
+  ASSERT_TRUE(again.ok()) << again.error().message;
+}
+
+TEST(MigManagerTest, ReconcileDestroysOnlyTesserasInstancesOfGonePods) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  ASSERT_TRUE(agent.manager.Realize(PodB(), 0, Claims({PodA(), PodB()})).ok());
+  const auto b_before = agent.Instances();
+
+  // Not synced: nothing is destroyed although pod a is missing from the view.
+  auto partial = agent.manager.Reconcile(Claims({PodB()}), /*synced=*/false, agent.clock + 1);
+  EXPECT_EQ(partial.destroyed, 0);
+  EXPECT_EQ(partial.protected_count, 2);
+  // A view older than pod a's instances: an Allocate raced the pod list; still protected.
+  auto stale = agent.manager.Reconcile(Claims({PodB()}), true, /*seen=*/1000);
+  EXPECT_EQ(stale.destroyed, 0);
+  // Synced and fresh: pod a is gone, its two instances go, pod b's stay exactly as they were.
+  auto done = agent.manager.Reconcile(Claims({PodB()}), true, agent.clock + 1);
+  EXPECT_EQ(done.destroyed, 2);
+  EXPECT_EQ(done.kept, 2);
+  EXPECT_TRUE(done.errors.empty());
+  EXPECT_EQ(Starts(agent.Instances()), (std::set<uint32_t>{0, 3}));
+  for (const auto& inst : agent.Instances()) {
+    EXPECT_NE(std::find(b_before.begin(), b_before.end(), inst), b_before.end());
+  }
+  EXPECT_EQ(agent.manager.LedgerSnapshot().size(), 2U);
+}
+
+TEST(MigManagerTest, ForeignInstancesAreLeftAloneAndAdoptedWhenClaimed) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  {  // Instances made by someone else (an operator, HAMi, a lost ledger).
+    auto driver = sim.Driver();
+    auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
+    ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
+    ASSERT_TRUE(driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3}).ok);  // no CI
+  }
+  Agent agent(sim);
+  PodMigClaim a{"default/a", "uid-a", {Alloc(0, 0, "GPU-rtx-0", 9)}};
+  auto report = agent.manager.Reconcile(Claims({a}), true, agent.clock + 1);
+  EXPECT_EQ(report.adopted, 1);  // the claimed one
+  EXPECT_EQ(report.left_alone, 1);
+  EXPECT_EQ(report.destroyed, 0);
+  ASSERT_EQ(report.identities.count("default/a"), 1U);
+  EXPECT_EQ(report.identities["default/a"][0].runtime->mig_uuid.rfind("MIG-", 0), 0U);
+  // Reclaiming is opt-in: then the unclaimed foreign instance goes.
+  auto reclaim = agent.manager.Reconcile(Claims({a}), true, agent.clock + 1, /*reclaim=*/true);
+  EXPECT_EQ(reclaim.destroyed, 1);
+  EXPECT_EQ(Starts(agent.Instances()), (std::set<uint32_t>{9}));
+}
+
+TEST(MigManagerTest, DestroyErrorsAreRetriedAndNeverBlockAllocate) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]", "fail:nvmlComputeInstanceDestroy:*:IN_USE");
+  Agent agent(sim);
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  auto report = agent.manager.Reconcile(Claims({}), true, agent.clock + 1);
+  EXPECT_EQ(report.destroyed, 0);
+  ASSERT_EQ(report.errors.size(), 2U);
+  EXPECT_NE(report.errors[0].find("In use by another client"), std::string::npos);
+  EXPECT_TRUE(agent.manager.Realize(PodB(), 0, Claims({PodB()})).ok());  // W3 does not apply
+  EXPECT_EQ(agent.manager.LedgerSnapshot().size(), 4U);  // a's stay recorded for the next pass
+}
+
+TEST(MigManagerTest, AnUnreadableClaimHoldsItsGpu) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  NodeClaims claims;
+  claims.unreadable_gpus = {"GPU-rtx-0"};
+  auto report = agent.manager.Reconcile(claims, true, agent.clock + 1);
+  EXPECT_EQ(report.destroyed, 0);
+  EXPECT_EQ(report.protected_count, 2);
+}
+
+// --- Crash points -------------------------------------------------------------------------
+
+struct CrashPoint {
+  std::string function;
+  int call;
+};
+
+// Every driver mutation of realizing pod a (two instances) and of destroying it.
+const std::vector<CrashPoint> kCreatePoints = {
+    {"nvmlDeviceCreateGpuInstanceWithPlacement", 1},
+    {"nvmlDeviceCreateGpuInstanceWithPlacement", 2},
+    {"nvmlGpuInstanceCreateComputeInstance", 1},
+    {"nvmlGpuInstanceCreateComputeInstance", 2},
+};
+const std::vector<CrashPoint> kDestroyPoints = {
+    {"nvmlComputeInstanceDestroy", 1},
+    {"nvmlGpuInstanceDestroy", 1},
+    {"nvmlComputeInstanceDestroy", 2},
+    {"nvmlGpuInstanceDestroy", 2},
+};
+
+struct Census {
+  int leaked = 0;      // instances no live pod claims
+  int duplicated = 0;  // claimed placements with more than one instance
+  bool b_untouched = true;
+};
+
+Census Count(const std::vector<node::DriverMigInstance>& actual, const NodeClaims& live,
+             const std::vector<node::DriverMigInstance>& b_before) {
+  Census c;
+  std::map<std::string, int> per_key;
+  for (const auto& inst : actual) {
+    bool claimed = false;
+    for (const auto& pod : live.claims) {
+      for (const auto& a : pod.allocations) claimed = claimed || node::Matches(inst, a);
+    }
+    if (!claimed) ++c.leaked;
+    ++per_key[inst.gpu_uuid + "/" + std::to_string(inst.placement.start)];
+  }
+  for (const auto& [key, n] : per_key) c.duplicated += n > 1 ? n - 1 : 0;
+  for (const auto& b : b_before) {
+    c.b_untouched = c.b_untouched && std::find(actual.begin(), actual.end(), b) != actual.end();
+  }
+  return c;
+}
+
+void PrintTo(const CrashPoint& p, std::ostream* os) { *os << p.function << "#" << p.call; }
+
+class MigCreateCrashTest : public ::testing::TestWithParam<std::tuple<CrashPoint, bool>> {};
+class MigDestroyCrashTest : public ::testing::TestWithParam<CrashPoint> {};
+
+// Crash while realizing pod a (pod b already running). After the restart either pod a is still
+// live (kubelet retries Allocate: it must end with exactly its two placements) or it failed
+// (its instances must be gone).
+TEST_P(MigCreateCrashTest, AbortedAllocate) {
+  GTEST_FLAG_SET(death_test_style, "fast");
+  const auto& [point, a_survives] = GetParam();
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  std::vector<node::DriverMigInstance> b_before;
+  {
+    Agent agent(sim);
+    ASSERT_TRUE(agent.manager.Realize(PodB(), 0, Claims({PodB()})).ok());
+    b_before = agent.Instances();
+  }
+  const std::string rule = "abort-after:" + point.function + ":" + std::to_string(point.call);
+  EXPECT_DEATH(
+      {
+        SimulatedNvml::SetFaults(rule);
+        Agent agent(sim);
+        (void)agent.manager.Realize(PodA(), 0, Claims({PodA(), PodB()}));
+      },
+      "abort after " + point.function);
+  SimulatedNvml::SetFaults("");
+
+  Agent restarted(sim);
+  const NodeClaims live = a_survives ? Claims({PodA(), PodB()}) : Claims({PodB()});
+  restarted.clock += 1000;  // the restarted agent's pod view is newer than the crashed ledger
+  auto report = restarted.manager.Reconcile(live, true, restarted.clock);
+  EXPECT_TRUE(report.errors.empty()) << report.errors.front();
+  if (a_survives) {
+    auto retried = restarted.manager.Realize(PodA(), 0, live);
+    ASSERT_TRUE(retried.ok()) << retried.error().message;
+  }
+  const auto actual = restarted.Instances();
+  const Census census = Count(actual, live, b_before);
+  EXPECT_EQ(census.leaked, 0);
+  EXPECT_EQ(census.duplicated, 0);
+  EXPECT_TRUE(census.b_untouched);
+  EXPECT_EQ(Starts(actual),
+            a_survives ? (std::set<uint32_t>{0, 3, 6, 9}) : (std::set<uint32_t>{0, 3}));
+  for (const auto& inst : actual) EXPECT_TRUE(inst.has_compute_instance);
+}
+
+// Crash while destroying the instances of pod a, which ended; the restart finishes the job.
+TEST_P(MigDestroyCrashTest, AbortedReclaim) {
+  GTEST_FLAG_SET(death_test_style, "fast");
+  const CrashPoint& point = GetParam();
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  std::vector<node::DriverMigInstance> b_before;
+  {
+    Agent agent(sim);
+    ASSERT_TRUE(agent.manager.Realize(PodB(), 0, Claims({PodB()})).ok());
+    b_before = agent.Instances();
+    ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA(), PodB()})).ok());
+  }
+  const std::string rule = "abort-after:" + point.function + ":" + std::to_string(point.call);
+  EXPECT_DEATH(
+      {
+        SimulatedNvml::SetFaults(rule);
+        Agent agent(sim);
+        agent.clock += 1000;
+        (void)agent.manager.Reconcile(Claims({PodB()}), true, agent.clock);
+      },
+      "abort after " + point.function);
+  SimulatedNvml::SetFaults("");
+  Agent restarted(sim);
+  restarted.clock += 2000;
+  auto report = restarted.manager.Reconcile(Claims({PodB()}), true, restarted.clock);
+  EXPECT_TRUE(report.errors.empty()) << report.errors.front();
+  const auto actual = restarted.Instances();
+  const Census census = Count(actual, Claims({PodB()}), b_before);
+  EXPECT_EQ(census.leaked, 0);
+  EXPECT_EQ(census.duplicated, 0);
+  EXPECT_TRUE(census.b_untouched);
+  EXPECT_EQ(restarted.manager.LedgerSnapshot().size(), 2U);
+}
+
+std::string Name(const CrashPoint& p) { return p.function + "_" + std::to_string(p.call); }
+
+INSTANTIATE_TEST_SUITE_P(EveryCall, MigCreateCrashTest,
+                         ::testing::Combine(::testing::ValuesIn(kCreatePoints), ::testing::Bool()),
+                         [](const auto& p) {
+                           return Name(std::get<0>(p.param)) +
+                                  (std::get<1>(p.param) ? "_PodLives" : "_PodFailed");
+                         });
+INSTANTIATE_TEST_SUITE_P(EveryCall, MigDestroyCrashTest, ::testing::ValuesIn(kDestroyPoints),
+                         [](const auto& p) { return Name(p.param); });
+
+}  // namespace
+}  // namespace tessera
