@@ -80,8 +80,10 @@ Registration BuildRegistration(const RegistrationInput& input, const NodeDeviceC
       d.total_cores = 100;
       uint32_t max_sm = 0;
       for (const auto& p : gpu->mig_profiles) max_sm = std::max(max_sm, p.sm_count);
-      if (const auto* allowed = AllowedProfiles(config, gpu->name); allowed != nullptr) {
-        for (const auto& name : *allowed) {
+      if (!config.mig_profile_allowlist.empty()) {
+        // An allowlist that does not cover the model allows nothing on it, as in HAMi.
+        const auto* allowed = AllowedProfiles(config, gpu->name);
+        for (const auto& name : allowed != nullptr ? *allowed : std::vector<std::string>{}) {
           if (const DriverMigProfile* p = ProfileForName(*gpu, name)) {
             d.mig_profiles.push_back(Published(*p, name, max_sm));
           }
@@ -97,7 +99,8 @@ Registration BuildRegistration(const RegistrationInput& input, const NodeDeviceC
         continue;
       }
     } else {
-      d.mode = config.operating_mode;
+      // A GPU without MIG on a "mig" node is shared the HAMi-core way.
+      d.mode = mig_node ? "hami-core" : config.operating_mode;
       d.count = config.device_split_count;
       int64_t mem = static_cast<int64_t>(gpu->memory_mib);
       if (mem == 0) mem = config.pre_configured_device_memory;

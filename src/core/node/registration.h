@@ -25,6 +25,8 @@ struct NodeDeviceConfig {
   int32_t pre_configured_device_memory = 0;  // MiB, when NVML cannot report memory
   std::set<std::string> filter_uuids;        // GPUs left out entirely
   std::set<uint32_t> filter_indexes;
+  // Empty: every profile the driver reports. Otherwise the first entry whose models name a
+  // substring of the GPU's name gives its profiles, and a model no entry names gets none.
   std::vector<config::MigAllowlistEntry> mig_profile_allowlist;
 };
 
