@@ -1,0 +1,268 @@
+#include "agent/allocator.h"
+
+#include <algorithm>
+
+#include "core/codec/mig_allocations.h"
+#include "core/codec/pod_devices.h"
+#include "core/model/annotations.h"
+#include "core/node/mig_claims.h"
+
+namespace tessera::agent {
+
+namespace ann = model::annotations;
+
+namespace {
+
+const std::string kToAllocate(ann::kDevicesToAllocate);
+const std::string kMigAllocations(ann::kMigAllocations);
+const std::string kBindPhase(ann::kBindPhase);
+const std::string kBindTime(ann::kBindTime);
+const std::string kAssignedNode(ann::kAssignedNode);
+const std::string kNodeLock(ann::kNodeLock);
+
+bool HasNvidia(const codec::PodDevices& devices) {
+  return std::any_of(devices.begin(), devices.end(), [](const auto& c) { return !c.empty(); });
+}
+
+// The first container entry that still has devices, or -1.
+int NextEntry(const codec::PodDevices& devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i].empty()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int64_t BindTime(const model::Pod& pod) {
+  const std::string* text = pod.Annotation(kBindTime);
+  if (text == nullptr) return 0;
+  int64_t v = 0;
+  for (char c : *text) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::string ContainerName(const model::Pod& pod, int slot) {
+  const auto init = static_cast<int>(pod.init_containers.size());
+  if (slot < init) return pod.init_containers[slot].name;
+  if (slot - init < static_cast<int>(pod.containers.size()))
+    return pod.containers[slot - init].name;
+  return "";
+}
+
+}  // namespace
+
+Allocator::Allocator(NodeApi& api, MigManager& mig, AllocatorConfig config,
+                     std::function<std::string()> new_uuid)
+    : api_(api), mig_(mig), config_(std::move(config)), new_uuid_(std::move(new_uuid)) {}
+
+void Allocator::SetMigGpus(std::set<std::string> gpu_uuids) {
+  std::lock_guard lock(mu_);
+  mig_gpus_ = std::move(gpu_uuids);
+}
+
+ApiResult<model::Pod> Allocator::FindPod(size_t count, bool fresh) {
+  auto pods = api_.PodsOnNode(fresh);
+  if (!pods.ok()) return {std::nullopt, pods.failure};
+  std::vector<const model::Pod*> candidates;
+  for (const auto& pod : *pods.value) {
+    const std::string* phase = pod.Annotation(kBindPhase);
+    const std::string* assigned = pod.Annotation(kAssignedNode);
+    const std::string* text = pod.Annotation(kToAllocate);
+    if (phase == nullptr || *phase != "allocating" || text == nullptr) continue;
+    if (assigned == nullptr || *assigned != config_.node_name) continue;
+    if (pod.IsTerminal() || pod.deleting) continue;
+    auto devices = codec::DecodePodDevices(*text);
+    if (!devices.ok()) continue;
+    int next = NextEntry(devices.value());
+    if (next < 0 || devices.value()[next].size() != count) continue;
+    candidates.push_back(&pod);
+  }
+  if (candidates.empty()) {
+    return {std::nullopt,
+            {404, "no pod on node " + config_.node_name + " is waiting for " +
+                      std::to_string(count) + " GPU(s) (bind-phase allocating)"}};
+  }
+  if (candidates.size() > 1) {
+    // HAMi's node lock, when a scheduler holds it, names the pod; otherwise the oldest bind.
+    auto node = api_.GetNode();
+    if (node.ok()) {
+      if (const std::string* lock = node.value->Annotation(kNodeLock)) {
+        for (const auto* c : candidates) {
+          if (lock->find("," + c->ns + "," + c->name) != std::string::npos) return {*c, {}};
+        }
+      }
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const auto* a, const auto* b) { return BindTime(*a) < BindTime(*b); });
+  }
+  return {*candidates.front(), {}};
+}
+
+Result<std::vector<node::ContainerResponse>> Allocator::Allocate(
+    const std::vector<std::vector<std::string>>& container_requests) {
+  std::lock_guard lock(mu_);
+  if (container_requests.empty()) return std::vector<node::ContainerResponse>{};
+  auto pod = FindPod(container_requests.front().size(), false);
+  if (!pod.ok()) pod = FindPod(container_requests.front().size(), true);  // the cache may lag
+  if (!pod.ok()) return Error{"Allocate on node " + config_.node_name + ": " + pod.failure.message};
+  return AllocateFor(*pod.value, container_requests);
+}
+
+Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
+    model::Pod pod, const std::vector<std::vector<std::string>>& requests) {
+  const std::string who = "pod " + pod.Key();
+  auto devices = codec::DecodePodDevices(*pod.Annotation(kToAllocate));
+  if (!devices.ok()) {
+    const std::string m = who + ": annotation " + kToAllocate + ": " + devices.error().message;
+    Fail(pod, m);
+    return Error{m};
+  }
+  codec::PodDevices remaining = devices.value();
+  std::vector<codec::MigAllocation> mig_allocations;
+  bool mig_changed = false;
+  if (const std::string* text = pod.Annotation(kMigAllocations); text != nullptr) {
+    auto decoded = codec::DecodeMigAllocations(*text);
+    if (!decoded.ok()) {
+      const std::string m =
+          who + ": annotation " + kMigAllocations + ": " + decoded.error().message;
+      Fail(pod, m);
+      return Error{m};
+    }
+    mig_allocations = std::move(decoded.value());
+  }
+
+  std::vector<node::ContainerResponse> responses;
+  for (const auto& request : requests) {
+    const int slot = NextEntry(remaining);
+    const std::string container = ContainerName(pod, slot);
+    if (slot < 0 || container.empty()) {
+      const std::string m = who + ": no container is left to allocate devices to";
+      Fail(pod, m);
+      return Error{m};
+    }
+    const std::string where = who + " container " + container;
+    const codec::ContainerDevices entry = remaining[slot];
+    if (entry.size() != request.size()) {
+      const std::string m = where + ": device number not matched (annotation " +
+                            std::to_string(entry.size()) + ", kubelet " +
+                            std::to_string(request.size()) + ")";
+      Fail(pod, m);
+      return Error{m};
+    }
+    remaining[slot].clear();
+    const size_t on_mig = static_cast<size_t>(std::count_if(
+        entry.begin(), entry.end(), [&](const auto& d) { return mig_gpus_.count(d.uuid) > 0; }));
+    if (on_mig > 0 && on_mig != entry.size()) {
+      const std::string m = where + ": mixes MIG and shared GPUs, which one container cannot use";
+      Fail(pod, m);
+      return Error{m};
+    }
+    if (on_mig == 0) {
+      responses.push_back(node::SharedGpuResponse(entry, config_.hami_core, config_.strategy,
+                                                  pod.uid, container, false, new_uuid_()));
+      continue;
+    }
+    // MIG: realize this slot's instances at the placements the scheduler reserved.
+    node::PodMigClaim claim{pod.Key(), pod.uid, mig_allocations};
+    auto pods = api_.PodsOnNode(false);
+    node::NodeClaims others;
+    if (pods.ok()) others = node::ClaimsOnNode(*pods.value, config_.node_name);
+    auto realized = mig_.Realize(claim, slot, others);
+    if (!realized.ok()) {
+      Fail(pod, realized.error().message);
+      return realized.error();
+    }
+    std::vector<std::string> ids;
+    for (size_t k = 0; k < realized->size(); ++k) {
+      const auto& got = (*realized)[k].allocation;
+      if (got.gpu_uuid != entry[k].uuid) {
+        const std::string m = where + ": hami.io/vgpu-mig-allocations device " +
+                              std::to_string(got.device_index) + " is on " + got.gpu_uuid +
+                              " but the devices annotation says " + entry[k].uuid;
+        Fail(pod, m);
+        return Error{m};
+      }
+      ids.push_back(got.runtime->mig_uuid);
+      for (auto& a : mig_allocations) {
+        if (a.container_index == got.container_index && a.device_index == got.device_index) {
+          mig_changed = mig_changed || a.runtime != got.runtime;
+          a.runtime = got.runtime;
+        }
+      }
+    }
+    node::ContainerResponse r;
+    node::AddDeviceIds(ids, config_.strategy, new_uuid_(), &r);
+    responses.push_back(std::move(r));
+  }
+
+  // Record the outcome: the popped entries, the MIG identities, and success once no container
+  // is left; a compare-and-swap, retried on a fresh read when the pod changed meanwhile.
+  AnnotationPatch patch;
+  patch[kToAllocate] = codec::EncodePodDevices(remaining);
+  if (mig_changed) patch[kMigAllocations] = codec::EncodeMigAllocations(mig_allocations);
+  if (!HasNvidia(remaining)) patch[kBindPhase] = "success";
+  std::string rv = pod.resource_version;
+  for (int attempt = 0;; ++attempt) {
+    auto patched = api_.PatchPod(pod, patch, rv);
+    if (patched.ok()) break;
+    if (patched.failure.http_status != 409 || attempt + 1 >= config_.patch_attempts) {
+      const std::string m = who + ": recording the allocation failed: " + patched.failure.message;
+      Fail(pod, m);
+      return Error{m};
+    }
+    auto fresh = api_.PodsOnNode(true);
+    const model::Pod* now = nullptr;
+    if (fresh.ok()) {
+      for (const auto& p : *fresh.value) {
+        if (p.uid == pod.uid) now = &p;
+      }
+    }
+    if (now == nullptr) {
+      const std::string m = who + ": the pod disappeared while it was being allocated";
+      return Error{m};
+    }
+    rv = now->resource_version;
+  }
+  if (!HasNvidia(remaining)) ReleaseNodeLock(pod);
+  return responses;
+}
+
+std::vector<std::vector<std::string>> Allocator::Preferred(
+    const std::vector<node::PreferredRequest>& requests) {
+  std::lock_guard lock(mu_);
+  std::vector<std::vector<std::string>> out(requests.size());
+  if (requests.empty()) return out;
+  auto pod = FindPod(static_cast<size_t>(std::max(0, requests.front().size)), false);
+  if (!pod.ok()) return out;  // the kubelet then chooses itself
+  auto devices = codec::DecodePodDevices(*pod.value->Annotation(kToAllocate));
+  if (!devices.ok()) return out;
+  std::vector<const codec::ContainerDevices*> entries;
+  for (const auto& c : devices.value()) {
+    if (!c.empty()) entries.push_back(&c);
+  }
+  for (size_t i = 0; i < requests.size() && i < entries.size(); ++i) {
+    out[i] = node::PreferredReplicas(*entries[i], requests[i]);
+  }
+  return out;
+}
+
+void Allocator::Fail(const model::Pod& pod, const std::string& message) {
+  (void)api_.PatchPod(pod, {{kBindPhase, "failed"}}, "");
+  ReleaseNodeLock(pod);
+  api_.PodEvent(pod, "FailedAllocateGPU", message, true);
+}
+
+void Allocator::ReleaseNodeLock(const model::Pod& pod) {
+  auto node = api_.GetNode();
+  if (!node.ok()) return;
+  const std::string* lock = node.value->Annotation(kNodeLock);
+  if (lock == nullptr) return;
+  // A lock owned by another pod stays; a legacy lock (time only) is ours to release.
+  const bool owned = lock->find(',') == std::string::npos ||
+                     lock->find("," + pod.ns + "," + pod.name) != std::string::npos;
+  if (owned) (void)api_.PatchNode({{kNodeLock, std::nullopt}}, node.value->resource_version);
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,49 @@
+#pragma once
+
+// What the agent needs from the Kubernetes API, as an interface: the agent's logic stays free
+// of HTTP, and tests drive it with an in-memory fake. agent_runtime/ implements it over the
+// libcurl client and a pod informer.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/model/pod.h"
+
+namespace tessera::agent {
+
+// A patch of annotations: a value sets the key, nullopt deletes it.
+using AnnotationPatch = std::map<std::string, std::optional<std::string>>;
+
+struct ApiFailure {
+  int http_status = 0;  // 409: the object changed (compare-and-swap lost); 0: no answer
+  std::string message;
+};
+
+template <class T>
+struct ApiResult {
+  std::optional<T> value;
+  ApiFailure failure;
+  bool ok() const { return value.has_value(); }
+};
+
+class NodeApi {
+ public:
+  virtual ~NodeApi() = default;
+  // The pods bound to this node, from the agent's cache when it is synced; `fresh` lists them
+  // from the API server.
+  virtual ApiResult<std::vector<model::Pod>> PodsOnNode(bool fresh) = 0;
+  virtual ApiResult<model::Node> GetNode() = 0;
+  // Merge patch of a pod's annotations; with a resource version, a compare-and-swap.
+  virtual ApiResult<model::Pod> PatchPod(const model::Pod& pod, const AnnotationPatch& patch,
+                                         const std::string& resource_version) = 0;
+  virtual ApiResult<model::Node> PatchNode(const AnnotationPatch& patch,
+                                           const std::string& resource_version) = 0;
+  // A Warning (or Normal) Event on the pod.
+  virtual void PodEvent(const model::Pod& pod, const std::string& reason,
+                        const std::string& message, bool warning) = 0;
+};
+
+}  // namespace tessera::agent

@@ -1,0 +1,68 @@
+#pragma once
+
+// An in-memory NodeApi: pods and one node, merge patches with resource versions (409 on a
+// stale one, or injected), recorded events.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "agent/node_api.h"
+
+namespace tessera::testing {
+
+class FakeNodeApi : public agent::NodeApi {
+ public:
+  std::vector<model::Pod> pods;
+  model::Node node;
+  std::vector<std::string> events;  // "<pod> <reason>: <message>"
+  int conflicts_to_inject = 0;
+  int patches = 0;
+
+  agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return {pods, {}}; }
+  agent::ApiResult<model::Node> GetNode() override { return {node, {}}; }
+
+  agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,
+                                        const std::string& rv) override {
+    ++patches;
+    auto it =
+        std::find_if(pods.begin(), pods.end(), [&](const auto& p) { return p.uid == pod.uid; });
+    if (it == pods.end()) return {std::nullopt, {404, "pod not found"}};
+    if (!rv.empty() && (conflicts_to_inject > 0 || rv != it->resource_version)) {
+      if (conflicts_to_inject > 0) {
+        --conflicts_to_inject;
+        it->resource_version = std::to_string(std::stoi(it->resource_version) + 1);
+      }
+      return {std::nullopt, {409, "the object has been modified"}};
+    }
+    for (const auto& [k, v] : patch) {
+      if (v) {
+        it->annotations[k] = *v;
+      } else {
+        it->annotations.erase(k);
+      }
+    }
+    it->resource_version = std::to_string(std::stoi(it->resource_version) + 1);
+    return {*it, {}};
+  }
+  agent::ApiResult<model::Node> PatchNode(const agent::AnnotationPatch& patch,
+                                          const std::string&) override {
+    for (const auto& [k, v] : patch) {
+      if (v) {
+        node.annotations[k] = *v;
+      } else {
+        node.annotations.erase(k);
+      }
+    }
+    return {node, {}};
+  }
+  void PodEvent(const model::Pod& pod, const std::string& reason, const std::string& message,
+                bool) override {
+    events.push_back(pod.Key() + " " + reason + ": " + message);
+  }
+  const model::Pod& Pod(const std::string& name) const {
+    return *std::find_if(pods.begin(), pods.end(), [&](const auto& p) { return p.name == name; });
+  }
+};
+
+}  // namespace tessera::testing
