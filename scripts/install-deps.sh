@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev openssl prometheus-cpp-dev libspdlog-dev python3
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
 )
 
 missing=()
