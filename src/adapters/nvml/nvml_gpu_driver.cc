@@ -31,7 +31,10 @@ Result<std::unique_ptr<NvmlGpuDriver>> NvmlGpuDriver::Create(std::unique_ptr<Nvm
   return std::unique_ptr<NvmlGpuDriver>(new NvmlGpuDriver(std::move(library), catalog));
 }
 
-NvmlGpuDriver::~NvmlGpuDriver() { lib_->nvmlShutdown(); }
+NvmlGpuDriver::~NvmlGpuDriver() {
+  if (events_ != nullptr) lib_->nvmlEventSetFree(events_);
+  lib_->nvmlShutdown();
+}
 
 DriverError NvmlGpuDriver::Fail(const char* function, int code, const std::string& what) const {
   if (observer_) observer_(function, code);
@@ -383,6 +386,46 @@ DriverResult<node::Empty> NvmlGpuDriver::DestroyInstance(const DriverMigInstance
     return R::Fail(Fail("nvmlGpuInstanceDestroy", rc, what));
   }
   return Ok(node::Empty{});
+}
+
+DriverResult<std::vector<node::XidEvent>> NvmlGpuDriver::WaitXid(int timeout_ms) {
+  using R = DriverResult<std::vector<node::XidEvent>>;
+  nvmlEventSet_t set = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (events_ == nullptr) {
+      if (int rc = lib_->nvmlEventSetCreate(&events_); rc != NVML_SUCCESS) {
+        events_ = nullptr;
+        return R::Fail(Fail("nvmlEventSetCreate", rc, "all GPUs"));
+      }
+    }
+    for (auto& [uuid, gpu] : gpus_) {  // GPUs discovered since the last call
+      if (registered_.count(gpu.handle) > 0) continue;
+      unsigned long long supported = 0;
+      int rc = lib_->nvmlDeviceGetSupportedEventTypes(gpu.handle, &supported);
+      if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetSupportedEventTypes", rc, uuid));
+      const unsigned long long mask =
+          supported & (kNvmlEventTypeXidCriticalError | kNvmlEventTypeDoubleBitEccError |
+                       kNvmlEventTypeSingleBitEccError);
+      rc = lib_->nvmlDeviceRegisterEvents(gpu.handle, mask, events_);
+      if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
+        return R::Fail(Fail("nvmlDeviceRegisterEvents", rc, uuid));
+      }
+      registered_[gpu.handle] = uuid;
+    }
+    set = events_;
+  }
+  nvmlEventData_t data{};
+  // The wait runs without the driver's lock: MIG calls go on meanwhile.
+  int rc = lib_->nvmlEventSetWait_v2(set, &data, static_cast<unsigned>(timeout_ms));
+  if (rc == NVML_ERROR_TIMEOUT) return Ok(std::vector<node::XidEvent>{});
+  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlEventSetWait_v2", rc, "all GPUs"));
+  if ((data.eventType & kNvmlEventTypeXidCriticalError) == 0)
+    return Ok(std::vector<node::XidEvent>{});
+  std::lock_guard lock(mu_);
+  auto it = registered_.find(data.device);
+  if (it == registered_.end()) return Ok(std::vector<node::XidEvent>{});
+  return Ok(std::vector<node::XidEvent>{{it->second, data.eventData}});
 }
 
 }  // namespace tessera::nvml

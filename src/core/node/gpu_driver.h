@@ -73,6 +73,12 @@ struct Discovery {
   std::vector<DriverError> problems;
 };
 
+// A critical driver event (XID) on a GPU.
+struct XidEvent {
+  std::string gpu_uuid;
+  uint64_t xid = 0;
+};
+
 class GpuDriver {
  public:
   virtual ~GpuDriver() = default;
@@ -90,6 +96,8 @@ class GpuDriver {
       const DriverMigInstance& instance) = 0;
   // Destroys the compute instances, then the GPU instance. Already gone counts as success.
   virtual DriverResult<Empty> DestroyInstance(const DriverMigInstance& instance) = 0;
+  // Waits up to `timeout_ms` for the next XID event on any GPU; an empty list on timeout.
+  virtual DriverResult<std::vector<XidEvent>> WaitXid(int timeout_ms) = 0;
 };
 
 }  // namespace tessera::node

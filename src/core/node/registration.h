@@ -23,7 +23,12 @@ struct NodeDeviceConfig {
   double device_memory_scaling = 1.0;
   double device_core_scaling = 1.0;
   int32_t pre_configured_device_memory = 0;  // MiB, when NVML cannot report memory
-  std::set<std::string> filter_uuids;        // GPUs left out entirely
+  std::string lib_cuda_log_level;
+  bool enable_numa_topology = false;
+  bool disable_core_limit = false;
+  bool preferred_allocation = true;  // GetPreferredAllocation advertised to the kubelet
+  std::string resource_count_name = "nvidia.com/gpu";
+  std::set<std::string> filter_uuids;  // GPUs left out entirely
   std::set<uint32_t> filter_indexes;
   // Empty: every profile the driver reports. Otherwise the first entry whose models name a
   // substring of the GPU's name gives its profiles, and a model no entry names gets none.

@@ -116,3 +116,24 @@ TEST(NvmlGpuDriverTest, AMissingLibraryOrSymbolIsAClearError) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(NvmlGpuDriverTest, WaitsForXidEventsOfDiscoveredGpus) {
+  testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]");
+  auto driver = sim.Driver();
+  ASSERT_TRUE(driver->Discover().ok);
+  auto none = driver->WaitXid(10);
+  ASSERT_TRUE(none.ok) << none.error.message;
+  EXPECT_TRUE(none.value.empty());
+  sim.AppendXid("GPU-rtx-0", 48);
+  auto got = driver->WaitXid(1000);
+  ASSERT_TRUE(got.ok);
+  ASSERT_EQ(got.value.size(), 1U);
+  EXPECT_EQ(got.value[0].gpu_uuid, "GPU-rtx-0");
+  EXPECT_EQ(got.value[0].xid, 48U);
+}
+
+}  // namespace
+}  // namespace tessera
