@@ -181,6 +181,7 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
     if (!gi.ok) return fail(Where(claim, allocs[i]) + ": " + gi.error.message);
     instances[i] = gi.value;
     created.push_back(gi.value);
+    ++created_;
     out[i].created = true;
     to_finish.push_back(i);
   }

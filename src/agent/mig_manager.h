@@ -6,6 +6,7 @@
 // so a reconcile never sees half of an Allocate (hami-node.md W2), and there is one manager per
 // process for its whole life (W1).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,6 +63,7 @@ class MigManager {
                             bool reclaim_foreign = false);
 
   std::vector<node::LedgerEntry> LedgerSnapshot() const;
+  uint64_t instances_created() const { return created_.load(); }
 
  private:
   Status SaveLedger();
@@ -75,6 +77,7 @@ class MigManager {
   bool started_ = false;
   std::vector<std::string> mig_gpus_;
   std::vector<node::LedgerEntry> ledger_;
+  std::atomic<uint64_t> created_{0};
 };
 
 }  // namespace tessera::agent

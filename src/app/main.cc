@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "app/agent_command.h"
 #include "app/mig_replay_command.h"
 #include "app/replay_command.h"
 #include "app/serve_command.h"
@@ -220,8 +221,59 @@ int main(int argc, char** argv) {
                     "Holder identity (campaign) or identity prefix (follow); default hostname");
   serve->add_option("--log-level", so.log_level, "debug, info or warn")->capture_default_str();
 
+  auto* agent = app.add_subcommand(
+      "agent",
+      "Run the node agent: NVML discovery, registration, kubelet device plugin, MIG "
+      "instances (docs/agent.md)");
+  tessera::app::AgentCommandOptions ao;
+  agent->add_option("--node-name", ao.node_name, "This node (default: $NODE_NAME)");
+  agent->add_option("--kubeconfig", ao.kubeconfig,
+                    "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  agent
+      ->add_option("--nvml-library", ao.nvml_library,
+                   "NVML to load: the driver's, or libtessera-nvml-sim.so")
+      ->capture_default_str();
+  agent->add_option("--device-config-file,--config-file", ao.device_config,
+                    "HAMi device-config.yaml");
+  agent->add_option("--node-config-file", ao.node_config, "Per-node overrides (HAMi config.json)")
+      ->capture_default_str();
+  agent->add_option("--plugin-dir", ao.plugin_dir, "The kubelet's device-plugin folder")
+      ->capture_default_str();
+  agent
+      ->add_option("--kubelet-socket", ao.kubelet_socket,
+                   "The kubelet's registration socket (\"\" = do not serve the kubelet)")
+      ->capture_default_str();
+  agent->add_option("--ledger", ao.ledger, "Where the agent records the MIG instances it made")
+      ->capture_default_str();
+  agent->add_option("--hook-path", ao.hook_path,
+                    "HAMi-core's host folder (default: $HOOK_PATH or /usr/local/vgpu)");
+  agent->add_option("--http-bind", ao.http_bind, "/healthz, /readyz and /metrics (\"\" = off)")
+      ->capture_default_str();
+  agent->add_option("--register-interval", ao.register_interval, "Re-discovery period")
+      ->capture_default_str();
+  agent->add_option("--reconcile-interval", ao.reconcile_interval, "MIG reconcile period")
+      ->capture_default_str();
+  agent
+      ->add_option("--health-recovery", ao.health_recovery,
+                   "Quiet time after a fatal XID before a GPU is healthy again (0 = never)")
+      ->capture_default_str();
+  agent
+      ->add_option("--device-list-strategy", ao.device_list_strategy,
+                   "envvar, cdi-cri, cdi-annotations (comma list)")
+      ->capture_default_str();
+  agent->add_option("--cdi-annotation-prefix", ao.cdi_annotation_prefix, "CDI annotation prefix")
+      ->capture_default_str();
+  agent->add_option("--sysfs-root", ao.sysfs_root, "Where /sys is (NUMA lookup)")
+      ->capture_default_str();
+  agent->add_flag("--reclaim-foreign", ao.reclaim_foreign,
+                  "Also destroy unclaimed MIG instances that tessera did not create");
+  agent->add_flag("--discover-only", ao.discover_only,
+                  "Print what NVML reports and what would be registered, then exit (read-only)");
+  agent->add_option("--log-level", ao.log_level, "debug, info or warn")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (serve->parsed()) return tessera::app::RunServeCommand(so);
+  if (agent->parsed()) return tessera::app::RunAgentCommand(ao);
 
   auto catalog = GpuModelCatalog::Builtin();
   if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);

@@ -1,0 +1,57 @@
+#include "agent_runtime/agent_metrics.h"
+
+namespace tessera::agent_runtime {
+
+namespace {
+
+prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
+                             const std::string& help, const prometheus::Labels& labels = {}) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add(labels);
+}
+
+prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
+                         const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+}  // namespace
+
+AgentMetrics::AgentMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      nvml_errors_(prometheus::BuildCounter()
+                       .Name("tessera_agent_nvml_errors_total")
+                       .Help("Failed NVML calls, by function and NVML return code")
+                       .Register(*registry_)),
+      created_(Counter(*registry_, "tessera_agent_mig_instances_created_total",
+                       "MIG instances created for pods")),
+      destroyed_(Counter(*registry_, "tessera_agent_mig_instances_destroyed_total",
+                         "MIG instances destroyed after their pods ended")),
+      adopted_(Counter(*registry_, "tessera_agent_mig_instances_adopted_total",
+                       "Live MIG instances adopted into the ledger (after a restart)")),
+      registrations_(Counter(*registry_, "tessera_agent_registration_patches_total",
+                             "Writes of hami.io/node-nvidia-register")),
+      allocations_(prometheus::BuildCounter()
+                       .Name("tessera_agent_allocations_total")
+                       .Help("Kubelet Allocate calls, by result")
+                       .Register(*registry_)),
+      allocations_ok_(allocations_.Add({{"result", "success"}})),
+      allocations_failed_(allocations_.Add({{"result", "failed"}})),
+      reconcile_seconds_(Gauge(*registry_, "tessera_agent_reconcile_duration_seconds",
+                               "Duration of the last MIG reconcile pass")),
+      reconcile_time_(Gauge(*registry_, "tessera_agent_reconcile_last_timestamp_seconds",
+                            "When the last MIG reconcile pass ended (reconcile lag = now - this)")),
+      reconcile_errors_(Counter(*registry_, "tessera_agent_reconcile_errors_total",
+                                "Errors met by reconcile passes")),
+      unhealthy_(Gauge(*registry_, "tessera_agent_unhealthy_gpus", "GPUs marked unhealthy")) {}
+
+void AgentMetrics::NvmlError(const std::string& function, int code) {
+  nvml_errors_.Add({{"function", function}, {"code", std::to_string(code)}}).Increment();
+}
+
+void AgentMetrics::Reconciled(double seconds, double unix_time, int errors) {
+  reconcile_seconds_.Set(seconds);
+  reconcile_time_.Set(unix_time);
+  if (errors > 0) reconcile_errors_.Increment(errors);
+}
+
+}  // namespace tessera::agent_runtime

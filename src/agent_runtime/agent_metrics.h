@@ -1,0 +1,44 @@
+#pragma once
+
+// The agent's Prometheus metrics (docs/agent.md, "Metrics").
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+
+namespace tessera::agent_runtime {
+
+class AgentMetrics {
+ public:
+  AgentMetrics();
+  prometheus::Registry& registry() { return *registry_; }
+
+  void InstanceCreated() { created_.Increment(); }
+  void InstancesDestroyed(int n) { destroyed_.Increment(n); }
+  void InstancesAdopted(int n) { adopted_.Increment(n); }
+  void NvmlError(const std::string& function, int code);
+  void Reconciled(double seconds, double unix_time, int errors);
+  void RegistrationPatched() { registrations_.Increment(); }
+  void Allocation(bool ok) { (ok ? allocations_ok_ : allocations_failed_).Increment(); }
+  void UnhealthyGpus(int n) { unhealthy_.Set(n); }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& nvml_errors_;
+  prometheus::Counter& created_;
+  prometheus::Counter& destroyed_;
+  prometheus::Counter& adopted_;
+  prometheus::Counter& registrations_;
+  prometheus::Family<prometheus::Counter>& allocations_;
+  prometheus::Counter& allocations_ok_;
+  prometheus::Counter& allocations_failed_;
+  prometheus::Gauge& reconcile_seconds_;
+  prometheus::Gauge& reconcile_time_;
+  prometheus::Counter& reconcile_errors_;
+  prometheus::Gauge& unhealthy_;
+};
+
+}  // namespace tessera::agent_runtime

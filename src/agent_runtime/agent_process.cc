@@ -1,0 +1,294 @@
+#include "agent_runtime/agent_process.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/codec/node_register.h"
+#include "core/model/annotations.h"
+#include "core/node/mig_claims.h"
+
+namespace tessera::agent_runtime {
+
+namespace {
+
+const std::string kRegister(model::annotations::kNodeRegister);
+
+std::string RandomUuid() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng();
+  const uint64_t b = rng();
+  char out[40];
+  std::snprintf(out, sizeof out, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
+                static_cast<unsigned>(0x8000 | ((b >> 48) & 0x3fff)),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return out;
+}
+
+}  // namespace
+
+AgentProcess::AgentProcess(node::GpuDriver& driver, agent::NodeApi& api, AgentOptions options,
+                           AgentMetrics* metrics)
+    : driver_(driver),
+      api_(api),
+      options_(std::move(options)),
+      metrics_(metrics),
+      mig_(driver, agent::LedgerFile(options_.ledger_path), [this] { return NowMs(); }),
+      allocator_(api, mig_, options_.allocator, RandomUuid),
+      xid_policy_(options_.xid_disable, options_.xid_enable),
+      health_(options_.health_recovery_ms) {}
+
+AgentProcess::~AgentProcess() {
+  stopping_ = true;
+  if (health_thread_.joinable()) health_thread_.join();
+  if (plugin_) plugin_->Stop();
+}
+
+int64_t AgentProcess::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int32_t AgentProcess::NumaOf(const std::string& pci_bus_id) const {
+  // "00000000:3B:00.0" -> /sys/bus/pci/devices/0000:3b:00.0/numa_node, as HAMi reads it.
+  std::string id = pci_bus_id;
+  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (id.rfind("0000", 0) == 0 && id.size() > 12) id = id.substr(4);
+  std::ifstream in(options_.sysfs_root + "/bus/pci/devices/" + id + "/numa_node");
+  int32_t numa = 0;
+  if (!(in >> numa) || numa < 0) return 0;
+  return numa;
+}
+
+Status AgentProcess::PublishRegistration() {
+  auto found = driver_.Discover();
+  if (!found.ok) return Error{"GPU discovery: " + found.error.message};
+  for (const auto& p : found.value.problems) spdlog::warn("GPU discovery: {}", p.message);
+  node::RegistrationInput input;
+  input.gpus = found.value.gpus;
+  for (const auto& g : input.gpus) input.numa[g.uuid] = NumaOf(g.pci_bus_id);
+  {
+    std::lock_guard lock(mu_);
+    input.unhealthy = health_.Unhealthy();
+  }
+  node::Registration reg = node::BuildRegistration(input, options_.device);
+  const std::string text = codec::EncodeNodeRegister(reg.devices);
+  std::vector<std::string> mig_gpus;
+  std::set<std::string> mig_set;
+  for (const auto& d : reg.devices) {
+    if (d.IsMig()) {
+      mig_gpus.push_back(d.uuid);
+      mig_set.insert(d.uuid);
+    }
+  }
+  mig_.SetMigGpus(mig_gpus);
+  allocator_.SetMigGpus(mig_set);
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    changed = text != registration_;
+    if (changed) {
+      for (const auto& n : reg.notes) spdlog::warn("registration: {}", n);
+    }
+    registered_ = reg.devices;
+    registration_ = text;
+  }
+  if (changed && plugin_) plugin_->DevicesChanged();
+  // Compare with what the node carries, not with what we wrote last: a deleted or edited
+  // annotation is restored (HAMi's cache would not, hami-node.md W11).
+  auto node = api_.GetNode();
+  if (!node.ok()) return Error{node.failure.message};
+  const std::string* current = node.value->Annotation(kRegister);
+  if (current != nullptr && *current == text) return Status::Ok();
+  auto patched = api_.PatchNode({{kRegister, text}}, "");
+  if (!patched.ok()) return Error{"publishing " + kRegister + ": " + patched.failure.message};
+  if (metrics_ != nullptr) metrics_->RegistrationPatched();
+  spdlog::info("published {} GPU(s) in {}", reg.devices.size(), kRegister);
+  return Status::Ok();
+}
+
+agent::ReconcileReport AgentProcess::Reconcile() {
+  const auto start = std::chrono::steady_clock::now();
+  auto pods = api_.PodsOnNode(false);
+  node::NodeClaims claims;
+  const bool synced = pods.ok();
+  if (synced) claims = node::ClaimsOnNode(*pods.value, options_.node_name);
+  for (const auto& p : claims.problems) spdlog::warn("MIG claims: {}", p);
+  // The pod view may lag the newest Allocate by the watch latency: entries younger than the
+  // grace period are not judged on it.
+  const int64_t seen = NowMs() - options_.reconcile_grace.count();
+  agent::ReconcileReport report = mig_.Reconcile(claims, synced, seen, options_.reclaim_foreign);
+  for (const auto& e : report.errors) spdlog::warn("MIG reconcile: {}", e);
+  for (const auto& c : report.conflicts) spdlog::warn("MIG reconcile: {}", c);
+  // Pods whose annotation lacks what the driver now reports (e.g. adopted after a crash
+  // between creation and the pod patch) get their identities recorded.
+  if (synced) {
+    for (const auto& [key, allocations] : report.identities) {
+      for (const auto& pod : *pods.value) {
+        if (pod.Key() != key) continue;
+        auto decoded = codec::DecodeMigAllocations(
+            *pod.Annotation(std::string(model::annotations::kMigAllocations)));
+        if (!decoded.ok()) continue;
+        for (auto& a : decoded.value()) {
+          for (const auto& u : allocations) {
+            if (u.container_index == a.container_index && u.device_index == a.device_index) {
+              a.runtime = u.runtime;
+            }
+          }
+        }
+        (void)api_.PatchPod(pod,
+                            {{std::string(model::annotations::kMigAllocations),
+                              codec::EncodeMigAllocations(decoded.value())}},
+                            pod.resource_version);
+      }
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->InstancesDestroyed(report.destroyed);
+    metrics_->InstancesAdopted(report.adopted);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics_->Reconciled(secs, static_cast<double>(NowMs()) / 1000.0,
+                         static_cast<int>(report.errors.size()));
+  }
+  if (report.destroyed > 0 || report.adopted > 0) {
+    spdlog::info("MIG reconcile: {} kept, {} adopted, {} finished, {} destroyed, {} left alone",
+                 report.kept, report.adopted, report.finished, report.destroyed, report.left_alone);
+  }
+  return report;
+}
+
+bool AgentProcess::PollHealth(int timeout_ms) {
+  bool changed = false;
+  if (xid_policy_.enabled()) {
+    auto events = driver_.WaitXid(timeout_ms);
+    if (!events.ok) {
+      spdlog::warn("GPU health: {}", events.error.message);
+    } else {
+      for (const auto& e : events.value) {
+        if (!xid_policy_.Fatal(e.xid)) continue;
+        std::lock_guard lock(mu_);
+        if (health_.MarkUnhealthy(e.gpu_uuid, NowMs())) {
+          spdlog::warn("GPU {} is unhealthy after XID {}", e.gpu_uuid, e.xid);
+          changed = true;
+        }
+      }
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& gpu : health_.Recover(NowMs())) {
+      spdlog::info("GPU {} is healthy again", gpu);
+      changed = true;
+    }
+    if (metrics_ != nullptr) metrics_->UnhealthyGpus(static_cast<int>(health_.Unhealthy().size()));
+    if (changed) health_changed_ = true;
+  }
+  return changed;
+}
+
+Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
+  if (auto s = mig_.Start(); !s) return s;
+  if (auto s = PublishRegistration(); !s) return s;
+  // Adopt live instances before the first Allocate can arrive.
+  for (int i = 0; i < 600 && !pods_synced(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!pods_synced()) return Error{"the pod informer did not sync within 60 s"};
+  Reconcile();
+  if (options_.serve_kubelet) {
+    plugin_ = std::make_unique<deviceplugin::DevicePluginServer>(*this, options_.plugin);
+    if (auto s = plugin_->Start(); !s) return s;
+    spdlog::info("device plugin {} registered with the kubelet", options_.plugin.resource_name);
+  }
+  health_thread_ = std::thread([this] {
+    while (!stopping_) {
+      if (PollHealth(1000) && plugin_) plugin_->DevicesChanged();
+    }
+  });
+  ready_ = true;
+  return Status::Ok();
+}
+
+void AgentProcess::Run(const std::function<bool()>& stop) {
+  auto next_register = std::chrono::steady_clock::now() + options_.register_interval;
+  auto next_reconcile = std::chrono::steady_clock::now() + options_.reconcile_interval;
+  while (!stop()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto now = std::chrono::steady_clock::now();
+    bool health_changed = false;
+    {
+      std::lock_guard lock(mu_);
+      std::swap(health_changed, health_changed_);
+    }
+    if (health_changed || now >= next_register) {
+      if (auto s = PublishRegistration(); !s) spdlog::warn("registration: {}", s.message());
+      next_register = now + options_.register_interval;
+    }
+    if (reconcile_now_.exchange(false) || now >= next_reconcile) {
+      Reconcile();
+      next_reconcile = now + options_.reconcile_interval;
+    }
+    if (plugin_) {
+      auto restarted = plugin_->CheckKubelet();
+      if (!restarted.ok()) {
+        spdlog::warn("{}", restarted.error().message);
+      } else if (restarted.value()) {
+        spdlog::info("the kubelet restarted: registered {} again", options_.plugin.resource_name);
+      }
+    }
+  }
+  stopping_ = true;
+}
+
+std::vector<node::PluginDevice> AgentProcess::Devices() {
+  std::lock_guard lock(mu_);
+  const auto unhealthy = health_.Unhealthy();
+  std::vector<node::PluginDevice> out;
+  for (const auto& d : registered_) {
+    const bool healthy = unhealthy.count(d.uuid) == 0;
+    // HAMi advertises deviceSplitCount replicas per GPU in both modes (hami-node.md 6.3); a MIG
+    // GPU gets at least as many as it can hold instances, so the kubelet never caps MIG density
+    // below what the scheduler placed (W18).
+    const int32_t replicas = d.IsMig() ? std::max(options_.device.device_split_count, d.count)
+                                       : options_.device.device_split_count;
+    auto ids = node::ReplicaDevices({d.uuid}, {healthy},
+                                    {options_.device.enable_numa_topology ? d.numa : -1}, replicas);
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  return out;
+}
+
+Result<std::vector<node::ContainerResponse>> AgentProcess::Allocate(
+    const std::vector<std::vector<std::string>>& container_requests) {
+  const uint64_t before = mig_.instances_created();
+  auto result = allocator_.Allocate(container_requests);
+  if (metrics_ != nullptr) {
+    metrics_->Allocation(result.ok());
+    for (uint64_t i = before; i < mig_.instances_created(); ++i) metrics_->InstanceCreated();
+  }
+  if (!result.ok()) {
+    spdlog::warn("Allocate: {}", result.error().message);
+  } else {
+    TriggerReconcile();
+  }
+  return result;
+}
+
+std::vector<std::vector<std::string>> AgentProcess::Preferred(
+    const std::vector<node::PreferredRequest>& requests) {
+  return allocator_.Preferred(requests);
+}
+
+std::string AgentProcess::last_registration() const {
+  std::lock_guard lock(mu_);
+  return registration_;
+}
+
+}  // namespace tessera::agent_runtime

@@ -1,0 +1,94 @@
+#pragma once
+
+// `tessera agent`: the node agent's process. Discovers GPUs, publishes
+// hami.io/node-nvidia-register when it changes, serves the kubelet device plugin, realizes MIG
+// instances in Allocate, reconciles them with the pods on the node, and tracks GPU health.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "adapters/deviceplugin/plugin_server.h"
+#include "agent/allocator.h"
+#include "agent/mig_manager.h"
+#include "agent/node_api.h"
+#include "agent_runtime/agent_metrics.h"
+#include "core/node/gpu_driver.h"
+#include "core/node/gpu_health.h"
+#include "core/node/registration.h"
+
+namespace tessera::agent_runtime {
+
+struct AgentOptions {
+  std::string node_name;
+  node::NodeDeviceConfig device;
+  deviceplugin::PluginOptions plugin;
+  agent::AllocatorConfig allocator;
+  std::string ledger_path = "/var/lib/tessera/agent/mig-ledger.json";
+  std::chrono::milliseconds register_interval{30000};
+  std::chrono::milliseconds reconcile_interval{5000};
+  std::chrono::milliseconds reconcile_grace{30000};  // young ledger entries are never destroyed
+  int64_t health_recovery_ms = 300000;               // 0: unhealthy until restart
+  std::string xid_disable, xid_enable;               // DP_DISABLE/ENABLE_HEALTHCHECKS
+  bool reclaim_foreign = false;
+  std::string sysfs_root = "/sys";
+  bool serve_kubelet = true;  // false: registration and reconcile only (no kubelet socket)
+};
+
+class AgentProcess final : public deviceplugin::DevicePluginBackend {
+ public:
+  AgentProcess(node::GpuDriver& driver, agent::NodeApi& api, AgentOptions options,
+               AgentMetrics* metrics);
+  ~AgentProcess() override;
+
+  // Loads the ledger, discovers, publishes and adopts (once `pods_synced` says the pod view is
+  // complete), then serves the kubelet. Errors name what failed.
+  Status Start(const std::function<bool()>& pods_synced);
+  // The periodic work until `stop` is true.
+  void Run(const std::function<bool()>& stop);
+  void TriggerReconcile() { reconcile_now_ = true; }
+
+  Status PublishRegistration();
+  agent::ReconcileReport Reconcile();
+  // Waits for XID events up to `timeout_ms`; returns whether health changed.
+  bool PollHealth(int timeout_ms);
+
+  std::vector<node::PluginDevice> Devices() override;
+  Result<std::vector<node::ContainerResponse>> Allocate(
+      const std::vector<std::vector<std::string>>& container_requests) override;
+  std::vector<std::vector<std::string>> Preferred(
+      const std::vector<node::PreferredRequest>& requests) override;
+
+  std::string last_registration() const;
+  bool ready() const { return ready_.load(); }
+
+ private:
+  int32_t NumaOf(const std::string& pci_bus_id) const;
+  int64_t NowMs() const;
+
+  node::GpuDriver& driver_;
+  agent::NodeApi& api_;
+  AgentOptions options_;
+  AgentMetrics* metrics_;
+  agent::MigManager mig_;
+  agent::Allocator allocator_;
+  std::unique_ptr<deviceplugin::DevicePluginServer> plugin_;
+  node::XidPolicy xid_policy_;
+
+  mutable std::mutex mu_;  // the fields below
+  node::GpuHealth health_;
+  std::vector<model::GpuDevice> registered_;
+  std::string registration_;
+  bool health_changed_ = false;
+
+  std::atomic<bool> reconcile_now_{false};
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stopping_{false};
+  std::thread health_thread_;
+};
+
+}  // namespace tessera::agent_runtime

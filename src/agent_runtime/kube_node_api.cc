@@ -1,0 +1,158 @@
+#include "agent_runtime/kube_node_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include "adapters/kube/object_writes.h"
+#include "adapters/kube/url.h"
+#include "core/codec/k8s_objects.h"
+
+namespace tessera::agent_runtime {
+
+namespace {
+
+kube::Json AnnotationsPatch(const agent::AnnotationPatch& patch) {
+  kube::Json annotations = kube::Json::object();
+  for (const auto& [k, v] : patch) annotations[k] = v ? kube::Json(*v) : kube::Json(nullptr);
+  return kube::Json{{"annotations", annotations}};
+}
+
+}  // namespace
+
+KubeNodeApi::KubeNodeApi(kube::Client& client, std::string node_name)
+    : client_(client), node_name_(std::move(node_name)), events_(client, "tessera-agent") {}
+
+KubeNodeApi::~KubeNodeApi() { Stop(); }
+
+void KubeNodeApi::Start(std::function<void()> on_pods_changed) {
+  on_change_ = std::move(on_pods_changed);
+  kube::InformerHandlers handlers;
+  handlers.on_replace = [this](std::vector<kube::Json> objects) {
+    {
+      std::lock_guard lock(mu_);
+      pods_.clear();
+    }
+    for (const auto& o : objects) Upsert(o);
+    if (on_change_) on_change_();
+  };
+  handlers.on_upsert = [this](const kube::Json& o) {
+    Upsert(o);
+    if (on_change_) on_change_();
+  };
+  handlers.on_delete = [this](const kube::Json& o) {
+    Remove(o);
+    if (on_change_) on_change_();
+  };
+  kube::InformerOptions options;
+  options.field_selector = "spec.nodeName=" + node_name_;
+  informer_ = std::make_unique<kube::Informer>(client_, "/api/v1/pods", handlers, options);
+  informer_->Start();
+  events_.Start();
+}
+
+void KubeNodeApi::Stop() {
+  if (informer_) informer_->Stop();
+  events_.Stop();
+}
+
+void KubeNodeApi::Upsert(const kube::Json& object) {
+  auto pod = codec::DecodePod(object);
+  if (!pod.ok()) {
+    spdlog::warn("pod informer: {}", pod.error().message);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  pods_[pod->uid] = std::move(pod.value());
+}
+
+void KubeNodeApi::Remove(const kube::Json& object) {
+  auto pod = codec::DecodePod(object);
+  if (!pod.ok()) return;
+  std::lock_guard lock(mu_);
+  pods_.erase(pod->uid);
+}
+
+agent::ApiResult<std::vector<model::Pod>> KubeNodeApi::PodsOnNode(bool fresh) {
+  if (!fresh && synced()) {
+    std::lock_guard lock(mu_);
+    std::vector<model::Pod> out;
+    for (const auto& [uid, pod] : pods_) out.push_back(pod);
+    return {out, {}};
+  }
+  const std::string path =
+      "/api/v1/pods?fieldSelector=" + kube::EscapeUrlComponent("spec.nodeName=" + node_name_);
+  kube::Response r = client_.Get(path);
+  if (!r.ok()) {
+    ++api_errors_;
+    return {std::nullopt,
+            {static_cast<int>(r.status), "list pods on " + node_name_ + ": " + r.Describe()}};
+  }
+  auto json = kube::Json::parse(r.body, nullptr, false);
+  if (json.is_discarded() || !json.contains("items") || !json["items"].is_array()) {
+    return {std::nullopt, {0, "list pods on " + node_name_ + ": not a pod list"}};
+  }
+  std::vector<model::Pod> out;
+  for (const auto& item : json["items"]) {
+    auto pod = codec::DecodePod(item);
+    if (pod.ok()) out.push_back(std::move(pod.value()));
+  }
+  return {out, {}};
+}
+
+agent::ApiResult<model::Node> KubeNodeApi::GetNode() {
+  kube::Response r = client_.Get(kube::NodePath(node_name_));
+  if (!r.ok()) {
+    ++api_errors_;
+    return {std::nullopt,
+            {static_cast<int>(r.status), "get node " + node_name_ + ": " + r.Describe()}};
+  }
+  auto json = kube::Json::parse(r.body, nullptr, false);
+  auto node = codec::DecodeNode(json.is_discarded() ? kube::Json{} : json);
+  if (!node.ok())
+    return {std::nullopt, {0, "get node " + node_name_ + ": " + node.error().message}};
+  return {node.value(), {}};
+}
+
+agent::ApiResult<model::Pod> KubeNodeApi::PatchPod(const model::Pod& pod,
+                                                   const agent::AnnotationPatch& patch,
+                                                   const std::string& resource_version) {
+  kube::Response response;
+  auto patched = kube::MergePatchPodMetadata(client_, pod.ns, pod.name, AnnotationsPatch(patch),
+                                             resource_version, &response);
+  if (!patched.ok()) {
+    ++api_errors_;
+    return {std::nullopt, {static_cast<int>(response.status), patched.error().message}};
+  }
+  auto decoded = codec::DecodePod(patched.value());
+  if (!decoded.ok()) return {std::nullopt, {0, decoded.error().message}};
+  Upsert(patched.value());
+  return {decoded.value(), {}};
+}
+
+agent::ApiResult<model::Node> KubeNodeApi::PatchNode(const agent::AnnotationPatch& patch,
+                                                     const std::string& resource_version) {
+  kube::Response response;
+  auto patched = kube::MergePatchNodeMetadata(client_, node_name_, AnnotationsPatch(patch),
+                                              resource_version, &response);
+  if (!patched.ok()) {
+    ++api_errors_;
+    return {std::nullopt, {static_cast<int>(response.status), patched.error().message}};
+  }
+  auto decoded = codec::DecodeNode(patched.value());
+  if (!decoded.ok()) return {std::nullopt, {0, decoded.error().message}};
+  return {decoded.value(), {}};
+}
+
+void KubeNodeApi::PodEvent(const model::Pod& pod, const std::string& reason,
+                           const std::string& message, bool warning) {
+  kube::EventSpec e;
+  e.ns = pod.ns;
+  e.pod_name = pod.name;
+  e.pod_uid = pod.uid;
+  e.type = warning ? "Warning" : "Normal";
+  e.reason = reason;
+  e.message = message;
+  e.reporting_instance = node_name_;
+  events_.Record(std::move(e));
+}
+
+}  // namespace tessera::agent_runtime

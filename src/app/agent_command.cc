@@ -1,0 +1,214 @@
+#include "app/agent_command.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "adapters/kube/client.h"
+#include "adapters/kube/config.h"
+#include "adapters/nvml/nvml_gpu_driver.h"
+#include "adapters/yaml/yaml_json.h"
+#include "agent_runtime/agent_http.h"
+#include "agent_runtime/agent_process.h"
+#include "agent_runtime/kube_node_api.h"
+#include "core/codec/node_register.h"
+#include "core/common/duration.h"
+#include "core/common/strings.h"
+#include "core/config/config_codec.h"
+#include "core/node/node_config.h"
+
+namespace tessera::app {
+
+namespace {
+
+int Fail(const std::string& message) {
+  spdlog::error("{}", message);
+  return 1;
+}
+
+Result<node::NodeDeviceConfig> LoadConfig(const AgentCommandOptions& o, const std::string& node) {
+  config::SchedulerConfig cfg;
+  if (!o.device_config.empty()) {
+    auto text = adapters::ReadFile(o.device_config);
+    if (!text.ok()) return text.error();
+    auto json = adapters::ParseYaml(text.value(), "device config " + o.device_config);
+    if (!json.ok()) return json.error();
+    auto decoded = config::DecodeSchedulerConfig(*json);
+    if (!decoded.ok())
+      return Error{"device config " + o.device_config + ": " + decoded.error().message};
+    cfg = std::move(decoded.value());
+  }
+  node::NodeDeviceConfig base = node::FromDeviceConfig(cfg.nvidia);
+  if (o.node_config.empty() || !std::filesystem::exists(o.node_config)) return base;
+  auto text = adapters::ReadFile(o.node_config);
+  if (!text.ok()) return text.error();
+  auto json = codec::ParseJson(text.value(), "node config " + o.node_config);
+  if (!json.ok()) return json.error();
+  auto applied = node::ApplyNodeConfig(std::move(base), &json.value(), node);
+  if (!applied.ok()) return Error{o.node_config + ": " + applied.error().message};
+  return applied;
+}
+
+Result<std::chrono::milliseconds> Millis(const std::string& flag, const std::string& text) {
+  auto d = ParseDuration(text);
+  if (!d.ok() || d.value().count() < 0) {
+    return Error{flag + " " + text + ": want a duration such as 5s, 2m or 1m30s"};
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d.value());
+}
+
+int DiscoverOnly(node::GpuDriver& driver, const node::NodeDeviceConfig& config) {
+  auto found = driver.Discover();
+  if (!found.ok) return Fail("GPU discovery: " + found.error.message);
+  node::RegistrationInput input;
+  input.gpus = found.value.gpus;
+  node::Registration reg = node::BuildRegistration(input, config);
+  const std::string text = codec::EncodeNodeRegister(reg.devices);
+  nlohmann::ordered_json out;
+  out["gpus"] = nlohmann::ordered_json::array();
+  for (const auto& g : found.value.gpus) {
+    nlohmann::ordered_json gj{{"index", g.index},
+                              {"uuid", g.uuid},
+                              {"name", g.name},
+                              {"memoryMiB", g.memory_mib},
+                              {"pciBusId", g.pci_bus_id},
+                              {"migCapable", g.mig_capable},
+                              {"migEnabled", g.mig_enabled},
+                              {"migProfiles", nlohmann::ordered_json::array()}};
+    for (const auto& p : g.mig_profiles) {
+      nlohmann::ordered_json pl = nlohmann::ordered_json::array();
+      for (const auto& x : p.placements) pl.push_back({{"start", x.start}, {"size", x.size}});
+      gj["migProfiles"].push_back({{"name", p.name},
+                                   {"nvmlEnum", p.nvml_enum},
+                                   {"nvmlId", p.nvml_id},
+                                   {"sliceCount", p.slice_count},
+                                   {"instanceCount", p.instance_count},
+                                   {"smCount", p.sm_count},
+                                   {"memoryMiB", p.memory_mib},
+                                   {"placements", pl}});
+    }
+    out["gpus"].push_back(gj);
+  }
+  out["problems"] = nlohmann::ordered_json::array();
+  for (const auto& p : found.value.problems) out["problems"].push_back(p.message);
+  out["notes"] = reg.notes;
+  out["hami.io/node-nvidia-register"] = text;
+  std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunAgentCommand(const AgentCommandOptions& o) {
+  if (o.log_level == "debug") spdlog::set_level(spdlog::level::debug);
+  if (o.log_level == "warn") spdlog::set_level(spdlog::level::warn);
+  std::string node_name = o.node_name;
+  if (node_name.empty()) {
+    const char* env = std::getenv("NODE_NAME");
+    node_name = env != nullptr ? env : "";
+  }
+  if (node_name.empty() && !o.discover_only) return Fail("--node-name (or NODE_NAME) is required");
+  auto config = LoadConfig(o, node_name);
+  if (!config.ok()) return Fail(config.error().message);
+
+  auto catalog = mig::GpuModelCatalog::Builtin();
+  if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);
+  auto library = nvml::NvmlLibrary::Open(o.nvml_library);
+  if (!library.ok()) return Fail(library.error().message);
+  auto driver = nvml::NvmlGpuDriver::Create(std::move(library.value()), &catalog.value());
+  if (!driver.ok()) return Fail(driver.error().message);
+  if (o.discover_only) return DiscoverOnly(*driver.value(), config.value());
+
+  agent_runtime::AgentOptions ao;
+  ao.node_name = node_name;
+  ao.device = config.value();
+  ao.ledger_path = o.ledger;
+  ao.sysfs_root = o.sysfs_root;
+  ao.reclaim_foreign = o.reclaim_foreign;
+  for (auto [flag, text, out] :
+       {std::tuple{"--register-interval", o.register_interval, &ao.register_interval},
+        std::tuple{"--reconcile-interval", o.reconcile_interval, &ao.reconcile_interval}}) {
+    auto ms = Millis(flag, text);
+    if (!ms.ok()) return Fail(ms.error().message);
+    *out = ms.value();
+  }
+  auto recovery = Millis("--health-recovery", o.health_recovery);
+  if (!recovery.ok()) return Fail(recovery.error().message);
+  ao.health_recovery_ms = recovery.value().count();
+  if (const char* d = std::getenv("DP_DISABLE_HEALTHCHECKS")) ao.xid_disable = d;
+  if (const char* e = std::getenv("DP_ENABLE_HEALTHCHECKS")) ao.xid_enable = e;
+  ao.plugin.plugin_dir = o.plugin_dir;
+  ao.plugin.kubelet_socket = o.kubelet_socket;
+  ao.plugin.resource_name = ao.device.resource_count_name;
+  ao.plugin.preferred_allocation = ao.device.preferred_allocation;
+  ao.serve_kubelet = !o.kubelet_socket.empty();
+  ao.allocator.node_name = node_name;
+  std::string hook = o.hook_path;
+  if (hook.empty()) {
+    const char* env = std::getenv("HOOK_PATH");
+    hook = env != nullptr ? env : "/usr/local/vgpu";
+  }
+  ao.allocator.hami_core.hook_path = hook;
+  ao.allocator.hami_core.device_memory_scaling = ao.device.device_memory_scaling;
+  ao.allocator.hami_core.lib_cuda_log_level = ao.device.lib_cuda_log_level;
+  ao.allocator.hami_core.disable_core_limit = ao.device.disable_core_limit;
+  ao.allocator.hami_core.license_present = std::filesystem::exists(hook + "/vgpu/license");
+  ao.allocator.strategy.envvar = false;
+  for (const std::string& s : SplitTrimmed(o.device_list_strategy, ',')) {
+    if (s == "envvar") {
+      ao.allocator.strategy.envvar = true;
+    } else if (s == "cdi-cri") {
+      ao.allocator.strategy.cdi_cri = true;
+    } else if (s == "cdi-annotations") {
+      ao.allocator.strategy.cdi_annotations = true;
+    } else {
+      return Fail("--device-list-strategy: unknown strategy \"" + s +
+                  "\" (want envvar, cdi-cri or cdi-annotations)");
+    }
+  }
+  ao.allocator.strategy.cdi_annotation_prefix = o.cdi_annotation_prefix;
+  std::filesystem::create_directories(std::filesystem::path(o.ledger).parent_path());
+
+  auto cluster = kube::DiscoverConfig(o.kubeconfig);
+  if (!cluster.ok()) return Fail(cluster.error().message);
+  kube::Client client(std::move(cluster.value()));
+  agent_runtime::KubeNodeApi api(client, node_name);
+  agent_runtime::AgentMetrics metrics;
+  driver.value()->set_error_observer(
+      [&metrics](const std::string& fn, int code) { metrics.NvmlError(fn, code); });
+  agent_runtime::AgentProcess process(*driver.value(), api, ao, &metrics);
+  agent_runtime::AgentHttp http(metrics, [&process] { return process.ready(); });
+  if (!o.http_bind.empty()) {
+    if (auto s = http.Listen(o.http_bind); !s) return Fail(s.message());
+  }
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    stop = true;
+  });
+
+  api.Start([&process] { process.TriggerReconcile(); });
+  if (auto s = process.Start([&] { return api.synced(); }); !s) {
+    api.Stop();
+    kill(getpid(), SIGTERM);
+    waiter.join();
+    return Fail(s.message());
+  }
+  spdlog::info("tessera agent on node {} is ready", node_name);
+  process.Run([&] { return stop.load(); });
+  api.Stop();
+  waiter.join();
+  return 0;
+}
+
+}  // namespace tessera::app

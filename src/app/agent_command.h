@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+
+namespace tessera::app {
+
+struct AgentCommandOptions {
+  std::string node_name;  // default $NODE_NAME
+  std::string kubeconfig;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string device_config;                        // HAMi device-config.yaml
+  std::string node_config = "/config/config.json";  // per-node overrides; missing is fine
+  std::string plugin_dir = "/var/lib/kubelet/device-plugins";
+  std::string kubelet_socket = "kubelet.sock";  // "" = do not serve the kubelet
+  std::string ledger = "/var/lib/tessera/agent/mig-ledger.json";
+  std::string hook_path;  // default $HOOK_PATH or /usr/local/vgpu
+  std::string http_bind = ":9394";
+  std::string register_interval = "30s";
+  std::string reconcile_interval = "5s";
+  std::string health_recovery = "5m";
+  std::string device_list_strategy = "envvar";  // envvar, cdi-cri, cdi-annotations
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+  std::string sysfs_root = "/sys";
+  bool reclaim_foreign = false;
+  bool discover_only = false;
+  std::string log_level = "info";
+};
+
+// `tessera agent`: the node agent (docs/agent.md).
+int RunAgentCommand(const AgentCommandOptions& options);
+
+}  // namespace tessera::app
