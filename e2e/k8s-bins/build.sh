@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control-plane binaries the end-to-end tests run against
-# (etcd, kube-apiserver, kube-scheduler, kubectl) from the Go module proxy, into a cache
+# (etcd, kube-apiserver, kube-scheduler, kubectl, and kubelet-dm: the kubelet's device manager)
+# from the Go module proxy, into a cache
 # outside the repository keyed by version. Prints the bin directory on stdout.
 #
 # Why a wrapper module: k8s.io/kubernetes requires its staging modules at the fake version
@@ -28,8 +29,39 @@ if ! command -v go >/dev/null 2>&1; then
   exit 3
 fi
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+DM_SRC="$HERE/../kubelet-dm/main.go"
+DM_STAMP="$BIN/kubelet-dm.txt"
+want_dm_stamp() { printf '%s\n%s\n' "$(want_stamp)" "$(sha256sum "$DM_SRC" | cut -d' ' -f1)"; }
+
+# The kubelet's device manager as a stand-in kubelet (e2e/kubelet-dm): its own small module with
+# the same staging pins, so a change to it rebuilds only it (the Go build cache has the rest).
+build_kubelet_dm() {
+  [[ -f "$DM_STAMP" && -x "$BIN/kubelet-dm" && "$(cat "$DM_STAMP")" == "$(want_dm_stamp)" ]] && return 0
+  local mod="$CACHE_ROOT/work/kubelet-dm" start
+  start=$(date +%s)
+  rm -rf "$mod" && mkdir -p "$mod"
+  local gomod staging args=()
+  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  mapfile -t staging < <(grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ v0\.0\.0([[:space:]]|$)' "$gomod" | awk '{print $1}' | sort -u)
+  for m in "${staging[@]}"; do args+=("-replace=$m=$m@$STAGING_VERSION"); done
+  (
+    cd "$mod"
+    go mod init local/kubeletdm >/dev/null 2>&1
+    go mod edit "${args[@]}"
+    cp "$DM_SRC" main.go
+    go get "k8s.io/kubernetes@$K8S_VERSION" >&2
+    log "building kubelet-dm (the kubelet's device manager)"
+    go build -p "${GO_BUILD_JOBS:-2}" -trimpath -ldflags "-s -w" -o "$BIN/kubelet-dm" . >&2
+  )
+  want_dm_stamp >"$DM_STAMP"
+  log "kubelet-dm built in $(($(date +%s) - start)) s"
+}
+
 if [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$(want_stamp)" ]] &&
   [[ -x "$BIN/etcd" && -x "$BIN/kube-apiserver" && -x "$BIN/kube-scheduler" && -x "$BIN/kubectl" ]]; then
+  build_kubelet_dm
   echo "$BIN"
   exit 0
 fi
@@ -82,4 +114,5 @@ rm -rf "$ETCD_MOD" && mkdir -p "$ETCD_MOD"
 
 want_stamp >"$STAMP"
 log "built in $(($(date +%s) - start)) s into $BIN"
+build_kubelet_dm
 echo "$BIN"

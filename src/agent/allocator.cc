@@ -111,7 +111,7 @@ Result<std::vector<node::ContainerResponse>> Allocator::Allocate(
 }
 
 Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
-    model::Pod pod, const std::vector<std::vector<std::string>>& requests) {
+    const model::Pod& pod, const std::vector<std::vector<std::string>>& requests) {
   const std::string who = "pod " + pod.Key();
   auto devices = codec::DecodePodDevices(*pod.Annotation(kToAllocate));
   if (!devices.ok()) {

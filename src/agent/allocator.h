@@ -43,7 +43,7 @@ class Allocator {
   // `count` devices. Several candidates: the one HAMi's node lock names, else the oldest.
   ApiResult<model::Pod> FindPod(size_t count, bool fresh);
   Result<std::vector<node::ContainerResponse>> AllocateFor(
-      model::Pod pod, const std::vector<std::vector<std::string>>& requests);
+      const model::Pod& pod, const std::vector<std::vector<std::string>>& requests);
   void Fail(const model::Pod& pod, const std::string& message);
   void ReleaseNodeLock(const model::Pod& pod);
 

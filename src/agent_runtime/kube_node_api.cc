@@ -26,7 +26,7 @@ KubeNodeApi::~KubeNodeApi() { Stop(); }
 void KubeNodeApi::Start(std::function<void()> on_pods_changed) {
   on_change_ = std::move(on_pods_changed);
   kube::InformerHandlers handlers;
-  handlers.on_replace = [this](std::vector<kube::Json> objects) {
+  handlers.on_replace = [this](const std::vector<kube::Json>& objects) {
     {
       std::lock_guard lock(mu_);
       pods_.clear();

@@ -809,7 +809,9 @@ TESSERA_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
 }
 
 // Every symbol of the list must be defined here: a missing one fails to compile.
-#define TESSERA_CHECK_DEFINED(name, ret, params) \
-  static_assert(std::is_same_v<decltype(&::name), ret(*) params>, #name " signature");
+#define TESSERA_CHECK_DEFINED(name, ret, params)                                                 \
+  static_assert(                                                                                 \
+      std::is_same_v<decltype(&::name), ret(*) params>, /* NOLINT(bugprone-macro-parentheses) */ \
+      #name " signature");
 TESSERA_NVML_FUNCTIONS(TESSERA_CHECK_DEFINED)
 #undef TESSERA_CHECK_DEFINED

@@ -14,7 +14,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path) 
     return Error{"NVML library " + path + ": " + (why != nullptr ? why : "cannot be loaded")};
   }
 #define TESSERA_NVML_RESOLVE(name, ret, params)                                            \
-  lib->name = reinterpret_cast<ret(*) params>(::dlsym(lib->handle_, #name));               \
+  lib->name = reinterpret_cast<ret(*) params>(/* NOLINT(bugprone-macro-parentheses) */     \
+                                              ::dlsym(lib->handle_, #name));               \
   if (lib->name == nullptr) {                                                              \
     return Error{"NVML library " + path + ": missing symbol " #name " (driver too old?)"}; \
   }

@@ -18,7 +18,8 @@ class NvmlLibrary {
   NvmlLibrary(const NvmlLibrary&) = delete;
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;
 
-#define TESSERA_NVML_POINTER(name, ret, params) ret(*name) params = nullptr;
+#define TESSERA_NVML_POINTER(name, ret, params) \
+  ret(*name) params = nullptr;  // NOLINT(bugprone-macro-parentheses)
   TESSERA_NVML_FUNCTIONS(TESSERA_NVML_POINTER)
 #undef TESSERA_NVML_POINTER
 
