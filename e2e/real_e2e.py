@@ -10,6 +10,7 @@ and finally `e2e-real: N passed, N failed`. Exit status 0 only when nothing fail
 import argparse
 import base64
 import concurrent.futures
+import http.client
 import json
 import os
 import random
@@ -643,6 +644,224 @@ def s_leader_election(env: Env, ns: str, group: str):
 
 
 # --- runner ------------------------------------------------------------------------------------
+# --- the node agent --------------------------------------------------------------------------
+DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"  # kubelet-dm serves the kubelet's path
+RTX_UUID = "GPU-4b1e5c0e-8a56-4f1c-9d2e-rtx0000000001"
+T4_UUID = "GPU-7d0c2a9b-1f3e-4e2d-8c5b-t40000000001"
+
+
+class Agent:
+    """`tessera agent` on the simulated NVML, and the kubelet's device manager (kubelet-dm)."""
+
+    def __init__(self, env: Env, node: str):
+        c = env.cluster
+        self.env, self.node = env, node
+        self.dir = os.path.join(c.work, f"agent-{node}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.state = os.path.join(self.dir, "nvml-state.json")
+        with open(self.state, "w", encoding="utf-8") as f:
+            json.dump({"gpus": [
+                {"uuid": RTX_UUID, "model": "RTX-PRO-6000-Blackwell-96GB", "migMode": True},
+                {"uuid": T4_UUID, "name": "Tesla T4", "memoryMiB": 15360}]}, f)
+        with open(os.path.join(self.dir, "config.json"), "w", encoding="utf-8") as f:
+            json.dump({"nodeconfig": [{"name": node, "operatingmode": "mig"}]}, f)
+        sim = os.path.join(os.path.dirname(env.args.tessera), "libtessera-nvml-sim.so")
+        self.http_port = procs.free_port()
+        argv = [env.args.tessera, "agent", "--node-name", node,
+                "--kubeconfig", c.kubeconfigs["admin"], "--nvml-library", sim,
+                "--device-config-file", c.device_config,
+                "--node-config-file", os.path.join(self.dir, "config.json"),
+                "--plugin-dir", DEVICE_PLUGIN_DIR, "--ledger", os.path.join(self.dir, "ledger.json"),
+                "--hook-path", os.path.join(self.dir, "vgpu-hook"),
+                "--http-bind", f"127.0.0.1:{self.http_port}", "--reconcile-interval", "1s",
+                "--register-interval", "5s"]
+        self.proc = procs.Proc(f"agent-{node}", argv, os.path.join(c.work, f"agent-{node}.log"),
+                               env={**os.environ, "TESSERA_NVML_SIM_STATE": self.state})
+        self.dm = procs.Proc("kubelet-dm", [os.path.join(env.args.bins, "kubelet-dm"),
+                                            "--kubeconfig", c.kubeconfigs["admin"], "--node", node],
+                             os.path.join(c.work, f"kubelet-dm-{node}.log"))
+
+    def instances(self) -> list[dict]:
+        """(GPU, start, size, MIG UUID) of every instance the simulated driver holds."""
+        with open(self.state, encoding="utf-8") as f:
+            state = json.load(f)
+        out = []
+        for g in state["gpus"]:
+            for gi in g.get("gpuInstances", []):
+                cis = gi.get("computeInstances", [])
+                out.append({"gpu": g["uuid"], "start": gi["start"], "size": gi["size"],
+                            "profile": gi["profile"], "uuid": cis[0]["uuid"] if cis else None})
+        return sorted(out, key=lambda i: i["start"])
+
+    def ready(self) -> bool:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=2)
+            c.request("GET", "/readyz")
+            ok = c.getresponse().status == 200
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=5)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+        return text
+
+    def start_agent(self, timeout: float = 60) -> None:
+        self.proc.start()
+
+        def up():
+            if not self.proc.running():
+                raise Fail(f"the agent exited: {self.proc.log_tail(15)}")
+            return self.ready()
+        wait_until(up, timeout, 0.3, "tessera agent /readyz == 200")
+
+    def rss_mib(self) -> float:
+        with open(f"/proc/{self.proc.pid()}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        for p in (self.proc, self.dm):
+            if p.running():
+                p.stop(5)
+
+
+def wait_phase(env: Env, ns: str, names: list[str], phase: str, timeout: float) -> dict[str, dict]:
+    got: dict[str, dict] = {}
+
+    def done():
+        env.cluster.check_tesseras_alive()
+        for n in names:
+            got[n] = env.kube.pod(ns, n)
+        return all(got[n].get("status", {}).get("phase") == phase for n in names)
+    try:
+        wait_until(done, timeout, 0.3, f"{names} {phase}")
+    except TimeoutError as e:
+        raise Fail(f"{e}: " + "; ".join(
+            f"{describe(p)} phase={p.get('status', {}).get('phase')} "
+            f"{p.get('status', {}).get('message', '')}" for p in got.values())) from None
+    return got
+
+
+def mig_uuids(pod: dict) -> list[tuple[int, str]]:
+    """(start, migUUID) of the pod's allocations, in device order."""
+    migs = gpu.decode_mig(pod["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])
+    return [(m["placement"]["start"], m.get("migUUID")) for m in migs]
+
+
+def device_env(pod: dict) -> dict:
+    return json.loads(pod["metadata"].get("annotations", {}).get("tessera-e2e/device-env", "{}"))
+
+
+@scenario("j", "tessera agent + the kubelet's device manager: MIG instances made at the reserved "
+               "placements, HAMi-core env for a shared GPU, reclaim on delete, agent kill -9 and "
+               "kubelet restart", 240)
+def s_agent(env: Env, ns: str, group: str):
+    env.require_main()
+    if os.geteuid() != 0:
+        raise Fail("needs root: kubelet-dm serves /var/lib/kubelet/device-plugins")
+    if not os.path.exists(os.path.join(env.args.bins, "kubelet-dm")):
+        raise Fail(f"{env.args.bins}/kubelet-dm is missing (e2e/k8s-bins/build.sh builds it)")
+    os.makedirs(DEVICE_PLUGIN_DIR, exist_ok=True)
+    node = f"{group}-n1"
+    env.cluster.create_node(node, [], group)  # no GPUs until the agent registers them
+    agent = Agent(env, node)
+    try:
+        agent.dm.start()
+        agent.start_agent()
+
+        def registered():
+            n = env.kube.get(f"/api/v1/nodes/{node}")
+            devs = json.loads(n["metadata"]["annotations"].get(gpu.REGISTER, "[]"))
+            alloc = n.get("status", {}).get("allocatable", {}).get("nvidia.com/gpu", "0")
+            return len(devs) == 2 and int(alloc) > 0 and devs
+        devs = wait_until(registered, 30, 0.3, "register annotation and kubelet capacity")
+        check(devs[0]["mode"] == "mig" and devs[1]["mode"] == "hami-core",
+              f"registered modes: {[d['mode'] for d in devs]}")
+        say(f"agent registered {[d['id'][:12] + '/' + d['mode'] for d in devs]}, "
+            f"RSS {agent.rss_mib():.1f} MiB")
+
+        mig = {"nvidia.com/vgpu-mode": "mig"}
+        two = {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 8000}
+        env.kube.create_pod(gpu_pod(ns, "p1", two, group=group, annotations=mig))
+        p1 = wait_phase(env, ns, ["p1"], "Running", 60)["p1"]
+        env.kube.create_pod(gpu_pod(ns, "p2", two, group=group, annotations=mig))
+        p2 = wait_phase(env, ns, ["p2"], "Running", 60)["p2"]
+        u1, u2 = mig_uuids(p1), mig_uuids(p2)
+        say(f"p1 {u1}\n    p2 {u2}")
+        all_uuids = [u for _, u in u1 + u2]
+        check(all(all_uuids) and len(set(all_uuids)) == 4, f"MIG UUIDs not 4 distinct: {u1} {u2}")
+        check([s for s, _ in u1] == [9, 6] and [s for s, _ in u2] == [3, 0],
+              f"placements p1 {[s for s, _ in u1]} p2 {[s for s, _ in u2]}, want 9/6 then 3/0")
+        inst = agent.instances()
+        check([(i["start"], i["uuid"]) for i in inst] ==
+              sorted((s, u) for s, u in u1 + u2), f"driver instances {inst} differ from pods")
+        for name, pod, uu in (("p1", p1, u1), ("p2", p2, u2)):
+            seen = device_env(pod).get("c0", {}).get("NVIDIA_VISIBLE_DEVICES", "")
+            check(seen == ",".join(u for _, u in uu), f"{name} container env {seen!r} != {uu}")
+            check(pod["metadata"]["annotations"].get(gpu.BIND_PHASE) == "success",
+                  f"{name} bind-phase {pod['metadata']['annotations'].get(gpu.BIND_PHASE)}")
+
+        env.kube.create_pod(gpu_pod(ns, "p3", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
+                                    group=group, annotations=mig))
+        msg = env.wait_unschedulable(ns, "p3", 30)
+        check("CardInsufficientMemory" in msg, f"p3: {msg!r}")
+
+        # kill -9 the agent and restart it: nothing is destroyed, nothing made twice.
+        agent.proc.kill()
+        agent.start_agent()
+        check(agent.instances() == inst, f"after the agent restart: {agent.instances()} != {inst}")
+        say("agent kill -9 + restart: instances unchanged")
+
+        # The kubelet restarts: it removes the plugin sockets; the agent registers again.
+        agent.dm.kill()
+        agent.dm.start()
+        wait_until(lambda: "registered nvidia.com/gpu again" in agent.proc.log_tail(50) or None,
+                   30, 0.3, "the agent re-registers with the restarted kubelet")
+        say("kubelet-dm restart: the agent registered again")
+
+        env.kube.delete_pod(ns, "p1")
+        p3 = wait_phase(env, ns, ["p3"], "Running", 60)["p3"]
+        u3 = mig_uuids(p3)
+        check(u3[0][0] in (9, 6), f"p3 got start {u3[0][0]}, not one of p1's 9/6")
+
+        def reclaimed():
+            now = agent.instances()
+            return len(now) == 3 and now
+        final = wait_until(reclaimed, 30, 0.3, "p1's instances destroyed, p3's made")
+        check({(i["start"], i["uuid"]) for i in final} == set(u2) | set(u3),
+              f"driver instances {final}, want p2's {u2} and p3's {u3}")
+        check(u3[0][1] not in [u for _, u in u1], "p3 reused a MIG UUID of p1")
+        say(f"delete p1 -> its instances destroyed; p3 {u3}")
+
+        # A shared GPU gets HAMi-core's environment.
+        env.kube.create_pod(gpu_pod(ns, "s1", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000,
+                                               "nvidia.com/gpucores": 30}, group=group))
+        s1 = wait_phase(env, ns, ["s1"], "Running", 60)["s1"]
+        e = device_env(s1).get("c0", {})
+        check(e.get("NVIDIA_VISIBLE_DEVICES") == T4_UUID and
+              e.get("CUDA_DEVICE_MEMORY_LIMIT_0") == "3000m" and
+              e.get("CUDA_DEVICE_SM_LIMIT") == "30", f"s1 env {e}")
+        metrics = agent.metrics()
+        check("tessera_agent_mig_instances_created_total 1" in metrics and
+              "tessera_agent_mig_instances_destroyed_total 2" in metrics,
+              "agent metrics after restart: " + " ".join(
+                  ln for ln in metrics.splitlines() if "instances" in ln and "#" not in ln))
+        say(f"s1 env {e}; agent RSS {agent.rss_mib():.1f} MiB")
+    except Exception:
+        for p in (agent.proc, agent.dm):
+            print(f"  --- {p.name} log (last 30 lines, {p.log_path}):\n{p.log_tail(30)}")
+        raise
+    finally:
+        agent.stop()
+
+
 def dump_diagnostics(env: Env, ns: str) -> None:
     print("  --- pods:")
     try:
