@@ -42,7 +42,8 @@ class MemoryApi : public agent::NodeApi {
 struct Bench {
   explicit Bench(int gpus) {
     dir = "/dev/shm/tessera-agent-bench-" + std::to_string(::getpid());
-    if (!std::filesystem::exists("/dev/shm")) dir = "/tmp/tessera-agent-bench-" + std::to_string(::getpid());
+    if (!std::filesystem::exists("/dev/shm"))
+      dir = "/tmp/tessera-agent-bench-" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     std::ofstream state(dir + "/state.json");
     state << "{\"gpus\":[";
@@ -54,10 +55,10 @@ struct Bench {
     state.close();
     ::setenv("TESSERA_NVML_SIM_STATE", (dir + "/state.json").c_str(), 1);
     catalog = mig::GpuModelCatalog::Builtin().value();
-    driver = std::move(nvml::NvmlGpuDriver::Create(
-                           std::move(nvml::NvmlLibrary::Open(TESSERA_NVML_SIM_PATH).value()),
-                           &catalog)
-                           .value());
+    driver =
+        std::move(nvml::NvmlGpuDriver::Create(
+                      std::move(nvml::NvmlLibrary::Open(TESSERA_NVML_SIM_PATH).value()), &catalog)
+                      .value());
     (void)driver->Discover();
     mig = std::make_unique<agent::MigManager>(*driver, agent::LedgerFile(dir + "/ledger.json"),
                                               [] { return 1; });

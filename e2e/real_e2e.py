@@ -674,6 +674,7 @@ class Agent:
                 "--plugin-dir", DEVICE_PLUGIN_DIR, "--ledger", os.path.join(self.dir, "ledger.json"),
                 "--hook-path", os.path.join(self.dir, "vgpu-hook"),
                 "--http-bind", f"127.0.0.1:{self.http_port}", "--reconcile-interval", "1s",
+                "--reconcile-grace", "2s",
                 "--register-interval", "5s"]
         self.proc = procs.Proc(f"agent-{node}", argv, os.path.join(c.work, f"agent-{node}.log"),
                                env={**os.environ, "TESSERA_NVML_SIM_STATE": self.state})
@@ -720,7 +721,7 @@ class Agent:
         wait_until(up, timeout, 0.3, "tessera agent /readyz == 200")
 
     def rss_mib(self) -> float:
-        with open(f"/proc/{self.proc.pid()}/status", encoding="utf-8") as f:
+        with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) / 1024
@@ -760,8 +761,8 @@ def device_env(pod: dict) -> dict:
 
 
 @scenario("j", "tessera agent + the kubelet's device manager: MIG instances made at the reserved "
-               "placements, HAMi-core env for a shared GPU, reclaim on delete, agent kill -9 and "
-               "kubelet restart", 240)
+               "placements, HAMi-core env for a shared GPU, reclaim on delete, agent kill -9, "
+               "kubelet restart, agent abort inside Allocate", 240)
 def s_agent(env: Env, ns: str, group: str):
     env.require_main()
     if os.geteuid() != 0:
@@ -854,6 +855,24 @@ def s_agent(env: Env, ns: str, group: str):
               "agent metrics after restart: " + " ".join(
                   ln for ln in metrics.splitlines() if "instances" in ln and "#" not in ln))
         say(f"s1 env {e}; agent RSS {agent.rss_mib():.1f} MiB")
+
+        # The agent dies in the middle of an Allocate (right after creating the GPU instance):
+        # the kubelet fails the pod, and the restarted agent reclaims the half-made instance.
+        before = agent.instances()
+        agent.proc.stop(5)
+        agent.proc.env = {**agent.proc.env, "TESSERA_NVML_SIM_FAULTS":
+                          "abort-after:nvmlDeviceCreateGpuInstanceWithPlacement:1"}
+        agent.start_agent()
+        env.kube.create_pod(gpu_pod(ns, "p4", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
+                                    group=group, annotations=mig))
+        p4 = wait_phase(env, ns, ["p4"], "Failed", 60)["p4"]
+        wait_until(lambda: not agent.proc.running(), 10, 0.2, "the agent aborted")
+        check(len(agent.instances()) == len(before) + 1, f"no half-made instance: {agent.instances()}")
+        del agent.proc.env["TESSERA_NVML_SIM_FAULTS"]
+        agent.start_agent()
+        wait_until(lambda: agent.instances() == before or None, 30, 0.3,
+                   "the failed pod's instance reclaimed after the restart")
+        say(f"agent abort inside Allocate: p4 {p4['status'].get('reason')}, its instance reclaimed")
     except Exception:
         for p in (agent.proc, agent.dm):
             print(f"  --- {p.name} log (last 30 lines, {p.log_path}):\n{p.log_tail(30)}")

@@ -105,6 +105,7 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   std::vector<RealizedInstance> out(allocs.size());
   std::vector<size_t> to_create;
   std::vector<size_t> to_finish;
+  std::vector<DriverMigInstance> to_replace;  // left by ended pods at this container's placements
   std::vector<DriverMigInstance> instances(allocs.size());
   for (size_t i = 0; i < allocs.size(); ++i) {
     const auto& a = allocs[i];
@@ -116,7 +117,22 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
       if (const auto* other = OtherClaimant(node, claim.uid, *same)) {
         return Error{Where(claim, a) + ": the instance there is held by pod " + other->pod};
       }
-      instances[i] = *same;
+      auto owner = std::find_if(ledger_.begin(), ledger_.end(), [&](const auto& e) {
+        return SameKey(e, a.gpu_uuid, a.profile, a.placement);
+      });
+      if (owner == ledger_.end()) {
+        return Error{Where(claim, a) +
+                     ": an instance tessera did not create is there (GPU instance " +
+                     std::to_string(same->gpu_instance_id) + ")"};
+      }
+      if (owner->pod_uid != claim.uid) {
+        // A pod that ended left it and the reconciler has not reclaimed it yet: a new pod gets
+        // a fresh instance (and MIG UUID), never the old one.
+        to_replace.push_back(*same);
+        to_create.push_back(i);
+        continue;
+      }
+      instances[i] = *same;  // this pod's own: a retried Allocate, or adopted after a restart
       if (!same->has_compute_instance) to_finish.push_back(i);
       continue;
     }
@@ -136,6 +152,21 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
       }
     }
     to_create.push_back(i);
+  }
+
+  // Instances ended pods left at these placements go first; their ledger entries stay until
+  // they are gone, so a failure here leaves them to the reconciler.
+  for (const auto& stale : to_replace) {
+    auto gone = driver_.DestroyInstance(stale);
+    if (!gone.ok) {
+      return Error{Where(claim, allocs.front()) + ": the instance an ended pod left at " +
+                   std::to_string(stale.placement.start) +
+                   " cannot be destroyed: " + gone.error.message};
+    }
+    ++destroyed_;
+    std::erase_if(ledger_, [&](const auto& e) {
+      return SameKey(e, stale.gpu_uuid, stale.profile, stale.placement);
+    });
   }
 
   // Write-ahead: the ledger names every instance this call may create before the driver is
@@ -283,6 +314,7 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_
       continue;
     }
     ++report.destroyed;
+    ++destroyed_;
     std::erase_if(ledger_, [&](const auto& e) {
       return SameKey(e, inst.gpu_uuid, inst.profile, inst.placement);
     });

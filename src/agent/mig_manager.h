@@ -64,6 +64,7 @@ class MigManager {
 
   std::vector<node::LedgerEntry> LedgerSnapshot() const;
   uint64_t instances_created() const { return created_.load(); }
+  uint64_t instances_destroyed() const { return destroyed_.load(); }
 
  private:
   Status SaveLedger();
@@ -78,6 +79,7 @@ class MigManager {
   std::vector<std::string> mig_gpus_;
   std::vector<node::LedgerEntry> ledger_;
   std::atomic<uint64_t> created_{0};
+  std::atomic<uint64_t> destroyed_{0};
 };
 
 }  // namespace tessera::agent

@@ -16,8 +16,8 @@ class AgentMetrics {
   AgentMetrics();
   prometheus::Registry& registry() { return *registry_; }
 
-  void InstanceCreated() { created_.Increment(); }
-  void InstancesDestroyed(int n) { destroyed_.Increment(n); }
+  void InstancesCreated(double n) { created_.Increment(n); }
+  void InstancesDestroyed(double n) { destroyed_.Increment(n); }
   void InstancesAdopted(int n) { adopted_.Increment(n); }
   void NvmlError(const std::string& function, int code);
   void Reconciled(double seconds, double unix_time, int errors);

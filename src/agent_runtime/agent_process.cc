@@ -150,7 +150,7 @@ agent::ReconcileReport AgentProcess::Reconcile() {
     }
   }
   if (metrics_ != nullptr) {
-    metrics_->InstancesDestroyed(report.destroyed);
+    SyncMigCounters();
     metrics_->InstancesAdopted(report.adopted);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -267,11 +267,10 @@ std::vector<node::PluginDevice> AgentProcess::Devices() {
 
 Result<std::vector<node::ContainerResponse>> AgentProcess::Allocate(
     const std::vector<std::vector<std::string>>& container_requests) {
-  const uint64_t before = mig_.instances_created();
   auto result = allocator_.Allocate(container_requests);
   if (metrics_ != nullptr) {
     metrics_->Allocation(result.ok());
-    for (uint64_t i = before; i < mig_.instances_created(); ++i) metrics_->InstanceCreated();
+    SyncMigCounters();
   }
   if (!result.ok()) {
     spdlog::warn("Allocate: {}", result.error().message);
@@ -284,6 +283,16 @@ Result<std::vector<node::ContainerResponse>> AgentProcess::Allocate(
 std::vector<std::vector<std::string>> AgentProcess::Preferred(
     const std::vector<node::PreferredRequest>& requests) {
   return allocator_.Preferred(requests);
+}
+
+void AgentProcess::SyncMigCounters() {
+  std::lock_guard lock(counters_mu_);
+  const uint64_t created = mig_.instances_created();
+  const uint64_t destroyed = mig_.instances_destroyed();
+  metrics_->InstancesCreated(static_cast<double>(created - created_seen_));
+  metrics_->InstancesDestroyed(static_cast<double>(destroyed - destroyed_seen_));
+  created_seen_ = created;
+  destroyed_seen_ = destroyed;
 }
 
 std::string AgentProcess::last_registration() const {

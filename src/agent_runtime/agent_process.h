@@ -31,7 +31,7 @@ struct AgentOptions {
   std::string ledger_path = "/var/lib/tessera/agent/mig-ledger.json";
   std::chrono::milliseconds register_interval{30000};
   std::chrono::milliseconds reconcile_interval{5000};
-  std::chrono::milliseconds reconcile_grace{30000};  // young ledger entries are never destroyed
+  std::chrono::milliseconds reconcile_grace{10000};  // young ledger entries are never destroyed
   int64_t health_recovery_ms = 300000;               // 0: unhealthy until restart
   std::string xid_disable, xid_enable;               // DP_DISABLE/ENABLE_HEALTHCHECKS
   bool reclaim_foreign = false;
@@ -68,6 +68,7 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
 
  private:
   int32_t NumaOf(const std::string& pci_bus_id) const;
+  void SyncMigCounters();  // the MIG manager's counts into the metrics
   int64_t NowMs() const;
 
   node::GpuDriver& driver_;
@@ -85,6 +86,9 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   std::string registration_;
   bool health_changed_ = false;
 
+  std::mutex counters_mu_;
+  uint64_t created_seen_ = 0;
+  uint64_t destroyed_seen_ = 0;
   std::atomic<bool> reconcile_now_{false};
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};

@@ -130,7 +130,8 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   ao.reclaim_foreign = o.reclaim_foreign;
   for (auto [flag, text, out] :
        {std::tuple{"--register-interval", o.register_interval, &ao.register_interval},
-        std::tuple{"--reconcile-interval", o.reconcile_interval, &ao.reconcile_interval}}) {
+        std::tuple{"--reconcile-interval", o.reconcile_interval, &ao.reconcile_interval},
+        std::tuple{"--reconcile-grace", o.reconcile_grace, &ao.reconcile_grace}}) {
     auto ms = Millis(flag, text);
     if (!ms.ok()) return Fail(ms.error().message);
     *out = ms.value();

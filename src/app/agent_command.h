@@ -17,6 +17,7 @@ struct AgentCommandOptions {
   std::string http_bind = ":9394";
   std::string register_interval = "30s";
   std::string reconcile_interval = "5s";
+  std::string reconcile_grace = "10s";
   std::string health_recovery = "5m";
   std::string device_list_strategy = "envvar";  // envvar, cdi-cri, cdi-annotations
   std::string cdi_annotation_prefix = "cdi.k8s.io/";

@@ -254,6 +254,10 @@ int main(int argc, char** argv) {
   agent->add_option("--reconcile-interval", ao.reconcile_interval, "MIG reconcile period")
       ->capture_default_str();
   agent
+      ->add_option("--reconcile-grace", ao.reconcile_grace,
+                   "Instances younger than this are never reclaimed (the pod view may lag)")
+      ->capture_default_str();
+  agent
       ->add_option("--health-recovery", ao.health_recovery,
                    "Quiet time after a fatal XID before a GPU is healthy again (0 = never)")
       ->capture_default_str();

@@ -342,3 +342,32 @@ INSTANTIATE_TEST_SUITE_P(EveryCall, MigDestroyCrashTest, ::testing::ValuesIn(kDe
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(MigManagerTest, ANewPodNeverGetsTheInstanceAnEndedPodLeft) {
+  testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]");
+  Agent agent(sim);
+  auto a = agent.manager.Realize(PodA(), 0, Claims({PodA()}));
+  ASSERT_TRUE(a.ok());
+  // Pod a is gone but not yet reclaimed; pod c is given a's placement at 9.
+  PodMigClaim c{"default/c", "uid-c", {Alloc(0, 0, "GPU-rtx-0", 9)}};
+  auto got = agent.manager.Realize(c, 0, Claims({c}));
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_TRUE((*got)[0].created);
+  EXPECT_NE((*got)[0].allocation.runtime->mig_uuid, (*a)[0].allocation.runtime->mig_uuid);
+  EXPECT_EQ(agent.Instances().size(), 2U);  // a's other instance at 6 waits for the reconciler
+  // An instance tessera did not make is never taken over.
+  {
+    auto gi = agent.driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3});
+    ASSERT_TRUE(gi.ok);
+  }
+  PodMigClaim d{"default/d", "uid-d", {Alloc(0, 0, "GPU-rtx-0", 0)}};
+  auto refused = agent.manager.Realize(d, 0, Claims({c, d}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("tessera did not create"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -28,6 +28,10 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
   static const NodeClaims kNone;
   const NodeClaims& claims = input.claims != nullptr ? *input.claims : kNone;
   std::vector<bool> claimed(input.actual.size(), false);
+  auto ledger_entry = [&](const DriverMigInstance& inst) {
+    return std::find_if(input.ledger.begin(), input.ledger.end(),
+                        [&](const auto& e) { return SameKey(inst, e); });
+  };
 
   for (const auto& claim : claims.claims) {
     for (const auto& alloc : claim.allocations) {
@@ -44,6 +48,22 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
         continue;
       }
       const size_t idx = static_cast<size_t>(it - input.actual.begin());
+      // The ledger says whose it is: an instance a pod that ended left at a placement a new pod
+      // now claims is the old pod's, not the new one's (the new pod gets a fresh instance).
+      auto owner = ledger_entry(*it);
+      if (owner != input.ledger.end() && !owner->pod_uid.empty() && owner->pod_uid != claim.uid) {
+        const bool owner_lives =
+            std::any_of(claims.claims.begin(), claims.claims.end(), [&](const auto& c) {
+              return c.uid == owner->pod_uid &&
+                     std::any_of(c.allocations.begin(), c.allocations.end(),
+                                 [&](const auto& a) { return Matches(*it, a); });
+            });
+        if (owner_lives) {
+          plan.conflicts.push_back(claim.pod + ": " + Describe(*it) + " is held by pod " +
+                                   owner->pod);
+        }
+        continue;
+      }
       if (claimed[idx]) {
         plan.conflicts.push_back(claim.pod + ": " + Describe(*it) +
                                  " is claimed by another pod as well");
@@ -71,8 +91,7 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
   for (size_t i = 0; i < input.actual.size(); ++i) {
     if (claimed[i]) continue;
     const DriverMigInstance& inst = input.actual[i];
-    auto entry = std::find_if(input.ledger.begin(), input.ledger.end(),
-                              [&](const auto& e) { return SameKey(inst, e); });
+    auto entry = ledger_entry(inst);
     const bool ours = entry != input.ledger.end();
     if (!ours && !input.reclaim_foreign) {
       plan.left_alone.push_back(inst);

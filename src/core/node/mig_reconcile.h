@@ -5,6 +5,8 @@
 // say what to adopt, finish, destroy and leave alone. Rules (docs/agent.md, "Reconciler"):
 // - an instance at the exact (GPU, profile, placement) of a live pod's claim is that pod's:
 //   kept, adopted into the ledger, finished (compute instance) if half-made; never destroyed;
+//   unless the ledger names another pod as its owner: then it is what an ended pod left, and
+//   the new pod gets a fresh instance (never a previous tenant's);
 // - an instance tessera created (in the ledger) that no live pod claims is destroyed, but only
 //   when the pod view is fully synced and was taken after the ledger entry was written (so an
 //   Allocate that raced the pod list is never undone, hami-node.md W2);

@@ -102,3 +102,30 @@ TEST(MigReconcileTest, ConflictsAreReportedNotResolvedByForce) {
 
 }  // namespace
 }  // namespace tessera::node
+
+namespace tessera::node {
+namespace {
+
+TEST(MigReconcileTest, AnEndedPodsInstanceIsNotHandedToTheNextClaimant) {
+  NodeClaims claims;
+  claims.claims = {{"ns/new", "uid-new", {Alloc(9)}}};
+  ReconcileInput in;
+  in.claims = &claims;
+  in.actual = {Inst(9, 1)};
+  in.ledger = {Entry(9, "uid-old")};
+  in.pods_synced = true;
+  in.pods_seen_ms = 100;
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.keep.empty());
+  ASSERT_EQ(plan.destroy.size(), 1U);  // the old pod's; the new pod gets a fresh one
+  // Unless the old owner still lives: then it is a conflict, and nothing is destroyed.
+  claims.claims.push_back({"ns/old", "uid-old", {Alloc(9)}});
+  plan = PlanReconcile(in);
+  ASSERT_EQ(plan.keep.size(), 1U);
+  EXPECT_EQ(plan.keep[0].entry.pod_uid, "uid-old");
+  EXPECT_TRUE(plan.destroy.empty());
+  EXPECT_EQ(plan.conflicts.size(), 1U);
+}
+
+}  // namespace
+}  // namespace tessera::node
