@@ -579,71 +579,6 @@ def s_shipped_pod(env: Env, ns: str, group: str):
         main.wait_ready(60)
 
 
-@scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "
-               "not schedule, failover after kill -9", 150)
-def s_leader_election(env: Env, ns: str, group: str):
-    c = env.cluster
-    env.require_main().stop()  # replaced by the two replicas below
-    c.create_node(f"{group}-n1", [gpu.sharing_gpu(f"GPU-{group}-0", 0)], group)
-    reps = []
-    for ident in ("replica-a", "replica-b"):
-        t = c.new_tessera(f"tessera-{ident}", ["--leader-elect", "--leader-elect-namespace",
-                                               NAMESPACE, "--leader-elect-name", LEASE_NAME,
-                                               "--leader-elect-identity", ident])
-        reps.append((ident, t.start()))
-    c.proxy.set_backends([t.port for _, t in reps])
-
-    def one_leader():
-        for i, t in reps:
-            if not t.proc.running():
-                raise Fail(f"{t.name} exited with code {t.proc.popen.returncode}: "
-                           f"{t.proc.log_tail(3)}")
-        ready = [(i, t) for i, t in reps if t.status("/readyz") == 200]
-        return ready[0] if len(ready) == 1 else None
-    leader_id, leader = wait_until(one_leader, 45, 0.5, "exactly one replica with /readyz 200")
-    follower_id, follower = next((i, t) for i, t in reps if t is not leader)
-    time.sleep(3)
-    check(leader.status("/readyz") == 200 and follower.status("/readyz") != 200,
-          f"readiness flapped: leader {leader.status('/readyz')}, "
-          f"follower {follower.status('/readyz')}")
-    check(follower.status("/healthz") == 200, "follower /healthz is not 200")
-    lease = env.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/"
-                         f"{LEASE_NAME}")
-    holder = lease["spec"].get("holderIdentity")
-    say(f"leader {leader_id}, lease holder {holder!r}")
-    check(holder and holder.startswith(leader_id), f"lease holder {holder!r} is not {leader_id}")
-    # The follower must not place pods. A pod kube-scheduler ignores (unknown schedulerName):
-    probe = env.kube.create_pod(gpu_pod(ns, "probe", {"nvidia.com/gpu": 1,
-                                                      "nvidia.com/gpumem": 1000},
-                                        group=group, scheduler="tessera-e2e-nobody"))
-    t0 = time.monotonic()
-    status, body = follower.post("/filter", {"Pod": probe, "Nodes": None,
-                                              "NodeNames": [f"{group}-n1"]}, timeout=25)
-    say(f"follower /filter after {time.monotonic() - t0:.1f}s: HTTP {status} {str(body)[:160]}")
-    check(status is not None, f"follower did not answer /filter within 25s: {body}")
-    check(status != 200 or (isinstance(body, dict) and body.get("Error")),
-          f"follower answered /filter without an error: {body}")
-    time.sleep(1)
-    ann = env.kube.pod(ns, "probe")["metadata"].get("annotations") or {}
-    check(gpu.VGPU_NODE not in ann, f"follower wrote {gpu.VGPU_NODE} on the probe pod: {ann}")
-    env.kube.create_pod(gpu_pod(ns, "via-leader", {"nvidia.com/gpu": 1,
-                                                   "nvidia.com/gpumem": 1000}, group=group))
-    env.wait_bound(ns, ["via-leader"], 30)
-    leader.kill()
-    t0 = time.monotonic()
-    wait_until(lambda: follower.status("/readyz") == 200, 40, 0.5,
-               f"{follower_id} to become ready after the leader was killed")
-    took = time.monotonic() - t0
-    say(f"{follower_id} ready {took:.1f}s after kill -9 of {leader_id}")
-    check(took <= 30, f"failover took {took:.1f}s (> 30s)")
-    env.kube.create_pod(gpu_pod(ns, "via-new-leader", {"nvidia.com/gpu": 1,
-                                                       "nvidia.com/gpumem": 1000}, group=group))
-    bound = env.wait_bound(ns, ["via-leader", "via-new-leader"], 40)
-    problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
-    check(not problems, "; ".join(problems))
-
-
-# --- runner ------------------------------------------------------------------------------------
 # --- the node agent --------------------------------------------------------------------------
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"  # kubelet-dm serves the kubelet's path
 RTX_UUID = "GPU-4b1e5c0e-8a56-4f1c-9d2e-rtx0000000001"
@@ -716,7 +651,8 @@ class Agent:
 
         def up():
             if not self.proc.running():
-                raise Fail(f"the agent exited: {self.proc.log_tail(15)}")
+                raise Fail(f"the agent exited with {self.proc.popen.returncode}: "
+                           f"{self.proc.log_tail(15)}")
             return self.ready()
         wait_until(up, timeout, 0.3, "tessera agent /readyz == 200")
 
@@ -881,6 +817,71 @@ def s_agent(env: Env, ns: str, group: str):
         agent.stop()
 
 
+@scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "
+               "not schedule, failover after kill -9", 150)
+def s_leader_election(env: Env, ns: str, group: str):
+    c = env.cluster
+    env.require_main().stop()  # replaced by the two replicas below
+    c.create_node(f"{group}-n1", [gpu.sharing_gpu(f"GPU-{group}-0", 0)], group)
+    reps = []
+    for ident in ("replica-a", "replica-b"):
+        t = c.new_tessera(f"tessera-{ident}", ["--leader-elect", "--leader-elect-namespace",
+                                               NAMESPACE, "--leader-elect-name", LEASE_NAME,
+                                               "--leader-elect-identity", ident])
+        reps.append((ident, t.start()))
+    c.proxy.set_backends([t.port for _, t in reps])
+
+    def one_leader():
+        for i, t in reps:
+            if not t.proc.running():
+                raise Fail(f"{t.name} exited with code {t.proc.popen.returncode}: "
+                           f"{t.proc.log_tail(3)}")
+        ready = [(i, t) for i, t in reps if t.status("/readyz") == 200]
+        return ready[0] if len(ready) == 1 else None
+    leader_id, leader = wait_until(one_leader, 45, 0.5, "exactly one replica with /readyz 200")
+    follower_id, follower = next((i, t) for i, t in reps if t is not leader)
+    time.sleep(3)
+    check(leader.status("/readyz") == 200 and follower.status("/readyz") != 200,
+          f"readiness flapped: leader {leader.status('/readyz')}, "
+          f"follower {follower.status('/readyz')}")
+    check(follower.status("/healthz") == 200, "follower /healthz is not 200")
+    lease = env.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/"
+                         f"{LEASE_NAME}")
+    holder = lease["spec"].get("holderIdentity")
+    say(f"leader {leader_id}, lease holder {holder!r}")
+    check(holder and holder.startswith(leader_id), f"lease holder {holder!r} is not {leader_id}")
+    # The follower must not place pods. A pod kube-scheduler ignores (unknown schedulerName):
+    probe = env.kube.create_pod(gpu_pod(ns, "probe", {"nvidia.com/gpu": 1,
+                                                      "nvidia.com/gpumem": 1000},
+                                        group=group, scheduler="tessera-e2e-nobody"))
+    t0 = time.monotonic()
+    status, body = follower.post("/filter", {"Pod": probe, "Nodes": None,
+                                              "NodeNames": [f"{group}-n1"]}, timeout=25)
+    say(f"follower /filter after {time.monotonic() - t0:.1f}s: HTTP {status} {str(body)[:160]}")
+    check(status is not None, f"follower did not answer /filter within 25s: {body}")
+    check(status != 200 or (isinstance(body, dict) and body.get("Error")),
+          f"follower answered /filter without an error: {body}")
+    time.sleep(1)
+    ann = env.kube.pod(ns, "probe")["metadata"].get("annotations") or {}
+    check(gpu.VGPU_NODE not in ann, f"follower wrote {gpu.VGPU_NODE} on the probe pod: {ann}")
+    env.kube.create_pod(gpu_pod(ns, "via-leader", {"nvidia.com/gpu": 1,
+                                                   "nvidia.com/gpumem": 1000}, group=group))
+    env.wait_bound(ns, ["via-leader"], 30)
+    leader.kill()
+    t0 = time.monotonic()
+    wait_until(lambda: follower.status("/readyz") == 200, 40, 0.5,
+               f"{follower_id} to become ready after the leader was killed")
+    took = time.monotonic() - t0
+    say(f"{follower_id} ready {took:.1f}s after kill -9 of {leader_id}")
+    check(took <= 30, f"failover took {took:.1f}s (> 30s)")
+    env.kube.create_pod(gpu_pod(ns, "via-new-leader", {"nvidia.com/gpu": 1,
+                                                       "nvidia.com/gpumem": 1000}, group=group))
+    bound = env.wait_bound(ns, ["via-leader", "via-new-leader"], 40)
+    problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+    check(not problems, "; ".join(problems))
+
+
+# --- runner ------------------------------------------------------------------------------------
 def dump_diagnostics(env: Env, ns: str) -> None:
     print("  --- pods:")
     try:

@@ -56,7 +56,13 @@ check_layers() {
     return 1
   fi
   # Adapters know the core, never the service or the commands built on them.
-  if grep -rnE '#include "(service|serve|sim)/' src/adapters; then return 1; fi
+  if grep -rnE '#include "(service|serve|sim|agent|agent_runtime)/' src/adapters; then return 1; fi
+  # The agent's logic: core and its own interfaces (GpuDriver, NodeApi), files only for the
+  # ledger; Kubernetes, gRPC and NVML are agent_runtime's and the adapters'.
+  if grep -rnE '#include "(adapters/(kube|nvml|deviceplugin)|agent_runtime|serve|service|sim)/|#include <(curl|httplib|grpc|dlfcn)' src/agent; then
+    echo "src/agent reaches past its GpuDriver and NodeApi interfaces (see above)"
+    return 1
+  fi
   return 0
 }
 

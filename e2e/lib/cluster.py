@@ -355,6 +355,9 @@ current-context: e2e
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
                 "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
                 "--service-cluster-ip-range=10.0.0.0/24",
+                # As kubeadm and managed clusters run it: node agents (deploy/50-agent.yaml) are
+                # privileged DaemonSets.
+                "--allow-privileged=true",
                 f"--cert-dir={os.path.join(self.work, 'apiserver-certs')}",
                 "--profiling=false", "--v=1"]
         self.procs["kube-apiserver"] = Proc("kube-apiserver", argv, self._log("kube-apiserver"))

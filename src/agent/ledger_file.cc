@@ -1,13 +1,11 @@
 #include "agent/ledger_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "adapters/files/atomic_write.h"
 #include "core/codec/json_util.h"
 
 namespace tessera::agent {
@@ -86,25 +84,8 @@ Status LedgerFile::Save(const std::vector<node::LedgerEntry>& entries) const {
   nlohmann::ordered_json root;
   root["instances"] = list;
   const std::string text = root.dump(1) + "\n";
-  const std::string tmp = path_ + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Error{"MIG ledger " + tmp + ": " + std::strerror(errno)};
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      return Error{"MIG ledger " + tmp + ": write failed: " + std::strerror(errno)};
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return Error{"MIG ledger " + tmp + ": fsync failed: " + std::strerror(errno)};
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return Error{"MIG ledger " + path_ + ": rename failed: " + std::strerror(errno)};
+  if (auto s = files::WriteFileAtomically(path_, text, 0600); !s) {
+    return Error{"MIG ledger " + s.message()};
   }
   return Status::Ok();
 }

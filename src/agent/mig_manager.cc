@@ -176,18 +176,9 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
     const auto& a = allocs[i];
     std::erase_if(ledger_,
                   [&](const auto& e) { return SameKey(e, a.gpu_uuid, a.profile, a.placement); });
-    LedgerEntry e;
-    e.gpu_uuid = a.gpu_uuid;
-    e.profile = a.profile;
-    e.placement = a.placement;
-    e.pod = claim.pod;
-    e.pod_uid = claim.uid;
-    e.container_index = a.container_index;
-    e.device_index = a.device_index;
-    e.created = std::find(to_create.begin(), to_create.end(), i) == to_create.end() &&
-                std::find(to_finish.begin(), to_finish.end(), i) == to_finish.end();
-    e.gpu_instance_id = instances[i].gpu_instance_id;
-    e.mig_uuid = instances[i].mig_uuid;
+    const bool created = std::find(to_create.begin(), to_create.end(), i) == to_create.end() &&
+                         std::find(to_finish.begin(), to_finish.end(), i) == to_finish.end();
+    LedgerEntry e = node::EntryFor(claim, a, instances[i], created);
     e.written_ms = now;
     ledger_.push_back(e);
   }

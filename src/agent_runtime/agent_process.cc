@@ -204,8 +204,12 @@ Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
   Reconcile();
   if (options_.serve_kubelet) {
     plugin_ = std::make_unique<deviceplugin::DevicePluginServer>(*this, options_.plugin);
-    if (auto s = plugin_->Start(); !s) return s;
-    spdlog::info("device plugin {} registered with the kubelet", options_.plugin.resource_name);
+    if (auto s = plugin_->Start(); !s) {
+      // No kubelet yet, or one that is starting: Run() keeps trying.
+      spdlog::warn("{} (retrying)", s.message());
+    } else {
+      spdlog::info("device plugin {} registered with the kubelet", options_.plugin.resource_name);
+    }
   }
   health_thread_ = std::thread([this] {
     while (!stopping_) {
@@ -219,6 +223,7 @@ Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
 void AgentProcess::Run(const std::function<bool()>& stop) {
   auto next_register = std::chrono::steady_clock::now() + options_.register_interval;
   auto next_reconcile = std::chrono::steady_clock::now() + options_.reconcile_interval;
+  auto next_register_warning = std::chrono::steady_clock::now();
   while (!stop()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const auto now = std::chrono::steady_clock::now();
@@ -236,11 +241,20 @@ void AgentProcess::Run(const std::function<bool()>& stop) {
       next_reconcile = now + options_.reconcile_interval;
     }
     if (plugin_) {
+      const bool was_registered = plugin_->registered() || plugin_->registrations() > 0;
       auto restarted = plugin_->CheckKubelet();
       if (!restarted.ok()) {
-        spdlog::warn("{}", restarted.error().message);
+        if (now >= next_register_warning) {
+          spdlog::warn("{} (retrying)", restarted.error().message);
+          next_register_warning = now + std::chrono::seconds(10);
+        }
       } else if (restarted.value()) {
-        spdlog::info("the kubelet restarted: registered {} again", options_.plugin.resource_name);
+        if (was_registered) {
+          spdlog::info("the kubelet restarted: registered {} again", options_.plugin.resource_name);
+        } else {
+          spdlog::info("device plugin {} registered with the kubelet",
+                       options_.plugin.resource_name);
+        }
       }
     }
   }

@@ -64,7 +64,8 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
       const std::vector<node::PreferredRequest>& requests) override;
 
   std::string last_registration() const;
-  bool ready() const { return ready_.load(); }
+  // Started, and registered with the kubelet (when it serves one).
+  bool ready() const { return ready_.load() && (!plugin_ || plugin_->registered()); }
 
  private:
   int32_t NumaOf(const std::string& pci_bus_id) const;

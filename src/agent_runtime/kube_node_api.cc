@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "adapters/kube/events.h"
 #include "adapters/kube/object_writes.h"
 #include "adapters/kube/url.h"
 #include "core/codec/k8s_objects.h"
@@ -144,13 +145,7 @@ agent::ApiResult<model::Node> KubeNodeApi::PatchNode(const agent::AnnotationPatc
 
 void KubeNodeApi::PodEvent(const model::Pod& pod, const std::string& reason,
                            const std::string& message, bool warning) {
-  kube::EventSpec e;
-  e.ns = pod.ns;
-  e.pod_name = pod.name;
-  e.pod_uid = pod.uid;
-  e.type = warning ? "Warning" : "Normal";
-  e.reason = reason;
-  e.message = message;
+  kube::EventSpec e = kube::PodEvent(pod.ns, pod.name, pod.uid, warning, reason, message);
   e.reporting_instance = node_name_;
   events_.Record(std::move(e));
 }

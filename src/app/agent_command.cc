@@ -173,6 +173,12 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   ao.allocator.strategy.cdi_annotation_prefix = o.cdi_annotation_prefix;
   std::filesystem::create_directories(std::filesystem::path(o.ledger).parent_path());
 
+  // Stop signals are blocked before any thread starts, so only the waiter below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   auto cluster = kube::DiscoverConfig(o.kubeconfig);
   if (!cluster.ok()) return Fail(cluster.error().message);
   kube::Client client(std::move(cluster.value()));
@@ -186,11 +192,6 @@ int RunAgentCommand(const AgentCommandOptions& o) {
     if (auto s = http.Listen(o.http_bind); !s) return Fail(s.message());
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::atomic<bool> stop{false};
   std::thread waiter([&] {
     int sig = 0;

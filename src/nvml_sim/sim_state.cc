@@ -1,13 +1,11 @@
 #include "nvml_sim/sim_state.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "adapters/files/atomic_write.h"
 #include "adapters/nvml/nvml_api.h"
 #include "core/codec/json_util.h"
 #include "core/model/device.h"
@@ -166,24 +164,8 @@ Status SaveState(const std::string& path, const SimState& state) {
     root["gpus"].push_back(gj);
   }
   const std::string text = root.dump(1) + "\n";
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error{"simulated NVML: cannot write " + tmp};
-  const char* data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
-    if (n <= 0) {
-      ::close(fd);
-      return Error{"simulated NVML: short write to " + tmp};
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error{"simulated NVML: cannot rename " + tmp + " to " + path};
+  if (auto s = files::WriteFileAtomically(path, text); !s) {
+    return Error{"simulated NVML: " + s.message()};
   }
   return Status::Ok();
 }

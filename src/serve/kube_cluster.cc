@@ -203,14 +203,7 @@ Status KubeCluster::BindPod(const service::PodRef& pod, const std::string& node)
 
 void KubeCluster::RecordEvent(const service::PodRef& pod, bool warning, const std::string& reason,
                               const std::string& message) {
-  kube::EventSpec e;
-  e.ns = pod.ns;
-  e.pod_name = pod.name;
-  e.pod_uid = pod.uid;
-  e.type = warning ? "Warning" : "Normal";
-  e.reason = reason;
-  e.message = message;
-  events_->Record(e);
+  events_->Record(kube::PodEvent(pod.ns, pod.name, pod.uid, warning, reason, message));
 }
 
 // HAMi's node lock (hami-protocol.md 6.2): "<RFC3339>,<ns>,<name>", taken with a

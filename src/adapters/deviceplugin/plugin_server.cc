@@ -185,11 +185,13 @@ Status DevicePluginServer::Register() {
   }
   kubelet_inode_ = InodeOf(KubeletPath());
   ++registrations_;
+  registered_ = true;
   return Status::Ok();
 }
 
 Status DevicePluginServer::Start() {
   stopping_ = false;
+  registered_ = false;
   if (auto s = Serve(); !s) return s;
   return Register();
 }
@@ -208,9 +210,12 @@ Result<bool> DevicePluginServer::CheckKubelet() {
   const ino_t kubelet = InodeOf(KubeletPath());
   const bool ours_gone = InodeOf(SocketPath()) == 0;
   const bool kubelet_new = kubelet != 0 && kubelet != kubelet_inode_;
-  if (kubelet == 0 || (!ours_gone && !kubelet_new && server_)) return false;
+  // A kubelet that starts removes the plugin sockets it finds, possibly ours just after we made
+  // it: a failed registration is retried too.
+  if (kubelet == 0 || (registered_ && !ours_gone && !kubelet_new && server_)) return false;
   Stop();
   stopping_ = false;
+  registered_ = false;
   if (auto s = Serve(); !s) return Error{s.message()};
   if (auto s = Register(); !s) return Error{s.message()};
   return true;

@@ -53,11 +53,13 @@ class DevicePluginServer {
   void Stop();
   // Re-sends the device list on every ListAndWatch stream.
   void DevicesChanged();
-  // When the kubelet restarted (its socket is new, or ours was removed), serves again and
-  // re-registers. Returns whether it did; an error when re-registering failed (retry later).
+  // When the kubelet restarted (its socket is new, or ours was removed) or the last registration
+  // failed, serves again and registers. Returns whether it did; an error when registering failed
+  // (call again later).
   Result<bool> CheckKubelet();
 
   int registrations() const { return registrations_.load(); }
+  bool registered() const { return registered_.load(); }
   uint64_t devices_version() const;
   // Waits for a change of the device list after `seen`, up to the timeout, or for Stop.
   uint64_t WaitDevices(uint64_t seen, int timeout_ms);
@@ -81,6 +83,7 @@ class DevicePluginServer {
   uint64_t version_ = 1;
   std::atomic<bool> stopping_{false};
   std::atomic<int> registrations_{0};
+  std::atomic<bool> registered_{false};
   ino_t kubelet_inode_ = 0;
 };
 

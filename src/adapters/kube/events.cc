@@ -21,6 +21,18 @@ std::string Truncate(const std::string& text, size_t limit) {
 
 }  // namespace
 
+EventSpec PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
+                   bool warning, const std::string& reason, const std::string& message) {
+  EventSpec e;
+  e.ns = ns;
+  e.pod_name = name;
+  e.pod_uid = uid;
+  e.type = warning ? "Warning" : "Normal";
+  e.reason = reason;
+  e.message = message;
+  return e;
+}
+
 Json EventObject(const EventSpec& event) {
   const std::string component =
       event.reporting_component.empty() ? "tessera" : event.reporting_component;

@@ -23,6 +23,22 @@ bool Matches(const DriverMigInstance& instance, const codec::MigAllocation& allo
          instance.placement == allocation.placement;
 }
 
+LedgerEntry EntryFor(const PodMigClaim& claim, const codec::MigAllocation& allocation,
+                     const DriverMigInstance& instance, bool created) {
+  LedgerEntry e;
+  e.gpu_uuid = allocation.gpu_uuid;
+  e.profile = allocation.profile;
+  e.placement = allocation.placement;
+  e.pod = claim.pod;
+  e.pod_uid = claim.uid;
+  e.container_index = allocation.container_index;
+  e.device_index = allocation.device_index;
+  e.created = created;
+  e.gpu_instance_id = instance.gpu_instance_id;
+  e.mig_uuid = instance.mig_uuid;
+  return e;
+}
+
 ReconcilePlan PlanReconcile(const ReconcileInput& input) {
   ReconcilePlan plan;
   static const NodeClaims kNone;
@@ -70,18 +86,7 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
         continue;
       }
       claimed[idx] = true;
-      LedgerEntry entry;
-      entry.gpu_uuid = it->gpu_uuid;
-      entry.profile = it->profile;
-      entry.placement = it->placement;
-      entry.pod = claim.pod;
-      entry.pod_uid = claim.uid;
-      entry.container_index = alloc.container_index;
-      entry.device_index = alloc.device_index;
-      entry.created = true;
-      entry.gpu_instance_id = it->gpu_instance_id;
-      entry.mig_uuid = it->mig_uuid;
-      plan.keep.push_back(Adoption{*it, entry});
+      plan.keep.push_back(Adoption{*it, EntryFor(claim, alloc, *it, true)});
       if (!it->has_compute_instance) plan.finish.push_back(*it);
     }
   }

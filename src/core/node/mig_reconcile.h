@@ -65,6 +65,10 @@ struct ReconcilePlan {
 
 ReconcilePlan PlanReconcile(const ReconcileInput& input);
 
+// The ledger entry of `claim`'s `allocation`, with what the driver reports of `instance`.
+LedgerEntry EntryFor(const PodMigClaim& claim, const codec::MigAllocation& allocation,
+                     const DriverMigInstance& instance, bool created);
+
 // Whether an instance is at exactly the claimed GPU, profile and placement.
 bool Matches(const DriverMigInstance& instance, const codec::MigAllocation& allocation);
 
