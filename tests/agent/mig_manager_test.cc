@@ -371,3 +371,63 @@ TEST(MigManagerTest, ANewPodNeverGetsTheInstanceAnEndedPodLeft) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Every NVML function on the realize and reconcile paths fails once (its first call, and in a
+// second case every call): Realize either succeeds or fails cleanly, and once the driver works
+// again the node ends with exactly pod a's instances, none leaked, none twice.
+class MigNvmlErrorTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+TEST_P(MigNvmlErrorTest, FailsCleanlyAndRecovers) {
+  const auto& [function, every_call] = GetParam();
+  testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]");
+  std::vector<node::DriverMigInstance> b_instances;
+  {
+    Agent setup(sim);
+    ASSERT_TRUE(setup.manager.Realize(PodB(), 0, Claims({PodB()})).ok());
+    b_instances = setup.Instances();
+  }
+  testing::SimulatedNvml::SetFaults("fail:" + function + ":" + (every_call ? "*" : "1") +
+                                    ":UNKNOWN");
+  {
+    Agent agent(sim);  // the driver's own discovery may already meet the fault
+    auto r = agent.manager.Realize(PodA(), 0, Claims({PodA(), PodB()}));
+    if (!r.ok()) {
+      EXPECT_FALSE(r.error().message.empty());
+    }
+    (void)agent.manager.Reconcile(Claims({PodA(), PodB()}), true, agent.clock + 100);
+  }
+  testing::SimulatedNvml::SetFaults("");
+  Agent healed(sim);
+  ASSERT_TRUE(healed.manager.Realize(PodA(), 0, Claims({PodA(), PodB()})).ok());
+  healed.clock += 1000;
+  auto report = healed.manager.Reconcile(Claims({PodA(), PodB()}), true, healed.clock);
+  EXPECT_TRUE(report.errors.empty());
+  const Census census = Count(healed.Instances(), Claims({PodA(), PodB()}), b_instances);
+  EXPECT_EQ(census.leaked, 0);
+  EXPECT_EQ(census.duplicated, 0);
+  EXPECT_TRUE(census.b_untouched);
+  EXPECT_EQ(Starts(healed.Instances()), (std::set<uint32_t>{0, 3, 6, 9}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryFunction, MigNvmlErrorTest,
+    ::testing::Combine(
+        ::testing::Values("nvmlDeviceGetHandleByUUID", "nvmlDeviceGetIndex",
+                          "nvmlDeviceGetGpuInstances", "nvmlGpuInstanceGetInfo",
+                          "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+                          "nvmlGpuInstanceGetComputeInstances", "nvmlComputeInstanceGetInfo_v2",
+                          "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
+                          "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetUUID",
+                          "nvmlDeviceCreateGpuInstanceWithPlacement",
+                          "nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceCreateComputeInstance",
+                          "nvmlComputeInstanceDestroy", "nvmlGpuInstanceDestroy"),
+        ::testing::Bool()),
+    [](const auto& p) {
+      return std::get<0>(p.param) + (std::get<1>(p.param) ? "_EveryCall" : "_FirstCall");
+    });
+
+}  // namespace
+}  // namespace tessera
