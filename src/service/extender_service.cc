@@ -469,6 +469,10 @@ void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
 }
 
 void ExtenderService::ForgetPodLocked(const std::string& key) {
+  if (const state::PodReservation* held = state_.pod(key); held != nullptr) {
+    std::erase_if(reported_problems_,
+                  [&](const std::string& p) { return p.rfind(held->uid + "/", 0) == 0; });
+  }
   pending_.erase(key);
   passthrough_.erase(key);
   scheduler_.Release(key);
@@ -498,6 +502,20 @@ void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
     spdlog::warn("pod {}: {}", key, reservation.error().message);
     return;
   }
+  if (reservation.value() && !reservation.value()->problem.empty() &&
+      reported_problems_.insert(pod.uid + "/" + reservation.value()->problem).second) {
+    // Once per pod and problem: the GPUs it names stay unusable until it goes away.
+    metrics_.DecodeError("pod");
+    const auto& r = *reservation.value();
+    std::string gpus;
+    for (const auto& g : r.held_gpus) gpus += (gpus.empty() ? "" : ", ") + g;
+    const std::string message =
+        r.problem + "; GPUs " + (gpus.empty() ? "(none named)" : gpus) +
+        " are held whole and not offered to other pods until this pod goes away";
+    spdlog::warn("{}", message);
+    writer_.RecordEvent(PodRef{pod.ns, pod.name, pod.uid}, true, "UnreadableGPUAllocation",
+                        message);
+  }
   if (!reservation.value()) {
     // A bound pod without a placement holds no GPU; an unbound one may still be filtered.
     if (held != nullptr && !pod.node_name.empty()) ForgetPodLocked(key);
@@ -512,8 +530,8 @@ void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
     pending_.erase(pending);  // bound: confirmed
     metrics_.SetPending(pending_.size());
   }
-  const bool same =
-      held != nullptr && held->node == r.node && held->devices == r.devices && held->mig == r.mig;
+  const bool same = held != nullptr && held->node == r.node && held->devices == r.devices &&
+                    held->mig == r.mig && held->held_gpus == r.held_gpus;
   if (!same) state_.AddPod(std::move(r));
   if (pod.node_name.empty() && pending_.count(key) == 0 && !same) {
     // Placed by filter (this process before a restart, or another replica) and not bound yet:

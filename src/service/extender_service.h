@@ -122,6 +122,7 @@ class ExtenderService {
   std::map<std::string, Pending> pending_;  // by pod key
   // Pods filter let through without devices (no GPU request): bind needs no reservation for them.
   std::set<std::string> passthrough_;
+  std::set<std::string> reported_problems_;  // "<uid>/<problem>": unreadable annotations, once
   uint64_t next_serial_ = 1;
   bool synced_ = false;
   bool leader_ = true;

@@ -44,6 +44,7 @@ std::string StepJson(const StepResult& r) {
   }
   const sched::Decision& d = r.decision;
   if (r.adopted) j["adopted"] = true;
+  if (!r.warning.empty()) j["warning"] = r.warning;
   if (d.passthrough) {
     j["scheduled"] = false;
     j["passthrough"] = true;

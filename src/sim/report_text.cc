@@ -47,6 +47,7 @@ std::string StepText(const StepResult& r) {
     return out.str();
   }
   out << (r.adopted ? ": adopted on " : ": scheduled on ") << d.node << "\n";
+  if (!r.warning.empty()) out << "    warning: " << r.warning << " (its GPUs are held whole)\n";
   for (size_t slot = 0; slot < d.container_names.size(); ++slot) {
     out << "    " << d.container_names[slot] << ":";
     if (slot >= d.containers.size() || d.containers[slot].empty()) out << " (no GPU)";

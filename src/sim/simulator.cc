@@ -28,6 +28,7 @@ StepResult Simulator::Create(int step, const model::Pod& pod, const std::string&
   if (existing.value() && !pod.node_name.empty()) {
     state::PodReservation reservation = std::move(*existing.value());
     r.adopted = true;
+    r.warning = reservation.problem;
     r.decision.scheduled = true;
     r.decision.node = reservation.node;
     r.decision.annotations = pod.annotations;

@@ -29,6 +29,8 @@ struct StepResult {
   std::string pod;     // namespace/name
   bool adopted = false;
   std::string error;  // a create that could not be admitted or adopted
+  // An adopted pod whose annotations do not all decode: the GPUs they name are held whole.
+  std::string warning;
   sched::Decision decision;
   std::vector<ReleasedDevice> released;
   bool found = true;  // delete: the pod existed

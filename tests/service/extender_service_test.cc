@@ -498,5 +498,37 @@ TEST_F(ServiceTest, ConcurrentFiltersAndBindsNeverDoubleBook) {
   });
 }
 
+// Issue 14: a running pod whose hami.io/vgpu-mig-allocations does not decode is not dropped:
+// its 7000 MiB count, its GPU is not offered to anyone (CardNotHealth), the problem is one
+// Warning Event however often the informer sends the pod, and the GPU is free once it is gone.
+TEST_F(ServiceTest, RunningPodWithAnUnreadableAnnotationHoldsItsGpu) {
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0")})});
+  model::Pod running = PodBuilder("ns/running").Container(1, 7000).Build();
+  running.node_name = "n1";
+  running.annotations["hami.io/vgpu-node"] = "n1";
+  running.annotations["hami.io/bind-phase"] = "success";
+  running.annotations["hami.io/vgpu-devices-allocated"] = "GPU-0,NVIDIA,7000,0:;";
+  running.annotations["hami.io/vgpu-mig-allocations"] =
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-0","profile":"1g.5gb","placement":{"start":0,"size":1}},)"
+      R"({"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-0","profile":"1g.5gb","placement":{"start":1,"size":1}}])";
+  s.UpsertPod(PodJson(running));
+  s.UpsertPod(PodJson(running));  // the informer resends it
+  EXPECT_TRUE(Holds("ns/running"));
+  Json r = Filter(PodBuilder("ns/next").Container(1, 1000).Build(), {"n1"});
+  EXPECT_TRUE(r["NodeNames"].is_null()) << r.dump();
+  EXPECT_EQ(r["FailedNodes"]["n1"], "1/1 CardNotHealth") << r.dump();
+  int events = 0;
+  for (const auto& e : writer.events) {
+    if (e.find("UnreadableGPUAllocation") != std::string::npos) {
+      ++events;
+      EXPECT_NE(e.find("GPUs GPU-0 are held whole"), std::string::npos) << e;
+    }
+  }
+  EXPECT_EQ(events, 1);
+  s.DeletePod(PodJson(running));
+  r = Filter(PodBuilder("ns/next").Container(1, 1000).Build(), {"n1"});
+  EXPECT_EQ(r["NodeNames"][0], "n1") << r.dump();
+}
+
 }  // namespace
 }  // namespace tessera::service

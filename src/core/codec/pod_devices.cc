@@ -1,5 +1,7 @@
 #include "core/codec/pod_devices.h"
 
+#include <algorithm>
+
 #include <limits>
 
 #include "core/common/strings.h"
@@ -53,6 +55,20 @@ Result<PodDevices> DecodePodDevices(std::string_view text) {
     pod.push_back(std::move(container));
   }
   return pod;
+}
+
+std::vector<std::string> GpuUuidsIn(std::string_view text) {
+  std::vector<std::string> out;
+  for (size_t pos = text.find("GPU-"); pos != std::string_view::npos;
+       pos = text.find("GPU-", pos)) {
+    size_t end = text.find_first_of(",:;\"' \t\n]}", pos);
+    if (end == std::string_view::npos) end = text.size();
+    out.emplace_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace tessera::codec

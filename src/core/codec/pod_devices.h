@@ -25,4 +25,8 @@ using PodDevices = std::vector<ContainerDevices>;
 std::string EncodePodDevices(const PodDevices& devices);
 Result<PodDevices> DecodePodDevices(std::string_view text);
 
+// Every GPU UUID ("GPU-...") named anywhere in an annotation's text, even one that does not
+// decode: the GPUs a pod holds although its annotation cannot be read exactly. Sorted, unique.
+std::vector<std::string> GpuUuidsIn(std::string_view text);
+
 }  // namespace tessera::codec

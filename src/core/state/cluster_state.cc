@@ -244,6 +244,12 @@ std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
   return r;
 }
 
+namespace {
+bool HoldsWhole(const PodReservation& pod, const std::string& uuid) {
+  return std::binary_search(pod.held_gpus.begin(), pod.held_gpus.end(), uuid);
+}
+}  // namespace
+
 void ClusterState::Apply(NodeState& ns, const PodReservation& pod) {
   std::vector<Applied>& applied = applied_[pod.key];
   applied.clear();
@@ -314,7 +320,14 @@ void ClusterState::Apply(NodeState& ns, const PodReservation& pod) {
   }
   // A MIG GPU used without a placement: its occupancy is unknown, so nothing else goes there.
   for (int dev : mig_devices_with_entries) {
-    if (mig_devices_with_allocations.count(dev) == 0) entry(dev).fail_closed++;
+    if (mig_devices_with_allocations.count(dev) == 0 && !HoldsWhole(pod, ns.devices[dev].uuid)) {
+      entry(dev).fail_closed++;
+    }
+  }
+  // GPUs named by an annotation that does not decode: held whole (fail closed).
+  for (const auto& uuid : pod.held_gpus) {
+    const int dev = ns.DeviceIndex(uuid);
+    if (dev >= 0) entry(dev).fail_closed++;
   }
   for (const auto& a : applied) {
     DeviceUsage& u = ns.usage[a.device];
@@ -370,29 +383,45 @@ Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
     const model::Pod& pod) {
   const std::string* node = pod.Annotation(std::string(ann::kAssignedNode));
   const std::string* allocated = pod.Annotation(std::string(ann::kDevicesAllocated));
-  if (node == nullptr || node->empty() || allocated == nullptr) {
+  const std::string* mig = pod.Annotation(std::string(ann::kMigAllocations));
+  const std::string node_name = node != nullptr && !node->empty() ? *node : pod.node_name;
+  if (node_name.empty() || (allocated == nullptr && mig == nullptr)) {
     return std::optional<PodReservation>{};
   }
   PodReservation r;
   r.key = pod.Key();
   r.uid = pod.uid;
-  r.node = *node;
+  r.node = node_name;
   r.num_init = static_cast<int>(pod.init_containers.size());
   r.cpu_milli = model::PodCpuRequestMilli(pod);
-  auto devices = codec::DecodePodDevices(*allocated);
-  if (!devices.ok()) {
-    return Error{"pod " + pod.Key() +
-                 ": annotation hami.io/vgpu-devices-allocated: " + devices.error().message};
-  }
-  r.devices = std::move(devices.value());
-  if (const std::string* mig = pod.Annotation(std::string(ann::kMigAllocations))) {
-    auto allocations = codec::DecodeMigAllocations(*mig);
-    if (!allocations.ok()) {
-      return Error{"pod " + pod.Key() +
-                   ": annotation hami.io/vgpu-mig-allocations: " + allocations.error().message};
+  auto hold = [&](const std::string& annotation, const std::string& text,
+                  const std::string& message) {
+    for (auto& uuid : codec::GpuUuidsIn(text)) r.held_gpus.push_back(std::move(uuid));
+    if (!r.problem.empty()) r.problem += "; ";
+    r.problem += "pod " + pod.Key() + ": annotation " + annotation + ": " + message;
+  };
+  if (allocated != nullptr) {
+    auto devices = codec::DecodePodDevices(*allocated);
+    if (devices.ok()) {
+      r.devices = std::move(devices.value());
+    } else {
+      hold(std::string(ann::kDevicesAllocated), *allocated, devices.error().message);
     }
-    r.mig = std::move(allocations.value());
   }
+  if (mig != nullptr) {
+    auto allocations = codec::DecodeMigAllocations(*mig);
+    if (allocations.ok()) {
+      r.mig = std::move(allocations.value());
+    } else {
+      // Without the placements, every GPU either annotation names is held whole.
+      hold(std::string(ann::kMigAllocations), *mig, allocations.error().message);
+      if (allocated != nullptr) {
+        for (auto& uuid : codec::GpuUuidsIn(*allocated)) r.held_gpus.push_back(std::move(uuid));
+      }
+    }
+  }
+  std::sort(r.held_gpus.begin(), r.held_gpus.end());
+  r.held_gpus.erase(std::unique(r.held_gpus.begin(), r.held_gpus.end()), r.held_gpus.end());
   return std::optional<PodReservation>(std::move(r));
 }
 

@@ -48,6 +48,11 @@ struct PodReservation {
   codec::PodDevices devices;              // per allocation slot
   std::vector<codec::MigAllocation> mig;  // MIG instances
   int64_t cpu_milli = 0;                  // host CPU requested (for fragmentation scoring)
+  // GPUs the pod names in an annotation that does not decode: it holds them, but not exactly
+  // what, so nobody else may use them (CardNotHealth) until the pod goes away. Never freed
+  // because part of an annotation is unreadable.
+  std::vector<std::string> held_gpus{};
+  std::string problem{};  // why held_gpus is not empty: the decode error, naming pod and annotation
 };
 
 // One registered node and the usage of its GPUs.
@@ -108,8 +113,10 @@ class ClusterState {
   // Removes a pod's reservation and returns it (nullopt if the pod held nothing).
   std::optional<PodReservation> RemovePod(const std::string& key);
 
-  // The reservation written in a pod's annotations, when it has one (hami.io/vgpu-node plus
-  // hami.io/vgpu-devices-allocated). Errors name the pod and the annotation.
+  // The reservation written in a pod's annotations, when it has one (hami.io/vgpu-node, or
+  // the pod's node when that annotation is missing, plus hami.io/vgpu-devices-allocated or
+  // hami.io/vgpu-mig-allocations). What decodes is counted exactly; the GPUs named by what does
+  // not decode are held_gpus, with the decode error as `problem`. Never an error.
   static Result<std::optional<PodReservation>> ReservationFromAnnotations(const model::Pod& pod);
 
   const std::map<std::string, NodeState>& nodes() const { return nodes_; }
