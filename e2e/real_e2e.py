@@ -817,6 +817,34 @@ def s_agent(env: Env, ns: str, group: str):
         agent.stop()
 
 
+@scenario("k", "a running pod with an unreadable hami.io/vgpu-mig-allocations holds its GPU: "
+               "the next pod waits with CardNotHealth until it is deleted", 90)
+def s_unreadable_running_pod(env: Env, ns: str, group: str):
+    env.require_main()
+    uuid = "GPU-c0ffee00-0000-0000-0000-000000000001"
+    env.cluster.create_node(f"{group}-n1", [gpu.sharing_gpu(uuid, 0, devmem=8000)], group)
+    running = gpu_pod(ns, "running", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 7000},
+                      group=group, annotations={
+                          "hami.io/vgpu-node": f"{group}-n1",
+                          "hami.io/bind-phase": "success",
+                          gpu.ALLOCATED: f"{uuid},NVIDIA,7000,0:;",
+                          gpu.MIG_ALLOCATIONS: json.dumps([
+                              {"containerIndex": 0, "deviceIndex": 0, "gpuUUID": uuid,
+                               "profile": "1g.5gb", "placement": {"start": 0, "size": 1}},
+                              {"containerIndex": 0, "deviceIndex": 0, "gpuUUID": uuid,
+                               "profile": "1g.5gb", "placement": {"start": 1, "size": 1}}])})
+    running["spec"]["nodeName"] = f"{group}-n1"  # placed before tessera saw it
+    env.kube.create_pod(running)
+    env.kube.create_pod(gpu_pod(ns, "next", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 7000},
+                                group=group))
+    msg = env.wait_unschedulable(ns, "next", 30)
+    say(f"next: {msg}")
+    check("CardNotHealth" in msg, f"next should wait with CardNotHealth: {msg!r}")
+    env.kube.delete_pod(ns, "running")
+    env.wait_bound(ns, ["next"], 40)
+    say("running deleted -> next bound")
+
+
 @scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "
                "not schedule, failover after kill -9", 150)
 def s_leader_election(env: Env, ns: str, group: str):
