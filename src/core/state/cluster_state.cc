@@ -137,7 +137,11 @@ void ClusterState::UpsertNode(const model::Node& node) {
     if (!devices.ok()) {
       ns.unusable_reason = "node unusable: " + devices.error().message;
     } else {
-      ns.devices = std::move(devices.value());
+      // HAMi's NVIDIA backend takes only entries whose type names NVIDIA (hami-protocol.md 5,
+      // typeDevices); other vendors' entries on a mixed node are not NVIDIA GPUs.
+      for (auto& d : devices.value()) {
+        if (ToUpper(d.type).find("NVIDIA") != std::string::npos) ns.devices.push_back(std::move(d));
+      }
     }
   }
   if (ns.usable()) {

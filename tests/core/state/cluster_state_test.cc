@@ -207,3 +207,22 @@ TEST(ClusterStateTest, StateClassesGroupExactlyTheNodesInTheSameState) {
 
 }  // namespace
 }  // namespace tessera::state
+
+namespace tessera::state {
+namespace {
+
+TEST(ClusterStateTest, RegisterEntriesOfOtherVendorsAreIgnored) {
+  ClusterState s{config::SchedulerConfig{}};
+  model::Node n;
+  n.name = "mixed";
+  n.annotations["hami.io/node-nvidia-register"] =
+      R"([{"id":"GPU-0","count":10,"devmem":16384,"devcore":100,"type":"NVIDIA-Tesla T4","mode":"hami-core","health":true},)"
+      R"({"id":"MX-1","count":10,"devmem":65536,"devcore":100,"type":"Metax-GPU","mode":"hami-core","health":true},)"
+      R"({"id":"DCU-2","count":10,"devmem":32768,"devcore":100,"type":"DCU","mode":"hami-core","health":true}])";
+  s.UpsertNode(n);
+  ASSERT_EQ(s.node("mixed")->devices.size(), 1U);
+  EXPECT_EQ(s.node("mixed")->devices[0].uuid, "GPU-0");
+}
+
+}  // namespace
+}  // namespace tessera::state
