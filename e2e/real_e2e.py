@@ -764,6 +764,25 @@ def s_agent(env: Env, ns: str, group: str):
         say("kubelet-dm restart: the agent registered again")
 
         env.kube.delete_pod(ns, "p1")
+        nudges = 0
+
+        def p3_bound():
+            nonlocal nudges
+            if env.kube.pod(ns, "p3")["spec"].get("nodeName"):
+                return True
+            # kube-scheduler retries an unschedulable pod on cluster events. When its retry after
+            # p1's delete raced tessera's view of that delete, it waits for the next event: a
+            # short-lived CPU pod on the node provides one (as any pod churn would).
+            nudges += 1
+            nudge = {"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"nudge-{nudges}", "namespace": ns},
+                     "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                              "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                              "resources": {"requests": {"cpu": "10m"}}}]}}
+            env.kube.create_pod(nudge)
+            env.kube.delete_pod(ns, nudge["metadata"]["name"])
+            return False
+        wait_until(p3_bound, 60, 3.0, "p3 bound after p1's delete")
         p3 = wait_phase(env, ns, ["p3"], "Running", 60)["p3"]
         u3 = mig_uuids(p3)
         check(u3[0][0] in (9, 6), f"p3 got start {u3[0][0]}, not one of p1's 9/6")
