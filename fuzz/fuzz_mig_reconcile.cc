@@ -54,7 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     inst.profile = ProfileOf(in.Next());
     inst.placement = PlacementOf(in.Next());
     inst.has_compute_instance = in.Next() % 2;
-    input.actual.push_back(inst);
+    // The driver never holds overlapping instances on one GPU.
+    bool overlaps = false;
+    for (const auto& other : input.actual) {
+      overlaps =
+          overlaps || (other.gpu_uuid == inst.gpu_uuid && other.placement.Overlaps(inst.placement));
+    }
+    if (!overlaps) input.actual.push_back(inst);
   }
   const int ledger = in.Next() % 6;
   for (int i = 0; i < ledger; ++i) {
@@ -64,7 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     e.placement = PlacementOf(in.Next());
     e.written_ms = in.Next();
     e.pod_uid = in.Next() % 2 ? "uid-" + std::to_string(in.Next() % 5) : "";
-    input.ledger.push_back(e);
+    // The ledger holds one entry per (GPU, profile, placement).
+    bool seen = false;
+    for (const auto& other : input.ledger) {
+      seen = seen || (other.gpu_uuid == e.gpu_uuid && other.profile == e.profile &&
+                      other.placement == e.placement);
+    }
+    if (!seen) input.ledger.push_back(e);
   }
   input.pods_synced = in.Next() % 2;
   input.pods_seen_ms = in.Next();

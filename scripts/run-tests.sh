@@ -9,6 +9,9 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 JOBS=$(nproc)
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/tessera-ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# Paths below the checkout hash relative, so a fresh clone in another folder (as CI makes) hits
+# the cache of earlier runs.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
 
 scripts/install-deps.sh || { echo "install-deps failed"; exit 1; }
 
