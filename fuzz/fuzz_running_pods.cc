@@ -2,7 +2,8 @@
 // are adopted as the informer and the simulator adopt them, then new pods are scheduled.
 // Invariant (issue 14): whatever the running pods' annotations say, no new decision places a
 // pod on a GPU that a running pod names in an annotation that does not decode, over a shared
-// GPU's memory or task count, or on MIG slices that a running pod's readable allocation holds.
+// GPU's memory or task count, or on MIG slices that a running pod's readable allocation holds;
+// and no decision takes the namespace past its GPU memory quota.
 // Input: lines "<devices-allocated>\t<mig-allocations>", one running pod each (at most 3).
 
 #include <cstddef>
@@ -54,6 +55,7 @@ GpuDevice MigGpu() {
 
 tessera::model::Pod NewPod(int i, bool mig) {
   tessera::model::Pod p;
+  p.ns = "team";
   p.name = "new-" + std::to_string(i);
   p.uid = "uid-new-" + std::to_string(i);
   tessera::model::Container c;
@@ -79,6 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   node.annotations[std::string(ann::kNodeRegister)] =
       tessera::codec::EncodeNodeRegister({SharedGpu(), MigGpu()});
   state.UpsertNode(node);
+  constexpr int64_t kQuotaMiB = 40000;
+  state.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", std::to_string(kQuotaMiB)}}});
 
   std::vector<tessera::state::PodReservation> all;  // every pod's reservation, running and new
   size_t start = 0;
@@ -89,6 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     start = end + 1;
     const size_t tab = line.find('\t');
     tessera::model::Pod pod;
+    pod.ns = "team";
     pod.name = "running-" + std::to_string(i);
     pod.uid = "uid-running-" + std::to_string(i);
     pod.node_name = "n1";
@@ -109,6 +114,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < 6; ++i) {
     const tessera::sched::Decision d = scheduler.Schedule(NewPod(i, i % 2 == 1), nullptr, 1);
     if (!d.scheduled) continue;
+    int64_t team_mem = 0;
+    for (const auto& r : all) team_mem += tessera::state::QuotaUseOf(r.devices, r.num_init).mem;
+    const int64_t new_mem =
+        tessera::state::QuotaUseOf(d.reservation.devices, d.reservation.num_init).mem;
+    if (team_mem + new_mem > kQuotaMiB) {
+      Violation("quota exceeded: " + std::to_string(team_mem) + " MiB held + " +
+                std::to_string(new_mem) + " > " + std::to_string(kQuotaMiB));
+    }
     for (const auto& slot : d.containers) {
       for (const auto& g : slot) {
         int64_t mem = 0;

@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "app/agent_command.h"
 #include "app/mig_replay_command.h"
 #include "app/replay_command.h"
 #include "app/serve_command.h"
+#include "app/serve_flags.h"
 #include "core/mig/catalog.h"
 #include "core/mig/layout_table.h"
 #include "sim/demo.h"
@@ -159,67 +161,7 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand(
       "serve", "Run the kube-scheduler extender and mutating webhook (docs/serve.md)");
   tessera::app::ServeOptions so;
-  serve->add_option("--kubeconfig", so.kubeconfig,
-                    "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
-  serve->add_option("--cluster", so.cluster,
-                    "Serve an embedded in-memory cluster from a scenario file instead");
-  serve->add_option("--http-bind,--http_bind", so.http_bind, "Listen address HOST:PORT")
-      ->capture_default_str();
-  serve->add_option("--tls-cert-file,--cert_file", so.tls_cert_file,
-                    "TLS certificate (PEM, reloaded when it changes)");
-  serve->add_option("--tls-key-file,--key_file", so.tls_key_file, "TLS private key (PEM)");
-  serve
-      ->add_option("--scheduler-name", so.scheduler_name,
-                   "Scheduler name the webhook sets and events carry")
-      ->capture_default_str();
-  serve->add_option("--device-config,--device-config-file", so.device_config,
-                    "HAMi device-config.yaml");
-  serve->add_option("--node-scheduler-policy", so.node_policy, "binpack or spread")
-      ->capture_default_str();
-  serve->add_option("--gpu-scheduler-policy", so.gpu_policy, "spread, binpack, topology-aware…")
-      ->capture_default_str();
-  serve->add_option("--mig-demand-prior", so.mig_demand_prior,
-                    "Assumed MIG request mix by size, e.g. 1g=4,3g=1,7g=1 (default: all sizes "
-                    "alike; docs/placement.md)");
-  serve
-      ->add_option("--mig-prior-strength", so.mig_prior_strength,
-                   "How many observed requests the prior is worth")
-      ->capture_default_str();
-  serve->add_flag("--mig-allow-larger-profile", so.mig_allow_larger_profile,
-                  "Let an instance take a larger profile than the smallest that covers it when "
-                  "that keeps more placeability");
-  serve
-      ->add_option("--force-overwrite-default-scheduler", so.force_overwrite_default_scheduler,
-                   "Webhook takes over pods that name default-scheduler")
-      ->capture_default_str();
-  serve
-      ->add_option("--node-lock", so.node_lock,
-                   "none, or hami (write hami.io/mutex.lock for HAMi's device plugin)")
-      ->capture_default_str();
-  serve
-      ->add_option("--reservation-timeout", so.reservation_timeout,
-                   "How long a filtered pod's devices stay reserved without a bind (60s, 2m)")
-      ->capture_default_str();
-  serve
-      ->add_option("--write-placement", so.write_placement,
-                   "When placement annotations are written: filter (as HAMi) or bind (faster)")
-      ->capture_default_str();
-  serve->add_flag("--leader-elect", so.leader_elect, "Only the Lease holder serves");
-  serve
-      ->add_option("--leader-elect-mode", so.leader_elect_mode,
-                   "campaign (own Lease) or follow (the kube-scheduler's Lease)")
-      ->capture_default_str();
-  serve
-      ->add_option("--leader-elect-namespace,--leader-elect-resource-namespace",
-                   so.leader_elect_namespace, "Lease namespace")
-      ->capture_default_str();
-  serve
-      ->add_option("--leader-elect-name,--leader-elect-resource-name", so.leader_elect_name,
-                   "Lease name")
-      ->capture_default_str();
-  serve->add_option("--leader-elect-identity", so.leader_elect_identity,
-                    "Holder identity (campaign) or identity prefix (follow); default hostname");
-  serve->add_option("--log-level", so.log_level, "debug, info or warn")->capture_default_str();
+  tessera::app::AddServeFlags(*serve, so);
 
   auto* agent = app.add_subcommand(
       "agent",
@@ -275,7 +217,14 @@ int main(int argc, char** argv) {
                   "Print what NVML reports and what would be registered, then exit (read-only)");
   agent->add_option("--log-level", ao.log_level, "debug, info or warn")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  // HAMi's chart passes klog's single-dash `-v=4` to the scheduler; CLI11 wants `--v=4`.
+  std::vector<std::string> args =
+      tessera::app::NormalizeServeArgs(std::vector<std::string>(argv, argv + argc));
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  const int arg_count = static_cast<int>(arg_ptrs.size());
+  arg_ptrs.push_back(nullptr);
+  CLI11_PARSE(app, arg_count, arg_ptrs.data());
   if (serve->parsed()) return tessera::app::RunServeCommand(so);
   if (agent->parsed()) return tessera::app::RunAgentCommand(ao);
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "adapters/yaml/yaml_json.h"
+#include "app/serve_flags.h"
 #include "core/common/duration.h"
 #include "core/config/config_codec.h"
 #include "core/mig/catalog.h"
@@ -41,13 +42,24 @@ Result<config::SchedulerConfig> LoadDeviceConfig(const std::string& path) {
   return cfg;
 }
 
-std::string DefaultIdentity() {
+std::string Hostname() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "tessera");
+  return host;
+}
+
+std::string DefaultIdentity() {
   std::random_device rd;
   std::ostringstream id;
-  id << host << "_" << std::hex << rd();
+  id << Hostname() << "_" << std::hex << rd();
   return id.str();
+}
+
+// A Go-style duration flag rounded up to whole seconds; negative or malformed is an error.
+Result<std::chrono::seconds> DurationFlag(const std::string& flag, const std::string& text) {
+  auto d = ParseDuration(text);
+  if (!d.ok()) return Error{flag + " " + text + ": want a duration such as 60s, 5m or 1m30s"};
+  return std::chrono::ceil<std::chrono::seconds>(d.value());
 }
 
 // Blocks SIGINT/SIGTERM in every thread; one waiter turns them into a clean stop.
@@ -63,8 +75,10 @@ sigset_t BlockStopSignals() {
 }  // namespace
 
 int RunServeCommand(const ServeOptions& options) {
-  if (options.log_level == "debug") spdlog::set_level(spdlog::level::debug);
-  if (options.log_level == "warn") spdlog::set_level(spdlog::level::warn);
+  const std::string log_level =
+      EffectiveLogLevel(options.log_level, options.debug, options.verbosity);
+  if (log_level == "debug") spdlog::set_level(spdlog::level::debug);
+  if (log_level == "warn") spdlog::set_level(spdlog::level::warn);
   if (!options.kubeconfig.empty() && !options.cluster.empty()) {
     return Fail("--kubeconfig and --cluster are exclusive: one cluster source at a time");
   }
@@ -117,6 +131,34 @@ int RunServeCommand(const ServeOptions& options) {
     return Fail("--write-placement: want filter or bind, got " + options.write_placement);
   }
   so.write_placement_in_bind = options.write_placement == "bind";
+  auto selector = ParseNodeSelector(options.node_label_selector);
+  if (!selector.ok()) return Fail(selector.error().message);
+  so.node_selector = std::move(selector.value());
+  auto grace = DurationFlag("--node-liveness-grace", options.node_liveness_grace);
+  if (!grace.ok()) return Fail(grace.error().message);
+  so.node_liveness_grace = grace.value();
+  // An embedded cluster has no kubelet to keep nodes' allocatable GPU counts up.
+  if (scenario) so.node_liveness_grace = std::chrono::seconds(0);
+  auto lock_timeout = DurationFlag("--node-lock-timeout", options.node_lock_timeout);
+  if (!lock_timeout.ok() || lock_timeout.value().count() <= 0) {
+    return Fail("--node-lock-timeout " + options.node_lock_timeout +
+                ": want a positive duration such as 5m");
+  }
+  auto retry_timeout = DurationFlag("--node-lock-retry-timeout", options.node_lock_retry_timeout);
+  if (!retry_timeout.ok()) return Fail(retry_timeout.error().message);
+  // HAMi retries a PodGroup member's node lock for this long; tessera takes no PodGroup locks.
+  spdlog::debug("--node-lock-retry-timeout {}: no effect (tessera takes no PodGroup locks)",
+                options.node_lock_retry_timeout);
+  auto kube_timeout = DurationFlag("--kube-timeout", options.kube_timeout);
+  if (!kube_timeout.ok()) return Fail(kube_timeout.error().message);
+  if (options.profiling) {
+    spdlog::warn("--profiling: tessera serves no pprof routes; the flag has no effect");
+  }
+  if (!options.node_label_selector.empty()) {
+    std::string text;
+    for (const auto& [k, v] : so.node_selector) text += (text.empty() ? "" : ",") + k + "=" + v;
+    spdlog::info("node label selector: {}", text.empty() ? "(every node)" : text);
+  }
 
   sigset_t stop_signals = BlockStopSignals();
 
@@ -124,6 +166,9 @@ int RunServeCommand(const ServeOptions& options) {
   serve::EmbeddedCluster* embedded = nullptr;
   serve::KubeCluster* kube = nullptr;
   if (scenario) {
+    if (options.leader_elect) {
+      spdlog::info("--leader-elect: no effect with --cluster (no API server, no Lease)");
+    }
     auto e = std::make_unique<serve::EmbeddedCluster>();
     embedded = e.get();
     writer = std::move(e);
@@ -131,18 +176,24 @@ int RunServeCommand(const ServeOptions& options) {
     serve::KubeClusterOptions ko;
     ko.kubeconfig = options.kubeconfig;
     ko.scheduler_name = options.scheduler_name;
+    ko.node_lock_timeout = lock_timeout.value();
+    ko.client.qps = options.kube_qps;
+    ko.client.burst = options.kube_burst;
+    if (kube_timeout.value().count() > 0) ko.client.request_timeout = kube_timeout.value();
     if (options.leader_elect) {
-      if (options.leader_elect_mode != "campaign" && options.leader_elect_mode != "follow") {
-        return Fail("--leader-elect-mode: want campaign or follow, got " +
-                    options.leader_elect_mode);
-      }
-      ko.leader_election = options.leader_elect_mode == "campaign"
-                               ? serve::LeaderElectionMode::kCampaign
-                               : serve::LeaderElectionMode::kFollow;
-      ko.lease_namespace = options.leader_elect_namespace;
-      ko.lease_name = options.leader_elect_name;
-      ko.identity =
-          options.leader_elect_identity.empty() ? DefaultIdentity() : options.leader_elect_identity;
+      auto le = ResolveLeaderElection(options);
+      if (!le.ok()) return Fail(le.error().message);
+      ko.leader_election =
+          le->follow ? serve::LeaderElectionMode::kFollow : serve::LeaderElectionMode::kCampaign;
+      ko.lease_namespace = le->lease_namespace;
+      ko.lease_name = le->lease_name;
+      // Following, the identity is the prefix of the kube-scheduler's holder identity
+      // (`<hostname>_<uuid>`): the hostname alone, as HAMi's extender checks it.
+      ko.identity = !options.leader_elect_identity.empty() ? options.leader_elect_identity
+                    : le->follow                           ? Hostname()
+                                                           : DefaultIdentity();
+      spdlog::info("leader election: {} Lease {}/{} as {}", le->follow ? "follow" : "campaign",
+                   ko.lease_namespace, ko.lease_name, ko.identity);
     }
     auto k = serve::KubeCluster::Connect(ko);
     if (!k.ok()) return Fail(k.error().message);
@@ -155,8 +206,22 @@ int RunServeCommand(const ServeOptions& options) {
   ho.bind = options.http_bind;
   ho.tls_cert_file = options.tls_cert_file;
   ho.tls_key_file = options.tls_key_file;
+  ho.legacy_metrics = options.legacy_metrics;
   serve::HttpServer http(service, ho);
   if (Status s = http.Listen(); !s.ok()) return Fail(s.message());
+  // HAMi serves /metrics on its own port (--metrics-bind-address); tessera keeps it on the main
+  // port too, so both kinds of scrape configuration work.
+  std::unique_ptr<serve::HttpServer> metrics_http;
+  if (!options.metrics_bind_address.empty()) {
+    serve::HttpOptions mo;
+    mo.bind = options.metrics_bind_address;
+    mo.metrics_only = true;
+    mo.legacy_metrics = options.legacy_metrics;
+    mo.threads = 2;
+    mo.flag = "--metrics-bind-address";
+    metrics_http = std::make_unique<serve::HttpServer>(service, mo);
+    if (Status s = metrics_http->Listen(); !s.ok()) return Fail(s.message());
+  }
 
   if (embedded != nullptr) {
     size_t adopted = serve::EmbeddedCluster::Load(*scenario, service);
@@ -168,11 +233,22 @@ int RunServeCommand(const ServeOptions& options) {
   spdlog::info("tessera serve listening on {}:{} ({})", ho.bind.substr(0, ho.bind.rfind(':')),
                http.port(), ho.tls_cert_file.empty() ? "http" : "https");
 
+  if (metrics_http) {
+    const std::string& mb = options.metrics_bind_address;
+    const std::string host = mb.substr(0, mb.rfind(':'));
+    spdlog::info("metrics listening on {}:{} (http, /metrics)", host.empty() ? "0.0.0.0" : host,
+                 metrics_http->port());
+  }
+
   std::atomic<bool> stopping{false};
   std::thread server_thread([&] { http.Serve(); });
+  std::thread metrics_thread([&] {
+    if (metrics_http) metrics_http->Serve();
+  });
   std::thread expiry_thread([&] {
     while (!stopping.load()) {
       service.ExpireReservations();
+      service.CheckNodeLiveness();  // every second: a scan of the nodes seen at 0 only
       for (int i = 0; i < 10 && !stopping.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
@@ -184,7 +260,9 @@ int RunServeCommand(const ServeOptions& options) {
   stopping = true;
   if (kube != nullptr) kube->Stop();  // releases a held lease first, so a standby takes over fast
   http.Stop();
+  if (metrics_http) metrics_http->Stop();
   server_thread.join();
+  metrics_thread.join();
   expiry_thread.join();
   return 0;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tessera::app {
 
@@ -22,11 +23,28 @@ struct ServeOptions {
   std::string write_placement = "filter";   // filter | bind
   std::string reservation_timeout = "60s";  // Go-style duration: 90s, 2m, 1m30s, or seconds
   bool leader_elect = false;
-  std::string leader_elect_mode = "campaign";  // campaign | follow (kube-scheduler's lease)
+  // campaign | follow (kube-scheduler's lease); empty: follow when the Lease is named with HAMi's
+  // --leader-elect-resource-* flags (HAMi's meaning), campaign otherwise.
+  std::string leader_elect_mode;
   std::string leader_elect_namespace = "kube-system";
   std::string leader_elect_name = "tessera-scheduler";
-  std::string leader_elect_identity;  // default: hostname + random suffix
+  std::string leader_elect_resource_namespace;  // HAMi's spelling; non-empty wins
+  std::string leader_elect_resource_name;       // HAMi's spelling; non-empty wins
+  std::string leader_elect_identity;  // default: campaign hostname + random suffix, follow hostname
   std::string log_level = "info";
+  bool debug = false;  // --debug: as --log-level debug
+  int verbosity = 0;   // klog's -v: 4 or more = debug
+  // A second, plain-HTTP listener for GET /metrics alone ("" = none; ":9395" = 0.0.0.0:9395).
+  std::string metrics_bind_address;
+  bool legacy_metrics = false;                   // also HAMi's legacy metric names
+  std::vector<std::string> node_label_selector;  // key=value,... (repeatable)
+  std::string node_liveness_grace = "60s";       // 0 = off
+  double kube_qps = 0;                           // API requests per second; 0 = unlimited
+  int kube_burst = 0;                            // with kube_qps; below 1 counts as 1
+  std::string kube_timeout = "0";                // per API request; 0 = the client's (30 s)
+  std::string node_lock_timeout = "5m";          // --node-lock=hami: when a lock is stale
+  std::string node_lock_retry_timeout = "28s";   // HAMi's PodGroup lock budget: no effect here
+  bool profiling = false;                        // HAMi's pprof routes: no effect here
 };
 
 // `tessera serve`: the kube-scheduler extender and mutating webhook (docs/serve.md).

@@ -34,6 +34,7 @@ void EmbeddedCluster::RecordEvent(const service::PodRef& pod, bool warning,
 
 size_t EmbeddedCluster::Load(const sim::Scenario& scenario, service::ExtenderService& service) {
   for (const auto& node : scenario.nodes) service.UpsertNodeModel(node);
+  for (const auto& quota : scenario.quotas) service.UpsertQuotaModel(quota);
   size_t adopted = 0;
   for (const auto& step : scenario.steps) {
     if (step.kind != sim::ScenarioStep::Kind::kCreate) continue;

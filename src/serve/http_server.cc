@@ -17,9 +17,10 @@ namespace {
 
 constexpr const char* kJson = "application/json";
 
-Result<std::pair<std::string, int>> SplitHostPort(const std::string& bind) {
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& flag,
+                                                  const std::string& bind) {
   const size_t colon = bind.rfind(':');
-  if (colon == std::string::npos) return Error{"--http-bind " + bind + ": expected HOST:PORT"};
+  if (colon == std::string::npos) return Error{flag + " " + bind + ": expected HOST:PORT"};
   std::string host = bind.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
@@ -33,7 +34,7 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& bind) {
   } catch (const std::exception&) {
     port = -1;
   }
-  if (port < 0 || port > 65535) return Error{"--http-bind " + bind + ": bad port"};
+  if (port < 0 || port > 65535) return Error{flag + " " + bind + ": bad port"};
   return std::make_pair(host, static_cast<int>(port));
 }
 
@@ -51,6 +52,26 @@ void Post(httplib::Server& server, const char* path, Fn fn) {
   });
 }
 
+// Everything but /metrics: the extender's verbs, the webhook, health and readiness.
+void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
+  Post(server, "/filter", [&svc](const std::string& b) { return svc.Filter(b); });
+  Post(server, "/bind", [&svc](const std::string& b) { return svc.Bind(b); });
+  Post(server, "/prioritize", [&svc](const std::string& b) { return svc.Prioritize(b); });
+  Post(server, "/webhook", [&svc](const std::string& b) { return svc.Webhook(b); });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  server.Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {
+    std::string why;
+    if (svc.Ready(&why)) {
+      res.set_content("ok", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content(why, "text/plain");
+    }
+  });
+}
+
 }  // namespace
 
 HttpServer::HttpServer(service::ExtenderService& service, HttpOptions options)
@@ -59,9 +80,10 @@ HttpServer::HttpServer(service::ExtenderService& service, HttpOptions options)
 HttpServer::~HttpServer() { Stop(); }
 
 Status HttpServer::Listen() {
-  auto hp = SplitHostPort(options_.bind);
+  auto hp = SplitHostPort(options_.flag, options_.bind);
   if (!hp.ok()) return Error{hp.error().message};
-  const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
+  const bool tls =
+      !options_.metrics_only && (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty());
   if (tls) {
     if (options_.tls_cert_file.empty() || options_.tls_key_file.empty()) {
       return Error{"TLS needs both --tls-cert-file and --tls-key-file"};
@@ -86,25 +108,15 @@ Status HttpServer::Listen() {
   server.set_read_timeout(options_.read_timeout_seconds, 0);
   server.set_write_timeout(options_.write_timeout_seconds, 0);
   service::ExtenderService& svc = service_;
-  Post(server, "/filter", [&svc](const std::string& b) { return svc.Filter(b); });
-  Post(server, "/bind", [&svc](const std::string& b) { return svc.Bind(b); });
-  Post(server, "/prioritize", [&svc](const std::string& b) { return svc.Prioritize(b); });
-  Post(server, "/webhook", [&svc](const std::string& b) { return svc.Webhook(b); });
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok", "text/plain");
-  });
-  server.Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {
-    std::string why;
-    if (svc.Ready(&why)) {
-      res.set_content("ok", "text/plain");
-    } else {
-      res.status = 503;
-      res.set_content(why, "text/plain");
-    }
-  });
-  server.Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
+  if (!options_.metrics_only) AddExtenderRoutes(server, svc);
+  const bool legacy = options_.legacy_metrics;
+  server.Get("/metrics", [&svc, legacy](const httplib::Request&, httplib::Response& res) {
     std::vector<prometheus::MetricFamily> usage;
     svc.WithState([&](const state::ClusterState& s) { usage = service::GpuUsageFamilies(s); });
+    if (legacy) {
+      auto old_names = service::LegacyGpuUsageFamilies(usage);
+      usage.insert(usage.end(), old_names.begin(), old_names.end());
+    }
     res.set_content(svc.metrics().Render(usage), "text/plain; version=0.0.4");
   });
   server.set_exception_handler(
@@ -123,10 +135,10 @@ Status HttpServer::Listen() {
   const auto& [host, port] = hp.value();
   if (port == 0) {
     port_ = server.bind_to_any_port(host);
-    if (port_ < 0) return Error{"--http-bind " + options_.bind + ": cannot listen"};
+    if (port_ < 0) return Error{options_.flag + " " + options_.bind + ": cannot listen"};
   } else {
     if (!server.bind_to_port(host, port)) {
-      return Error{"--http-bind " + options_.bind + ": cannot listen (address in use?)"};
+      return Error{options_.flag + " " + options_.bind + ": cannot listen (address in use?)"};
     }
     port_ = port;
   }

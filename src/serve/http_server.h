@@ -17,10 +17,16 @@ struct HttpOptions {
   int read_timeout_seconds = 60;
   int write_timeout_seconds = 60;
   int threads = 8;
+  // Only GET /metrics: the plain-HTTP listener of --metrics-bind-address (TLS files ignored).
+  bool metrics_only = false;
+  // /metrics also carries HAMi's legacy names of the GPU usage families (--legacy-metrics).
+  bool legacy_metrics = false;
+  std::string flag = "--http-bind";  // names the address in errors
 };
 
 // The extender's HTTP(S) endpoints: POST /filter /bind /prioritize /webhook, GET /healthz /readyz
-// /metrics. Malformed bodies get a 400 (empty body) or an Error field, never a crash.
+// /metrics (with metrics_only: GET /metrics alone). Malformed bodies get a 400 (empty body) or an
+// Error field, never a crash.
 class HttpServer {
  public:
   HttpServer(service::ExtenderService& service, HttpOptions options);

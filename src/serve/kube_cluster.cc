@@ -50,7 +50,7 @@ std::string ObjectAnnotation(const Json& obj, std::string_view key) {
 Result<std::unique_ptr<KubeCluster>> KubeCluster::Connect(const KubeClusterOptions& options) {
   auto config = kube::DiscoverConfig(options.kubeconfig);
   if (!config.ok()) return config.error();
-  return WithConfig(options, std::move(config.value()));
+  return WithConfig(options, std::move(config.value()), options.client);
 }
 
 std::unique_ptr<KubeCluster> KubeCluster::WithConfig(const KubeClusterOptions& options,
@@ -89,8 +89,16 @@ void KubeCluster::Start(service::ExtenderService& service) {
   // Finished pods hold nothing; when a pod finishes, the watch reports it as deleted.
   pod_options.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
   pods_ = std::make_unique<kube::Informer>(client_, "/api/v1/pods", pod_handlers, pod_options);
+  kube::InformerHandlers quota_handlers;
+  quota_handlers.on_replace = [&service](const std::vector<Json>& objects) {
+    service.ReplaceQuotas(objects);
+  };
+  quota_handlers.on_upsert = [&service](const Json& o) { service.UpsertQuota(o); };
+  quota_handlers.on_delete = [&service](const Json& o) { service.DeleteQuota(o); };
+  quotas_ = std::make_unique<kube::Informer>(client_, "/api/v1/resourcequotas", quota_handlers);
   nodes_->Start();
   pods_->Start();
+  quotas_->Start();
   events_->Start();
   sync_thread_ = std::thread([this, &service] { WatchSync(service); });
 
@@ -118,7 +126,7 @@ void KubeCluster::Start(service::ExtenderService& service) {
 void KubeCluster::WatchSync(service::ExtenderService& service) {
   bool reported = false;
   while (!stopping_.load()) {
-    const bool synced = nodes_->HasSynced() && pods_->HasSynced();
+    const bool synced = nodes_->HasSynced() && pods_->HasSynced() && quotas_->HasSynced();
     if (synced && !reported) {
       spdlog::info("informers synced");
       service.SetSynced(true);
@@ -179,6 +187,7 @@ void KubeCluster::Stop() {
   if (follow_thread_.joinable()) follow_thread_.join();
   if (sync_thread_.joinable()) sync_thread_.join();
   if (pods_) pods_->Stop();
+  if (quotas_) quotas_->Stop();
   if (nodes_) nodes_->Stop();
   if (events_) events_->Stop();
 }

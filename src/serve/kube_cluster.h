@@ -30,6 +30,8 @@ struct KubeClusterOptions {
   std::string lease_name = "tessera-scheduler";
   std::string identity;  // campaign: our holder identity; follow: the prefix that marks our pod
   std::chrono::seconds node_lock_timeout{300};
+  // The API client's settings (rate limit, timeouts) for Connect; WithConfig takes its own.
+  kube::ClientOptions client;
 };
 
 // A real cluster through the API server: informers feed the service, writes are merge patches,
@@ -66,6 +68,7 @@ class KubeCluster : public service::ClusterWriter {
   std::unique_ptr<kube::EventRecorder> events_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> quotas_;
   std::unique_ptr<kube::LeaderElector> elector_;
   std::atomic<bool> stopping_{false};
   std::thread sync_thread_;

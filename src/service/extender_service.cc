@@ -102,7 +102,8 @@ ExtenderService::ExtenderService(config::SchedulerConfig config, ServiceOptions 
       writer_(writer),
       clocks_(std::move(clocks)),
       state_(std::move(config)),
-      scheduler_(state_, options_.policy) {}
+      scheduler_(state_, options_.policy),
+      liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {}
 
 // ---- readiness ----------------------------------------------------------------------------
 
@@ -384,8 +385,19 @@ std::string ExtenderService::Webhook(std::string_view body) {
     metrics_.WebhookDone("error");
     return extender::EncodeAdmissionError("", "", request.error().message);
   }
+  std::optional<state::QuotaHeadroom> quota;
+  {
+    std::string ns = request->ns;
+    if (ns.empty()) {
+      const Json* meta = codec::FindKey(request->object, "metadata");
+      const Json* n = meta != nullptr ? codec::FindKey(*meta, "namespace") : nullptr;
+      ns = n != nullptr && n->is_string() ? n->get<std::string>() : "default";
+    }
+    std::lock_guard lock(mu_);
+    quota = state_.quotas().HeadroomFor(ns);
+  }
   extender::AdmissionVerdict verdict =
-      extender::ReviewPod(request->object, options_.webhook, config_.nvidia);
+      extender::ReviewPod(request->object, options_.webhook, config_.nvidia, quota);
   metrics_.WebhookDone(!verdict.allowed ? "denied" : verdict.patch.empty() ? "allowed" : "patched");
   if (!verdict.allowed)
     spdlog::info("webhook denied {}: {}", Describe(request->object), verdict.message);
@@ -396,7 +408,71 @@ std::string ExtenderService::Webhook(std::string_view body) {
 
 void ExtenderService::UpsertNodeModel(const model::Node& node) {
   std::lock_guard lock(mu_);
+  UpsertNodeLocked(node);
+}
+
+namespace {
+bool Selected(const model::Node& node, const std::map<std::string, std::string>& selector) {
+  for (const auto& [key, value] : selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::string ExtenderService::BlockReasonLocked(const std::string& node) const {
+  if (unselected_.count(node) > 0) return "node unregistered";
+  if (not_live_.count(node) > 0) return liveness_.Verdict(node, clocks_.steady());
+  return "";
+}
+
+void ExtenderService::UpsertNodeLocked(const model::Node& node) {
+  if (Selected(node, options_.node_selector)) {
+    unselected_.erase(node.name);
+  } else {
+    unselected_.insert(node.name);
+  }
+  liveness_.Observe(node, clocks_.steady());
+  // A node whose plugin came back is live at once; one that went away waits for the next pass.
+  if (!liveness_.ZeroSince(node.name)) not_live_.erase(node.name);
+  state_.SetNodeBlocked(node.name, BlockReasonLocked(node.name));
   state_.UpsertNode(node);
+}
+
+size_t ExtenderService::CheckNodeLiveness() {
+  std::vector<std::pair<std::string, std::string>> changed;  // node, new reason ("" = live)
+  size_t dead = 0;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = clocks_.steady();
+    // Only nodes seen at 0, or marked before, can change (cheap at any cluster size).
+    std::set<std::string> candidates = not_live_;
+    for (const auto& [name, since] : liveness_.zero_since()) candidates.insert(name);
+    for (const auto& name : candidates) {
+      if (state_.node(name) == nullptr) continue;
+      const bool was = not_live_.count(name) > 0;
+      const bool is = !liveness_.Verdict(name, now).empty();
+      dead += is ? 1 : 0;
+      if (was != is) changed.emplace_back(name, is ? liveness_.Verdict(name, now) : "");
+    }
+    for (const auto& [name, reason] : changed) {
+      if (reason.empty()) {
+        not_live_.erase(name);
+      } else {
+        not_live_.insert(name);
+      }
+      state_.SetNodeBlocked(name, BlockReasonLocked(name));
+    }
+  }
+  for (const auto& [name, reason] : changed) {
+    if (reason.empty()) {
+      spdlog::info("node {}: its device plugin is back; it takes GPU pods again", name);
+    } else {
+      spdlog::warn("node {}: {}; no new GPU pods go there until it is back", name, reason);
+    }
+  }
+  return dead;
 }
 
 void ExtenderService::UpsertNode(const Json& node) {
@@ -414,6 +490,10 @@ void ExtenderService::DeleteNode(const Json& node) {
   std::string name = decoded.ok() ? decoded->name : Describe(node);
   std::lock_guard lock(mu_);
   state_.RemoveNode(name);
+  state_.SetNodeBlocked(name, "");
+  liveness_.Forget(name);
+  unselected_.erase(name);
+  not_live_.erase(name);
 }
 
 void ExtenderService::ReplaceNodes(const std::vector<Json>& nodes) {
@@ -422,13 +502,66 @@ void ExtenderService::ReplaceNodes(const std::vector<Json>& nodes) {
   std::set<std::string> present;
   for (const auto& n : decoded) {
     present.insert(n.name);
-    state_.UpsertNode(n);
+    UpsertNodeLocked(n);
   }
   std::vector<std::string> gone;
   for (const auto& [name, ns] : state_.nodes()) {
     if (present.count(name) == 0) gone.push_back(name);
   }
-  for (const auto& name : gone) state_.RemoveNode(name);
+  for (const auto& name : gone) {
+    state_.RemoveNode(name);
+    state_.SetNodeBlocked(name, "");
+    liveness_.Forget(name);
+    unselected_.erase(name);
+    not_live_.erase(name);
+  }
+}
+
+void ExtenderService::UpsertQuotaModel(const model::ResourceQuota& quota) {
+  std::vector<std::string> problems;
+  {
+    std::lock_guard lock(mu_);
+    problems = state_.UpsertQuota(quota);
+  }
+  for (const auto& p : problems) {
+    metrics_.DecodeError("resourcequota");
+    spdlog::warn("{}", p);
+  }
+}
+
+void ExtenderService::UpsertQuota(const Json& quota) {
+  auto decoded = codec::DecodeResourceQuota(quota);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("resourcequota");
+    spdlog::warn("skipping resourcequota {}: {}", Describe(quota), decoded.error().message);
+    return;
+  }
+  UpsertQuotaModel(*decoded);
+}
+
+void ExtenderService::DeleteQuota(const Json& quota) {
+  auto decoded = codec::DecodeResourceQuota(quota);
+  if (!decoded.ok()) return;
+  std::lock_guard lock(mu_);
+  state_.RemoveQuota(decoded->ns, decoded->name);
+}
+
+void ExtenderService::ReplaceQuotas(const std::vector<Json>& quotas) {
+  std::vector<model::ResourceQuota> decoded =
+      DecodeAll(quotas, "resourcequota", codec::DecodeResourceQuota, metrics_);
+  std::set<std::pair<std::string, std::string>> present;
+  for (const auto& q : decoded) {
+    present.emplace(q.ns, q.name);
+    UpsertQuotaModel(q);
+  }
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [ns, entry] : state_.quotas().namespaces()) {
+    for (const auto& [name, limits] : entry.quotas) {
+      if (present.count({ns, name}) == 0) gone.emplace_back(ns, name);
+    }
+  }
+  for (const auto& [ns, name] : gone) state_.RemoveQuota(ns, name);
 }
 
 void ExtenderService::UpsertPodModel(const model::Pod& pod) {

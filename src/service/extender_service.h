@@ -19,6 +19,7 @@
 #include "core/model/pod.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
+#include "core/state/node_liveness.h"
 #include "service/cluster_writer.h"
 #include "service/service_metrics.h"
 
@@ -38,6 +39,12 @@ struct ServiceOptions {
   // taking an API round trip off kube-scheduler's one-pod-at-a-time cycle; a restart between
   // filter and bind then costs that pod one more filter (docs/serve.md).
   bool write_placement_in_bind = false;
+  // --node-label-selector (key=value,...): only matching nodes are registered; the others fail
+  // with "node unregistered", as in HAMi's register loop. Empty: every node.
+  std::map<std::string, std::string> node_selector{};
+  // A registered node whose allocatable GPU count (nvidia.com/gpu) has been 0 this long gets no
+  // new GPU pods (its device plugin is gone, hami-protocol.md 9). Zero turns the check off.
+  std::chrono::seconds node_liveness_grace{60};
 };
 
 // Clocks are injectable so that tests can drive reservation expiry.
@@ -78,6 +85,11 @@ class ExtenderService {
   void DeletePod(const codec::Json& pod);
   void UpsertNodeModel(const model::Node& node);
   void UpsertPodModel(const model::Pod& pod);
+  // ResourceQuotas: their GPU limits (limits.nvidia.com/gpumem, limits.nvidia.com/gpucores).
+  void ReplaceQuotas(const std::vector<codec::Json>& quotas);
+  void UpsertQuota(const codec::Json& quota);
+  void DeleteQuota(const codec::Json& quota);
+  void UpsertQuotaModel(const model::ResourceQuota& quota);
 
   // Readiness: the cluster view is complete, and (with leader election) this replica leads.
   void SetSynced(bool synced);
@@ -86,6 +98,10 @@ class ExtenderService {
 
   // Releases reservations that filter made and no bind confirmed in time; returns how many.
   size_t ExpireReservations();
+  // The liveness pass (every few seconds, as HAMi's register loop): nodes whose allocatable GPU
+  // count has been 0 for node_liveness_grace become unusable, and usable again once it is not.
+  // Returns how many nodes are not live.
+  size_t CheckNodeLiveness();
 
   ServiceMetrics& metrics() { return metrics_; }
   // Runs `fn` on the state under the lock (metrics, debug views).
@@ -108,6 +124,10 @@ class ExtenderService {
   void ApplyPodLocked(const model::Pod& pod);
   void ForgetPodLocked(const std::string& key);
   void ReleaseIfSerial(const std::string& key, uint64_t serial);
+  void UpsertNodeLocked(const model::Node& node);
+  // Why the node may not take pods whatever its annotations say (not selected, not live); empty
+  // when it may.
+  std::string BlockReasonLocked(const std::string& node) const;
 
   config::SchedulerConfig config_;
   ServiceOptions options_;
@@ -122,6 +142,9 @@ class ExtenderService {
   std::map<std::string, Pending> pending_;  // by pod key
   // Pods filter let through without devices (no GPU request): bind needs no reservation for them.
   std::set<std::string> passthrough_;
+  state::NodeLiveness liveness_;
+  std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
+  std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin
   std::set<std::string> reported_problems_;  // "<uid>/<problem>": unreadable annotations, once
   uint64_t next_serial_ = 1;
   bool synced_ = false;

@@ -1,5 +1,10 @@
 #include "service/service_metrics.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+
 #include <prometheus/text_serializer.h>
 
 namespace tessera::service {
@@ -135,7 +140,73 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
       }
     }
   }
-  return {mem_limit, core_limit, mem_used, shared, core_used, mig};
+  // Quotas as HAMi reports them: per namespace and resource, the use (MiB for memory) and the
+  // limit (as written; the tightest when several quotas set it).
+  MetricFamily quota_used{"hami_resource_quota_used",
+                          "GPU use counted against each namespace's quota",
+                          MetricType::Gauge,
+                          {}};
+  MetricFamily quota_limit{
+      "hami_resource_quota_limit", "GPU quota of each namespace", MetricType::Gauge, {}};
+  const state::QuotaBook& quotas = state.quotas();
+  for (const auto& [ns, entry] : quotas.namespaces()) {
+    std::optional<int64_t> mem_limit_value;
+    std::optional<int64_t> cores_limit_value;
+    for (const auto& [name, limits] : entry.quotas) {
+      if (limits.mem) mem_limit_value = std::min(mem_limit_value.value_or(INT64_MAX), *limits.mem);
+      if (limits.cores) {
+        cores_limit_value = std::min(cores_limit_value.value_or(INT64_MAX), *limits.cores);
+      }
+    }
+    auto report = [&](const std::string& key, std::optional<int64_t> limit, int64_t used) {
+      if (!limit) return;
+      const std::string resource = key.substr(std::string("limits.").size());
+      quota_used.metric.push_back(Gauge({{"zone", "vGPU"},
+                                         {"namespace", ns},
+                                         {"quota_name", resource},
+                                         {"limit", std::to_string(*limit)}},
+                                        static_cast<double>(used)));
+      quota_limit.metric.push_back(
+          Gauge({{"zone", "vGPU"}, {"namespace", ns}, {"quota_name", resource}},
+                static_cast<double>(*limit)));
+    };
+    report(quotas.memory_key(), mem_limit_value, entry.used.mem);
+    report(quotas.core_key(), cores_limit_value, entry.used.cores);
+  }
+  return {mem_limit, core_limit, mem_used, shared, core_used, mig, quota_used, quota_limit};
+}
+
+std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
+    const std::vector<prometheus::MetricFamily>& current) {
+  static const std::map<std::string, std::string> kNames = {
+      {"hami_gpu_memory_limit_bytes", "GPUDeviceMemoryLimit"},
+      {"hami_gpu_core_limit_ratio", "GPUDeviceCoreLimit"},
+      {"hami_gpu_memory_allocated_bytes", "GPUDeviceMemoryAllocated"},
+      {"hami_gpu_shared_count", "GPUDeviceSharedNum"},
+      {"hami_gpu_core_allocated_ratio", "GPUDeviceCoreAllocated"},
+      {"hami_resource_quota_used", "QuotaUsed"}};
+  static const std::map<std::string, std::string> kLabels = {{"namespace", "quotanamespace"},
+                                                             {"quota_name", "quotaName"},
+                                                             {"node", "nodeid"},
+                                                             {"device_uuid", "deviceuuid"},
+                                                             {"device_index", "deviceidx"},
+                                                             {"device_cores", "devicecores"},
+                                                             {"device_type", "devicetype"}};
+  std::vector<prometheus::MetricFamily> legacy;
+  for (const auto& family : current) {
+    auto name = kNames.find(family.name);
+    if (name == kNames.end()) continue;
+    prometheus::MetricFamily old = family;
+    old.name = name->second;
+    for (auto& metric : old.metric) {
+      for (auto& label : metric.label) {
+        auto renamed = kLabels.find(label.name);
+        if (renamed != kLabels.end()) label.name = renamed->second;
+      }
+    }
+    legacy.push_back(std::move(old));
+  }
+  return legacy;
 }
 
 }  // namespace tessera::service

@@ -47,4 +47,13 @@ class ServiceMetrics {
 // dashboards built for HAMi keep working.
 std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state);
 
+// HAMi's legacy names (--legacy-metrics, hami-protocol.md 10.3) of the device families among
+// `current` (GpuUsageFamilies' output): GPUDeviceMemoryLimit, GPUDeviceCoreLimit,
+// GPUDeviceMemoryAllocated, GPUDeviceSharedNum, GPUDeviceCoreAllocated, with the same values and
+// the labels renamed (node → nodeid, device_uuid → deviceuuid, device_index → deviceidx,
+// device_cores → devicecores, device_type → devicetype; zone kept). Other families have no
+// legacy twin here.
+std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
+    const std::vector<prometheus::MetricFamily>& current);
+
 }  // namespace tessera::service

@@ -9,6 +9,7 @@
 #include "core/codec/node_register.h"
 #include "core/config/config_codec.h"
 #include "core/model/annotations.h"
+#include "core/state/quota_book.h"
 
 namespace tessera::sim {
 namespace {
@@ -249,6 +250,32 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
         return Error{source + ": nodes[" + std::to_string(j) + "]: duplicate node name \"" +
                      sc.nodes[j].name + "\""};
       }
+    }
+  }
+  if (const Json* quotas = codec::FindKey(root, "quotas"); quotas && !quotas->is_null()) {
+    if (!quotas->is_array()) return Error{source + ": quotas: expected a list"};
+    state::QuotaBook check(sc.config.nvidia);
+    for (size_t i = 0; i < quotas->size(); ++i) {
+      const Json& q = (*quotas)[i];
+      const std::string where = source + ": quotas[" + std::to_string(i) + "]";
+      if (!q.is_object()) return Error{where + ": expected a mapping"};
+      Json object = q;
+      if (codec::FindKey(q, "metadata") == nullptr) {
+        // Shorthand: {namespace, name, hard}.
+        std::string ns = "default";
+        std::string name = "gpu-quota-" + std::to_string(i);
+        if (auto s = codec::ReadString(q, "namespace", where, &ns); !s) return Error{s.message()};
+        if (auto s = codec::ReadString(q, "name", where, &name); !s) return Error{s.message()};
+        const Json* hard = codec::FindKey(q, "hard");
+        object = Json{{"metadata", {{"name", name}, {"namespace", ns}}},
+                      {"spec", {{"hard", hard != nullptr ? *hard : Json::object()}}}};
+      }
+      auto quota = codec::DecodeResourceQuota(object);
+      if (!quota.ok()) return Error{where + ": " + quota.error().message};
+      if (auto problems = check.Upsert(*quota); !problems.empty()) {
+        return Error{where + ": " + problems.front()};
+      }
+      sc.quotas.push_back(std::move(quota.value()));
     }
   }
   const Json* steps = codec::FindKey(root, "steps");

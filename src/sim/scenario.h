@@ -8,6 +8,7 @@
 #include "core/config/scheduler_config.h"
 #include "core/mig/catalog.h"
 #include "core/model/pod.h"
+#include "core/model/resource_quota.h"
 #include "core/sched/preferences.h"
 
 namespace tessera::sim {
@@ -25,6 +26,8 @@ struct Scenario {
   config::SchedulerConfig config;
   sched::PolicyDefaults policy;
   std::vector<model::Node> nodes;
+  // GPU quotas per namespace: ResourceQuota objects, or {namespace, name, hard} shorthand.
+  std::vector<model::ResourceQuota> quotas;
   std::vector<ScenarioStep> steps;
 };
 

@@ -11,6 +11,7 @@ Simulator::Simulator(Scenario scenario)
       state_(scenario_.config),
       scheduler_(state_, scenario_.policy) {
   for (const auto& node : scenario_.nodes) state_.UpsertNode(node);
+  for (const auto& quota : scenario_.quotas) state_.UpsertQuota(quota);  // checked when parsed
 }
 
 StepResult Simulator::Create(int step, const model::Pod& pod, const std::string& action) {

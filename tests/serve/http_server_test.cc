@@ -137,6 +137,59 @@ TEST(HttpServer, HealthReadinessAndMetrics) {
   EXPECT_NE(metrics->body.find("node=\"node-b\""), std::string::npos);
 }
 
+TEST(HttpServer, MetricsOnlyListenerWithLegacyNames) {
+  HttpOptions o;
+  o.metrics_only = true;
+  o.legacy_metrics = true;
+  o.tls_cert_file = "/nonexistent/tls.crt";  // ignored: the metrics listener is plain HTTP
+  o.tls_key_file = "/nonexistent/tls.key";
+  ServerFixture f(o);
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("hami_gpu_memory_limit_bytes{"), std::string::npos);
+  EXPECT_NE(metrics->body.find("GPUDeviceMemoryLimit{zone=\"vGPU\",nodeid=\"node-b\","
+                               "deviceuuid=\"GPU-b0\",deviceidx=\"0\""),
+            std::string::npos)
+      << metrics->body;
+  for (const char* name : {"GPUDeviceCoreLimit{", "GPUDeviceMemoryAllocated{",
+                           "GPUDeviceSharedNum{", "GPUDeviceCoreAllocated{"}) {
+    EXPECT_NE(metrics->body.find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(metrics->body.find("devicecores=\""), std::string::npos);
+  auto filter = client.Post("/filter", "{}", "application/json");
+  ASSERT_TRUE(filter);
+  EXPECT_EQ(filter->status, 404);
+  auto ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 404);
+}
+
+TEST(HttpServer, NoLegacyMetricNamesByDefault) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok());
+  httplib::Client client("127.0.0.1", f.port());
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->body.find("GPUDevice"), std::string::npos);
+}
+
+TEST(HttpServer, BadMetricsAddressNamesItsFlag) {
+  service::ServiceOptions so;
+  EmbeddedCluster cluster;
+  service::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  HttpOptions o;
+  o.bind = "9395";
+  o.metrics_only = true;
+  o.flag = "--metrics-bind-address";
+  HttpServer server(svc, o);
+  Status s = server.Listen();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "--metrics-bind-address 9395: expected HOST:PORT");
+}
+
 TEST(HttpServer, BadBindAddressIsAClearError) {
   service::ServiceOptions so;
   EmbeddedCluster cluster;

@@ -175,6 +175,12 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
          list_or_watch({{"kind", "PodList"},
                         {"metadata", {{"resourceVersion", "10"}}},
                         {"items", Json::array()}}));
+  const Json quota = {{"metadata", {{"name", "gpu"}, {"namespace", "limited"}}},
+                      {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "500"}}}}}};
+  api.On("GET", "/api/v1/resourcequotas",
+         list_or_watch({{"kind", "ResourceQuotaList"},
+                        {"metadata", {{"resourceVersion", "10"}}},
+                        {"items", Json::array({quota})}}));
   api.On("PATCH", "/api/v1/namespaces/ns/p", [](const RecordedRequest&, httplib::Response&) {});
   api.On("PATCH", "/api/v1/namespaces/ns/pods/p", [](const RecordedRequest&, httplib::Response& r) {
     ReplyJson(r, 200, {{"metadata", {{"name", "p"}}}});
@@ -199,6 +205,11 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
   auto patches = api.Requests("PATCH", "/api/v1/namespaces/ns/pods/p");
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0].JsonBody()["metadata"]["annotations"]["hami.io/vgpu-node"], "n1");
+  // The ResourceQuota informer fed the namespace's GPU quota.
+  auto limited = testing::PodBuilder("limited/q").Container(1, 1000).Build();
+  Json q = Json::parse(
+      svc.Filter(Json{{"Pod", testing::PodJson(limited)}, {"NodeNames", {"n1"}}}.dump()));
+  EXPECT_EQ(q["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit") << q.dump();
   cluster->Stop();
 }
 
@@ -217,6 +228,7 @@ TEST(KubeCluster, FollowModeServesOnlyWhileOurKubeSchedulerLeads) {
   };
   api.On("GET", "/api/v1/nodes", empty);
   api.On("GET", "/api/v1/pods", empty);
+  api.On("GET", "/api/v1/resourcequotas", empty);
   api.On(
       "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sched",
       [&](const RecordedRequest&, httplib::Response& r) {

@@ -530,5 +530,143 @@ TEST_F(ServiceTest, RunningPodWithAnUnreadableAnnotationHoldsItsGpu) {
   EXPECT_EQ(r["NodeNames"][0], "n1") << r.dump();
 }
 
+// ---- GPU quotas (ResourceQuota limits.nvidia.com/gpumem, limits.nvidia.com/gpucores) ----------
+
+Json QuotaJson(const std::string& ns, const std::string& name, const Json& hard) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "ResourceQuota"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec", {{"hard", hard}}}};
+}
+
+Json ReviewJson(const std::string& ns, const model::Pod& pod) {
+  Json object = PodJson(pod);
+  object["metadata"].erase("namespace");  // on CREATE the object may not say; the request does
+  return Json{
+      {"apiVersion", "admission.k8s.io/v1"},
+      {"kind", "AdmissionReview"},
+      {"request", {{"uid", "u1"}, {"operation", "CREATE"}, {"namespace", ns}, {"object", object}}}};
+}
+
+TEST_F(ServiceTest, QuotaHoldsTheThirdPodUntilOneIsDeleted) {
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 16000), SharingGpu("GPU-2", 16000)})});
+  s.ReplaceQuotas({QuotaJson("team", "gpu", {{"limits.nvidia.com/gpumem", "16000"}})});
+  auto p1 = PodBuilder("team/p1").Container(1, 8000).Build();
+  auto p2 = PodBuilder("team/p2").Container(1, 8000).Build();
+  auto p3 = PodBuilder("team/p3").Container(1, 8000).Build();
+  auto other = PodBuilder("elsewhere/p").Container(1, 8000).Build();
+  ASSERT_EQ(Filter(p1, {"n1"})["NodeNames"][0], "n1");
+  ASSERT_EQ(Filter(p2, {"n1"})["NodeNames"][0], "n1");
+  Json r3 = Filter(p3, {"n1"});
+  EXPECT_TRUE(r3["NodeNames"].is_null());
+  EXPECT_EQ(r3["FailedNodes"]["n1"], "2/2 ResourceQuotaNotFit") << r3.dump();
+  EXPECT_EQ(Filter(other, {"n1"})["NodeNames"][0], "n1") << "quotas are per namespace";
+  // The webhook denies it too, in HAMi's words.
+  Json w = Json::parse(s.Webhook(ReviewJson("team", p3).dump()));
+  EXPECT_FALSE(w["response"]["allowed"].get<bool>());
+  const std::string why = w["response"]["status"]["message"];
+  EXPECT_NE(why.find("exceeding resource quota"), std::string::npos) << why;
+  EXPECT_NE(why.find("8000 MiB asked, 0 MiB left"), std::string::npos) << why;
+  // HAMi's quota metrics: use in MiB against the limit.
+  std::vector<prometheus::MetricFamily> families;
+  s.WithState([&](const state::ClusterState& st) { families = GpuUsageFamilies(st); });
+  const std::string text = s.metrics().Render(families);
+  EXPECT_NE(text.find("hami_resource_quota_used{zone=\"vGPU\",namespace=\"team\",quota_name="
+                      "\"nvidia.com/gpumem\",limit=\"16000\"} 16000"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hami_resource_quota_limit{zone=\"vGPU\",namespace=\"team\",quota_name="
+                      "\"nvidia.com/gpumem\"} 16000"),
+            std::string::npos);
+  // A deleted pod gives its share back.
+  s.DeletePod(PodJson(p1));
+  EXPECT_EQ(Filter(p3, {"n1"})["NodeNames"][0], "n1");
+  Json allowed = Json::parse(s.Webhook(ReviewJson("elsewhere", p3).dump()));
+  EXPECT_TRUE(allowed["response"]["allowed"].get<bool>()) << allowed.dump();
+}
+
+TEST_F(ServiceTest, QuotaUpdatesAndDeletesApplyAtOnce) {
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 16000)})});
+  s.UpsertQuota(QuotaJson("team", "gpu", {{"limits.nvidia.com/gpucores", 20}}));
+  auto pod = PodBuilder("team/p").Container(1, 1000, 30).Build();
+  EXPECT_EQ(Filter(pod, {"n1"})["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit");
+  s.UpsertQuota(QuotaJson("team", "gpu", {{"limits.nvidia.com/gpucores", 40}}));
+  EXPECT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  s.UpsertQuota(QuotaJson("team", "gpu", {{"limits.nvidia.com/gpucores", 0}}));
+  auto second = PodBuilder("team/q").Container(1, 1000, 10).Build();
+  EXPECT_EQ(Filter(second, {"n1"})["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit")
+      << "a limit of 0 blocks every GPU pod";
+  s.DeleteQuota(QuotaJson("team", "gpu", Json::object()));
+  EXPECT_EQ(Filter(second, {"n1"})["NodeNames"][0], "n1");
+}
+
+TEST_F(ServiceTest, MalformedQuotaIsSkippedAndNamedWithoutTouchingOthers) {
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 16000)})});
+  s.ReplaceQuotas({Json::array(), QuotaJson("bad", "gpu", {{"limits.nvidia.com/gpumem", "lots"}}),
+                   QuotaJson("team", "gpu", {{"limits.nvidia.com/gpumem", 1000}})});
+  auto bad = PodBuilder("bad/p").Container(1, 8000).Build();
+  auto team = PodBuilder("team/p").Container(1, 8000).Build();
+  EXPECT_EQ(Filter(bad, {"n1"})["NodeNames"][0], "n1") << "an unreadable limit limits nothing";
+  EXPECT_EQ(Filter(team, {"n1"})["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit");
+}
+
+// ---- node liveness and the node label selector ------------------------------------------------
+
+TEST_F(ServiceTest, NodeWithoutAllocatableGpusGetsNoPodsAfterTheGracePeriod) {
+  options.node_liveness_grace = std::chrono::seconds(60);
+  model::Node node = NodeWith("n1", {SharingGpu("GPU-1")});
+  node.allocatable["nvidia.com/gpu"] = "10";
+  auto& s = MakeSynced({node});
+  auto pod = PodBuilder("ns/p").Container(1, 1000).Build();
+  EXPECT_EQ(s.CheckNodeLiveness(), 0u);
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  // The device plugin goes away: the kubelet drops the allocatable count to 0.
+  node.allocatable["nvidia.com/gpu"] = "0";
+  s.UpsertNode(NodeJson(node));
+  clock.now += std::chrono::seconds(59);
+  EXPECT_EQ(s.CheckNodeLiveness(), 0u);
+  auto second = PodBuilder("ns/q").Container(1, 1000).Build();
+  EXPECT_EQ(Filter(second, {"n1"})["NodeNames"][0], "n1") << "within the grace period";
+  clock.now += std::chrono::seconds(2);
+  EXPECT_EQ(s.CheckNodeLiveness(), 1u);
+  auto third = PodBuilder("ns/r").Container(1, 1000).Build();
+  Json r = Filter(third, {"n1"});
+  EXPECT_EQ(r["FailedNodes"]["n1"],
+            "node unregistered: no live device plugin (allocatable nvidia.com/gpu is 0)")
+      << r.dump();
+  EXPECT_TRUE(Holds("ns/p")) << "pods already there keep their devices";
+  // The plugin is back: the node takes pods again at once.
+  node.allocatable["nvidia.com/gpu"] = "10";
+  s.UpsertNode(NodeJson(node));
+  EXPECT_EQ(Filter(third, {"n1"})["NodeNames"][0], "n1");
+  EXPECT_EQ(s.CheckNodeLiveness(), 0u);
+}
+
+TEST_F(ServiceTest, LivenessCheckCanBeTurnedOff) {
+  options.node_liveness_grace = std::chrono::seconds(0);
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});  // no allocatable at all
+  clock.now += std::chrono::hours(1);
+  EXPECT_EQ(s.CheckNodeLiveness(), 0u);
+  EXPECT_EQ(Filter(PodBuilder("ns/p").Container(1, 1000).Build(), {"n1"})["NodeNames"][0], "n1");
+}
+
+TEST_F(ServiceTest, NodeLabelSelectorLeavesOtherNodesUnregistered) {
+  options.node_selector = {{"gpu", "on"}};
+  model::Node in = NodeWith("in", {SharingGpu("GPU-1")});
+  in.labels["gpu"] = "on";
+  model::Node out = NodeWith("out", {SharingGpu("GPU-2")});
+  out.labels["gpu"] = "off";
+  auto& s = MakeSynced({in, out});
+  auto pod = PodBuilder("ns/p").Container(1, 1000).Build();
+  Json r = Filter(pod, {"out"});
+  EXPECT_EQ(r["FailedNodes"]["out"], "node unregistered") << r.dump();
+  EXPECT_EQ(Filter(pod, {"in", "out"})["NodeNames"][0], "in");
+  // Relabelled: it is registered from the next update on.
+  out.labels["gpu"] = "on";
+  s.UpsertNode(NodeJson(out));
+  auto second = PodBuilder("ns/q").Container(1, 1000).Build();
+  EXPECT_EQ(Filter(second, {"out"})["NodeNames"][0], "out");
+}
+
 }  // namespace
 }  // namespace tessera::service

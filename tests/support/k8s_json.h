@@ -41,6 +41,7 @@ inline nlohmann::json NodeJson(const model::Node& node) {
   nlohmann::json meta = {{"name", node.name}};
   if (!node.resource_version.empty()) meta["resourceVersion"] = node.resource_version;
   if (!node.annotations.empty()) meta["annotations"] = node.annotations;
+  if (!node.labels.empty()) meta["labels"] = node.labels;
   nlohmann::json out = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", meta}};
   if (!node.allocatable.empty()) out["status"] = {{"allocatable", node.allocatable}};
   return out;

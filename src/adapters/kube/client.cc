@@ -1,11 +1,14 @@
 #include "adapters/kube/client.h"
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "adapters/kube/curl_transport.h"
 #include "adapters/kube/retry_policy.h"
+#include "adapters/kube/token_bucket.h"
 #include "adapters/kube/token_source.h"
 #include "adapters/kube/url.h"
 
@@ -36,11 +39,17 @@ class Client::Impl {
       : config_(std::move(config)),
         options_(std::move(options)),
         tokens_(config_.bearer_token, config_.token_file, options_.token_refresh_interval),
-        transport_(MakeSettings()) {}
+        transport_(MakeSettings()) {
+    if (options_.qps > 0) {
+      limiter_.emplace(options_.qps, static_cast<double>(options_.burst),
+                       TokenBucket::Clock::now());
+    }
+  }
 
   Response Send(const ApiRequest& request, const std::function<bool()>& should_stop) {
     bool token_refreshed = false;
     for (int retry = 0;;) {
+      if (!Throttle(should_stop)) return Cancelled();
       const std::string token = tokens_.Current();
       TransferRequest transfer = MakeTransfer(request, token);
       transfer.total_timeout = options_.request_timeout;
@@ -65,6 +74,7 @@ class Client::Impl {
   Response Stream(const std::string& path,
                   const std::function<bool(std::string_view line)>& on_line,
                   const std::function<bool()>& should_stop) {
+    if (!Throttle(should_stop)) return Cancelled();
     std::string pending;  // bytes after the last newline
     size_t scanned = 0;   // bytes of `pending` known to hold no newline
     std::string error_body;
@@ -110,6 +120,29 @@ class Client::Impl {
   const ClientOptions& options() const { return options_; }
 
  private:
+  // Waits for a token of the rate limit (none without one); false when should_stop came first.
+  bool Throttle(const std::function<bool()>& should_stop) {
+    if (!limiter_) return true;
+    for (;;) {
+      TokenBucket::Clock::duration wait;
+      {
+        std::lock_guard<std::mutex> lock(limiter_mu_);
+        wait = limiter_->TryTake(TokenBucket::Clock::now());
+      }
+      if (wait == TokenBucket::Clock::duration::zero()) return true;
+      if (!SleepUnlessStopped(std::chrono::ceil<std::chrono::milliseconds>(wait), should_stop)) {
+        return false;
+      }
+    }
+  }
+
+  static Response Cancelled() {
+    Response response;
+    response.cancelled = true;
+    response.transport_error = "cancelled while waiting for the client rate limit";
+    return response;
+  }
+
   ConnectionSettings MakeSettings() {
     ConnectionSettings settings;
     settings.ca_pem = config_.ca_pem;
@@ -164,7 +197,9 @@ class Client::Impl {
   TokenSource tokens_;
   std::string base_url_;
   std::string config_error_;  // a server URL that cannot be used
-  CurlTransport transport_;   // last: MakeSettings fills base_url_ and config_error_ first
+  std::mutex limiter_mu_;
+  std::optional<TokenBucket> limiter_;  // ClientOptions::qps > 0
+  CurlTransport transport_;  // last: MakeSettings fills base_url_ and config_error_ first
 };
 
 Client::Client(ClusterConfig config, ClientOptions options)

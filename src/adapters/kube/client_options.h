@@ -16,6 +16,11 @@ struct ClientOptions {
   std::chrono::milliseconds retry_backoff_max{5000};
   std::chrono::milliseconds retry_after_max{10000};         // cap on the server's Retry-After
   std::chrono::milliseconds token_refresh_interval{60000};  // token_file re-read period
+  // Client-side rate limit on requests to the API server (client-go's QPS and Burst): every
+  // attempt of Send, retries included, and the start of every Stream takes a token from one
+  // bucket shared by all threads. qps 0 (the default) = unlimited; burst below 1 counts as 1.
+  double qps = 0;
+  int burst = 0;
 };
 
 }  // namespace tessera::kube

@@ -147,6 +147,26 @@ Result<model::Pod> DecodePod(const Json& j) {
   return pod;
 }
 
+Result<model::ResourceQuota> DecodeResourceQuota(const Json& j) {
+  if (!j.is_object()) return Error{"ResourceQuota: expected an object"};
+  model::ResourceQuota quota;
+  std::string uid;
+  std::string rv;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;
+  if (auto s = DecodeMetadata(j, "ResourceQuota", &quota.name, &quota.ns, &uid, &rv, &annotations,
+                              &labels, nullptr);
+      !s) {
+    return Error{s.message()};
+  }
+  if (const Json* spec = FindKey(j, "spec"); spec != nullptr && !spec->is_null()) {
+    const std::string where = "ResourceQuota " + quota.Key() + ": spec";
+    if (!spec->is_object()) return Error{where + ": expected an object"};
+    if (auto s = ReadResourceList(*spec, "hard", where, &quota.hard); !s) return Error{s.message()};
+  }
+  return quota;
+}
+
 Result<model::Node> DecodeNode(const Json& j) {
   if (!j.is_object()) return Error{"Node: expected an object"};
   model::Node node;

@@ -5,6 +5,7 @@
 #include "core/codec/json_util.h"
 #include "core/common/result.h"
 #include "core/model/pod.h"
+#include "core/model/resource_quota.h"
 
 namespace tessera::codec {
 
@@ -12,5 +13,7 @@ namespace tessera::codec {
 // scheduler's model. Quantities may be JSON strings or numbers; errors name the field.
 Result<model::Pod> DecodePod(const Json& j);
 Result<model::Node> DecodeNode(const Json& j);
+// v1.ResourceQuota: metadata and spec.hard (values as quantity text).
+Result<model::ResourceQuota> DecodeResourceQuota(const Json& j);
 
 }  // namespace tessera::codec

@@ -95,6 +95,8 @@ Result<AdmissionRequest> DecodeAdmissionReview(std::string_view body) {
   if (!s.ok()) return Error{s.message()};
   if (req.uid.empty()) return Error{"AdmissionReview.request.uid: missing"};
   s = codec::ReadString(*request, "operation", "AdmissionReview.request", &req.operation);
+  if (!s) return Error{s.message()};
+  s = codec::ReadString(*request, "namespace", "AdmissionReview.request", &req.ns);
   if (!s.ok()) return Error{s.message()};
   const Json* object = FindKey(*request, "object");
   if (object == nullptr || !object->is_object()) {
@@ -105,7 +107,8 @@ Result<AdmissionRequest> DecodeAdmissionReview(std::string_view body) {
 }
 
 AdmissionVerdict ReviewPod(const Json& pod_json, const WebhookOptions& options,
-                           const config::NvidiaConfig& config) {
+                           const config::NvidiaConfig& config,
+                           const std::optional<state::QuotaHeadroom>& quota) {
   auto pod = codec::DecodePod(pod_json);
   if (!pod.ok()) return Deny(pod.error().message, 400);
   const std::string who =
@@ -128,6 +131,21 @@ AdmissionVerdict ReviewPod(const Json& pod_json, const WebhookOptions& options,
   auto request = sched::DerivePodRequest(admitted->pod, config);
   if (!request.ok()) return Deny(who + ": " + request.error().message);
   if (!pod->node_name.empty()) return Deny(who + ": pod has node assigned");
+  if (quota && !quota->Admits(sched::AdmissionQuotaUse(*request))) {
+    // HAMi's words first (clients match them), then what does not fit.
+    const state::QuotaUse use = sched::AdmissionQuotaUse(*request);
+    std::string detail;
+    if (quota->mem && use.mem > *quota->mem) {
+      detail = config.resource_memory_name + " " + std::to_string(use.mem) + " MiB asked, " +
+               std::to_string(std::max<int64_t>(*quota->mem, 0)) + " MiB left";
+    }
+    if (quota->cores && use.cores > *quota->cores) {
+      detail += (detail.empty() ? "" : "; ") + config.resource_core_name + " " +
+                std::to_string(use.cores) + " asked, " +
+                std::to_string(std::max<int64_t>(*quota->cores, 0)) + " left";
+    }
+    return Deny(who + ": exceeding resource quota (" + detail + ")");
+  }
   for (const auto& change : admitted->changes) {
     AddLimit(pod_json, change.init, change.container, change.resource, change.value,
              &verdict.patch);

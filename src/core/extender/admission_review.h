@@ -1,11 +1,13 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/codec/json_util.h"
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
+#include "core/state/quota_book.h"
 
 // The mutating webhook (hami-protocol.md 8) as a pure function: AdmissionReview in, AdmissionReview
 // out. Both admission.k8s.io/v1 and v1beta1 are answered in the version they came in.
@@ -21,6 +23,7 @@ struct AdmissionRequest {
   std::string api_version;  // admission.k8s.io/v1 or admission.k8s.io/v1beta1
   std::string uid;
   std::string operation;
+  std::string ns;      // request.namespace: the pod's namespace (the object may not say)
   codec::Json object;  // the Pod
 };
 
@@ -37,9 +40,11 @@ Result<AdmissionRequest> DecodeAdmissionReview(std::string_view body);
 // Decides for one pod: skip pods of other schedulers, apply HAMi's resource defaults, validate
 // every GPU request (a quantity the scheduler could not use is denied here, with the container and
 // resource named, instead of leaving the pod Pending), deny privileged GPU containers and GPU pods
-// with spec.nodeName preset, and set spec.schedulerName.
+// with spec.nodeName preset, deny a GPU pod its namespace's quota cannot hold (`quota`: what the
+// namespace may still use; nullopt when no quota applies), and set spec.schedulerName.
 AdmissionVerdict ReviewPod(const codec::Json& pod, const WebhookOptions& options,
-                           const config::NvidiaConfig& config);
+                           const config::NvidiaConfig& config,
+                           const std::optional<state::QuotaHeadroom>& quota = std::nullopt);
 
 std::string EncodeAdmissionReview(const AdmissionRequest& request, const AdmissionVerdict& verdict);
 

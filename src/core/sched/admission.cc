@@ -1,5 +1,7 @@
 #include "core/sched/admission.h"
 
+#include <algorithm>
+
 #include "core/model/quantity.h"
 
 namespace tessera::sched {
@@ -75,6 +77,24 @@ Result<AdmissionOutcome> ApplyAdmissionDefaults(const model::Pod& pod,
   }
   if (privileged && out.has_gpu) return Error{"container " + privileged_name + " is privileged"};
   return out;
+}
+
+state::QuotaUse AdmissionQuotaUse(const PodRequest& request) {
+  state::QuotaUse app;
+  state::QuotaUse init;
+  for (size_t i = 0; i < request.slots.size(); ++i) {
+    const ContainerRequest& k = request.slots[i];
+    const int64_t mem = static_cast<int64_t>(k.mem_mib) * k.nums;
+    const int64_t cores = static_cast<int64_t>(k.cores) * k.nums;
+    if (request.IsInit(i)) {
+      init.mem = std::max(init.mem, mem);
+      init.cores = std::max(init.cores, cores);
+    } else {
+      app.mem += mem;
+      app.cores += cores;
+    }
+  }
+  return {std::max(app.mem, init.mem), std::max(app.cores, init.cores)};
 }
 
 }  // namespace tessera::sched

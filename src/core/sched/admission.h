@@ -6,6 +6,8 @@
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
 #include "core/model/pod.h"
+#include "core/sched/request.h"
+#include "core/state/quota_book.h"
 
 namespace tessera::sched {
 
@@ -29,5 +31,11 @@ struct AdmissionOutcome {
 // (privileged GPU containers, a percentage outside 0..100) are errors with the container named.
 Result<AdmissionOutcome> ApplyAdmissionDefaults(const model::Pod& pod,
                                                 const config::NvidiaConfig& config);
+
+// The pod's quota use as HAMi's webhook counts it (hami-protocol.md 5.10): for memory and for
+// cores, the larger of the app containers' sum and the largest init container, each container
+// counting its per-GPU request times its GPU count. A memory percentage counts 0 (the GPU it is
+// a share of is not known yet); the scheduler's filter counts it exactly.
+state::QuotaUse AdmissionQuotaUse(const PodRequest& request);
 
 }  // namespace tessera::sched

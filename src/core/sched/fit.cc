@@ -90,6 +90,37 @@ std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::D
   return {};
 }
 
+// The pod's quota use if it got `slots` (plus `extra` for `extra_slot`, when given), collapsed as
+// HAMi's quota counts it (state::QuotaUseOf), per GPU of the node.
+state::QuotaUse SlotsQuotaUse(const SlotAssignments& slots, int num_init,
+                              const DeviceAssignment* extra = nullptr, int extra_slot = -1) {
+  std::vector<std::array<int64_t, 5>> per_gpu;  // device, init mem and cores, app mem and cores
+  auto add = [&](int slot, const DeviceAssignment& a) {
+    std::array<int64_t, 5>* g = nullptr;
+    for (auto& e : per_gpu) {
+      if (e[0] == a.device) g = &e;
+    }
+    if (g == nullptr) g = &per_gpu.emplace_back(std::array<int64_t, 5>{a.device, 0, 0, 0, 0});
+    if (slot < num_init) {
+      (*g)[1] = std::max<int64_t>((*g)[1], a.mem);
+      (*g)[2] = std::max<int64_t>((*g)[2], a.cores);
+    } else {
+      (*g)[3] += a.mem;
+      (*g)[4] += a.cores;
+    }
+  };
+  for (size_t slot = 0; slot < slots.size(); ++slot) {
+    for (const auto& a : slots[slot]) add(static_cast<int>(slot), a);
+  }
+  if (extra != nullptr) add(extra_slot, *extra);
+  state::QuotaUse use;
+  for (const auto& g : per_gpu) {
+    use.mem += std::max(g[1], g[3]);
+    use.cores += std::max(g[2], g[4]);
+  }
+  return use;
+}
+
 // Reason counts for one container on one node, without allocating; the ReasonCounts map is
 // built only when the container does not fit.
 class ReasonTally {
@@ -245,6 +276,14 @@ class PodFitter {
       const state::DeviceUsage& u = Usage(dev, init);
       const bool mig = d.IsMig();
       const int32_t memreq = MemoryRequest(node_, dev, mig, request);
+      // Check 10: the namespace's quota, counting what this pod has taken so far in the pass.
+      if (prefs_.quota) {
+        const DeviceAssignment candidate{dev, memreq, request.cores, -1, {}};
+        if (!prefs_.quota->Admits(SlotsQuotaUse(slots_, request_.num_init, &candidate, slot))) {
+          reasons[reason::kResourceQuotaNotFit]++;
+          continue;
+        }
+      }
       if (auto r = UsageReject(d, mig, u, request, memreq, mutex); !r.empty()) {
         reasons[r]++;
         continue;
@@ -398,9 +437,28 @@ bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPr
   return true;
 }
 
-NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
-                     const PodPreferences& prefs, const std::vector<double>* device_rank,
-                     const MigGoal* mig_goal) {
+namespace {
+
+// What the pod is accounted once placed (a MIG instance counts its profile's memory, more than
+// the request that HAMi's check 10 used) must fit the quota too.
+void CheckQuotaOfPlacement(const state::NodeState& node, const PodRequest& request,
+                           const PodPreferences& prefs, NodeFit* fit) {
+  if (!fit->fits || !prefs.quota) return;
+  if (prefs.quota->Admits(SlotsQuotaUse(fit->slots, request.num_init))) return;
+  int gpus = 0;
+  for (const auto& slot : fit->slots) gpus += static_cast<int>(slot.size());
+  fit->fits = false;
+  fit->mig_planned = false;
+  fit->reason_deferred = false;
+  fit->reason = FormatNodeReason({{std::string(reason::kResourceQuotaNotFit), gpus}},
+                                 static_cast<int>(node.devices.size()));
+  fit->slots.clear();
+}
+
+// FitPodOnNode without the quota check of the placement.
+NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& request,
+                              const PodPreferences& prefs, const std::vector<double>* device_rank,
+                              const MigGoal* mig_goal) {
   NodeFit fit;
   if (!node.usable()) {
     fit.reason = node.unusable_reason;
@@ -437,6 +495,16 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
     return fit;
   }
   fit.score = NodeScore(node, fit.slots);
+  return fit;
+}
+
+}  // namespace
+
+NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
+                     const PodPreferences& prefs, const std::vector<double>* device_rank,
+                     const MigGoal* mig_goal) {
+  NodeFit fit = FitPodOnNodeUnchecked(node, request, prefs, device_rank, mig_goal);
+  CheckQuotaOfPlacement(node, request, prefs, &fit);
   return fit;
 }
 

@@ -7,6 +7,7 @@
 #include "core/common/result.h"
 #include "core/model/pod.h"
 #include "core/sched/mig_demand.h"
+#include "core/state/quota_book.h"
 
 namespace tessera::sched {
 
@@ -55,6 +56,9 @@ struct PodPreferences {
   NodePolicy node_policy = NodePolicy::kBinpack;
   GpuPolicy gpu_policy;
   ScoringWeights weights;
+  // What the pod's namespace may still use under its GPU quotas (set by the scheduler from the
+  // cluster state, not from annotations); nullopt when no quota applies.
+  std::optional<state::QuotaHeadroom> quota{};
 };
 
 Result<NodePolicy> ParseNodePolicy(const std::string& text);

@@ -144,6 +144,7 @@ void ClusterState::UpsertNode(const model::Node& node) {
       }
     }
   }
+  if (auto b = blocked_.find(node.name); b != blocked_.end()) ns.unusable_reason = b->second;
   if (ns.usable()) {
     if (const std::string* ps = node.Annotation(std::string(ann::kNodePairScore))) {
       auto scores = codec::DecodePairScores(*ps);
@@ -209,6 +210,23 @@ void ClusterState::RemoveNode(const std::string& name) {
   RebuildNodeList();
 }
 
+void ClusterState::SetNodeBlocked(const std::string& name, const std::string& reason) {
+  if (reason.empty()) {
+    if (blocked_.erase(name) == 0) return;
+  } else {
+    auto [it, inserted] = blocked_.try_emplace(name, reason);
+    if (!inserted && it->second == reason) return;
+    it->second = reason;
+  }
+  auto it = nodes_.find(name);
+  // Re-derived from the Node object (a node known only from its pods has none yet).
+  if (it != nodes_.end() && it->second.node.name == name) UpsertNode(model::Node(it->second.node));
+}
+
+namespace {
+std::string NamespaceOf(const std::string& key) { return key.substr(0, key.find('/')); }
+}  // namespace
+
 void ClusterState::ResetUsage(NodeState& ns) {
   ns.cpu_used_milli = 0;
   ns.usage.assign(ns.devices.size(), DeviceUsage{});
@@ -220,6 +238,7 @@ void ClusterState::AddPod(PodReservation reservation) {
   std::string key = reservation.key;
   std::string node = reservation.node;
   pods_[key] = std::move(reservation);
+  quotas_.AddUse(NamespaceOf(key), QuotaUseOf(pods_[key].devices, pods_[key].num_init));
   // A pod may arrive before its node registers; it is applied when the node does.
   NodeState& ns = nodes_[node];
   if (ns.name.empty()) {
@@ -237,6 +256,7 @@ std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
   if (it == pods_.end()) return std::nullopt;
   PodReservation r = std::move(it->second);
   pods_.erase(it);
+  quotas_.RemoveUse(NamespaceOf(key), QuotaUseOf(r.devices, r.num_init));
   auto nit = nodes_.find(r.node);
   if (nit != nodes_.end()) {
     if (applied_.count(key) > 0) nit->second.cpu_used_milli -= r.cpu_milli;

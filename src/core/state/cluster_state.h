@@ -16,6 +16,8 @@
 #include "core/mig/layout.h"
 #include "core/model/device.h"
 #include "core/model/pod.h"
+#include "core/model/resource_quota.h"
+#include "core/state/quota_book.h"
 
 namespace tessera::state {
 
@@ -101,12 +103,24 @@ struct NodeState {
 // only the GPUs it holds; changing a node re-applies only that node's pods.
 class ClusterState {
  public:
-  explicit ClusterState(config::SchedulerConfig config) : config_(std::move(config)) {}
+  explicit ClusterState(config::SchedulerConfig config)
+      : config_(std::move(config)), quotas_(config_.nvidia) {}
 
   // Adds or replaces a node; its register annotation is decoded here. A malformed annotation
   // makes only this node unusable, with the decode error as the reason.
   void UpsertNode(const model::Node& node);
   void RemoveNode(const std::string& name);
+  // Keeps a node unusable with `reason` whatever its annotations say (not live, not selected),
+  // until cleared with an empty reason. Its pods stay counted.
+  void SetNodeBlocked(const std::string& name, const std::string& reason);
+
+  // GPU quotas per namespace; pods' use is counted as they are added and removed. Returns the
+  // quota's unusable limits, named (the others apply).
+  std::vector<std::string> UpsertQuota(const model::ResourceQuota& quota) {
+    return quotas_.Upsert(quota);
+  }
+  void RemoveQuota(const std::string& ns, const std::string& name) { quotas_.Remove(ns, name); }
+  const QuotaBook& quotas() const { return quotas_; }
 
   // Adds a pod's reservation, replacing the pod's previous one.
   void AddPod(PodReservation reservation);
@@ -164,7 +178,9 @@ class ClusterState {
   void RebuildNodeList();
 
   config::SchedulerConfig config_;
-  std::map<std::string, int> spec_ids_;  // canonical device description -> id
+  QuotaBook quotas_;
+  std::map<std::string, std::string> blocked_;  // node -> reason (SetNodeBlocked)
+  std::map<std::string, int> spec_ids_;         // canonical device description -> id
   std::map<std::string, std::shared_ptr<const mig::LayoutTable>> layout_tables_;  // by RulesKey
   std::map<std::string, NodeState> nodes_;
   std::vector<const NodeState*> node_list_;

@@ -334,5 +334,43 @@ TEST(ClientStreamTest, ShouldStopEndsAHangingStreamPromptly) {
   EXPECT_LT(returned - stop_requested, std::chrono::seconds(2));  // polled every 100 ms
 }
 
+TEST(ClientTest, QpsLimitsRequestsAndUnlimitedIsTheDefault) {
+  FakeApiServer server;
+  server.On("GET", "/api", [](const RecordedRequest&, httplib::Response& res) {
+    ReplyJson(res, 200, Json::object());
+  });
+  ClientOptions options;
+  options.qps = 20;  // one token every 50 ms
+  options.burst = 2;
+  Client limited(ConfigFor(server), options);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(limited.Get("/api").ok());
+  // Two from the burst, then four more at 50 ms each.
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(190));
+
+  Client unlimited(ConfigFor(server));
+  const auto fast = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(unlimited.Get("/api").ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - fast, std::chrono::milliseconds(900));
+}
+
+TEST(ClientTest, ShouldStopEndsTheWaitForTheRateLimit) {
+  FakeApiServer server;
+  server.On("GET", "/api", [](const RecordedRequest&, httplib::Response& res) {
+    ReplyJson(res, 200, Json::object());
+  });
+  ClientOptions options;
+  options.qps = 0.01;  // the second request would wait 100 s
+  Client client(ConfigFor(server), options);
+  EXPECT_TRUE(client.Get("/api").ok());
+  const auto start = std::chrono::steady_clock::now();
+  Response r = client.Send({"GET", "/api", "", ""}, [&] {
+    return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(100);
+  });
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(server.Requests("GET", "/api").size(), 1U);
+}
+
 }  // namespace
 }  // namespace tessera::kube

@@ -245,5 +245,18 @@ TEST(ApplyAdmissionDefaultsTest, PrivilegedContainerWithoutGpuIsAllowed) {
   EXPECT_FALSE(out->has_gpu);
 }
 
+TEST(AdmissionQuotaUseTest, LargerOfAppSumAndInitPeakWithPercentagesCountingZero) {
+  PodRequest r;
+  r.num_init = 2;
+  r.slots = {{1, 9000, kMemPercentUnset, 10},
+             {2, 1000, kMemPercentUnset, 60},
+             {1, 3000, kMemPercentUnset, 20},
+             {2, 2000, kMemPercentUnset, 5},
+             {1, 0, 50, 30}};
+  const state::QuotaUse use = AdmissionQuotaUse(r);
+  EXPECT_EQ(use.mem, 9000);   // init peak 9000 beats the app sum 3000 + 4000 + 0
+  EXPECT_EQ(use.cores, 120);  // init peak 2 x 60 beats the app sum 20 + 10 + 30
+}
+
 }  // namespace
 }  // namespace tessera::sched

@@ -578,5 +578,40 @@ TEST(SchedulerFastPathTest, SameDecisionsWithoutFailureReasonsAndOverNodePointer
   EXPECT_GT(refused, 10);
 }
 
+// ---- quotas ------------------------------------------------------------------------------------
+
+TEST_F(SchedulerTest, QuotaCountsInitContainersAtTheirPeakWhenFitting) {
+  AddNode("n1", {SharingGpu("GPU-A", 32768)});
+  state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "10000"}}});
+  // Init 9000 then app 6000 on the one GPU: counted max(9000, 6000) = 9000.
+  auto fits = PodBuilder("team/p").InitContainer(1, 9000).Container(1, 6000).Build();
+  Decision d = Schedule(fits);
+  ASSERT_TRUE(d.scheduled) << d.message;
+  EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 1000);
+  // Two app containers of 1000 add up to 2000: over the 1000 left.
+  auto over = PodBuilder("team/q").Container(1, 1000).Container(1, 1000).Build();
+  Decision o = Schedule(over);
+  EXPECT_FALSE(o.scheduled);
+  EXPECT_EQ(o.failed_nodes["n1"], "1/1 ResourceQuotaNotFit")
+      << "the first container took the last 1000 MiB; the second found none";
+  scheduler_.Release("team/p");
+  EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 10000);
+  EXPECT_TRUE(Schedule(over).scheduled);
+}
+
+TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
+  AddNode("n1", {RtxPro6000Mig("GPU-M")});
+  // 8000 MiB asked, but the smallest profile (1g.24gb) holds about 24 GiB: that is what the pod
+  // takes, and what its namespace is charged.
+  state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "16000"}}});
+  Decision d = Schedule(PodBuilder("team/p").Container(1, 8000).MigMode().Build());
+  EXPECT_FALSE(d.scheduled);
+  EXPECT_EQ(d.failed_nodes["n1"], "1/1 ResourceQuotaNotFit") << d.message;
+  state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "30000"}}});
+  Decision ok = Schedule(PodBuilder("team/p").Container(1, 8000).MigMode().Build());
+  ASSERT_TRUE(ok.scheduled) << ok.message;
+  EXPECT_LT(*state_.quotas().HeadroomFor("team")->mem, 30000 - 8000);
+}
+
 }  // namespace
 }  // namespace tessera::sched

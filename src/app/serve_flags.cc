@@ -1,0 +1,207 @@
+#include "app/serve_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+
+#include "core/common/strings.h"
+
+namespace tessera::app {
+namespace {
+
+bool AllDigits(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c)) == 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> NormalizeServeArgs(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  size_t i = 0;
+  if (!args.empty()) out.push_back(args[i++]);
+  // The subcommand is the first argument that is not an option (the program has no options
+  // that take a value before it).
+  while (i < args.size() && StartsWith(args[i], "-")) out.push_back(args[i++]);
+  if (i >= args.size() || args[i] != "serve") {
+    out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+    return out;
+  }
+  out.push_back(args[i++]);
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (a == "-v" && i + 1 < args.size()) {
+      out.push_back("--v=" + args[++i]);
+    } else if (StartsWith(a, "-v=")) {
+      out.push_back("--v=" + a.substr(3));
+    } else if (StartsWith(a, "-v") && AllDigits(std::string_view(a).substr(2))) {
+      out.push_back("--v=" + a.substr(2));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> ParseNodeSelector(
+    const std::vector<std::string>& values) {
+  std::map<std::string, std::string> selector;
+  for (const auto& value : values) {
+    if (Trim(value).empty()) continue;  // --node-label-selector "" selects every node
+    for (const auto& raw : SplitKeepEmpty(value, ',')) {
+      const std::string item = Trim(raw);
+      const size_t eq = item.find('=');
+      if (item.empty()) {
+        return Error{"--node-label-selector " + value + ": empty item (want key=value,...)"};
+      }
+      if (eq == std::string::npos) {
+        return Error{"--node-label-selector: \"" + item + "\" is not key=value"};
+      }
+      const std::string key = Trim(item.substr(0, eq));
+      const std::string val = Trim(item.substr(eq + 1));
+      if (key.empty()) {
+        return Error{"--node-label-selector: \"" + item + "\" has an empty key"};
+      }
+      auto [it, inserted] = selector.emplace(key, val);
+      if (!inserted && it->second != val) {
+        return Error{"--node-label-selector: key \"" + key + "\" given twice (\"" + it->second +
+                     "\" and \"" + val + "\")"};
+      }
+    }
+  }
+  return selector;
+}
+
+Result<LeaderElectionFlags> ResolveLeaderElection(const ServeOptions& options) {
+  LeaderElectionFlags out;
+  const bool hami_spelling = !options.leader_elect_resource_name.empty() ||
+                             !options.leader_elect_resource_namespace.empty();
+  out.lease_namespace = options.leader_elect_resource_namespace.empty()
+                            ? options.leader_elect_namespace
+                            : options.leader_elect_resource_namespace;
+  out.lease_name = options.leader_elect_resource_name.empty() ? options.leader_elect_name
+                                                              : options.leader_elect_resource_name;
+  if (options.leader_elect_mode.empty()) {
+    out.follow = hami_spelling;
+  } else if (options.leader_elect_mode == "follow" || options.leader_elect_mode == "campaign") {
+    out.follow = options.leader_elect_mode == "follow";
+  } else {
+    return Error{"--leader-elect-mode: want campaign or follow, got " + options.leader_elect_mode};
+  }
+  return out;
+}
+
+std::string EffectiveLogLevel(const std::string& log_level, bool debug, int verbosity) {
+  return debug || verbosity >= 4 ? "debug" : log_level;
+}
+
+void AddServeFlags(CLI::App& serve, ServeOptions& so) {
+  serve.add_option("--kubeconfig", so.kubeconfig,
+                   "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  serve.add_option("--cluster", so.cluster,
+                   "Serve an embedded in-memory cluster from a scenario file instead");
+  serve.add_option("--http-bind,--http_bind", so.http_bind, "Listen address HOST:PORT")
+      ->capture_default_str();
+  serve.add_option("--tls-cert-file,--cert_file", so.tls_cert_file,
+                   "TLS certificate (PEM, reloaded when it changes)");
+  serve.add_option("--tls-key-file,--key_file", so.tls_key_file, "TLS private key (PEM)");
+  serve
+      .add_option("--scheduler-name", so.scheduler_name,
+                  "Scheduler name the webhook sets and events carry")
+      ->capture_default_str();
+  serve.add_option("--device-config,--device-config-file", so.device_config,
+                   "HAMi device-config.yaml");
+  serve.add_option("--node-scheduler-policy", so.node_policy, "binpack or spread")
+      ->capture_default_str();
+  serve.add_option("--gpu-scheduler-policy", so.gpu_policy, "spread, binpack, topology-aware…")
+      ->capture_default_str();
+  serve.add_option("--mig-demand-prior", so.mig_demand_prior,
+                   "Assumed MIG request mix by size, e.g. 1g=4,3g=1,7g=1 (default: all sizes "
+                   "alike; docs/placement.md)");
+  serve
+      .add_option("--mig-prior-strength", so.mig_prior_strength,
+                  "How many observed requests the prior is worth")
+      ->capture_default_str();
+  serve.add_flag("--mig-allow-larger-profile", so.mig_allow_larger_profile,
+                 "Let an instance take a larger profile than the smallest that covers it when "
+                 "that keeps more placeability");
+  serve
+      .add_option("--force-overwrite-default-scheduler", so.force_overwrite_default_scheduler,
+                  "Webhook takes over pods that name default-scheduler")
+      ->capture_default_str();
+  serve
+      .add_option("--node-lock", so.node_lock,
+                  "none, or hami (write hami.io/mutex.lock for HAMi's device plugin)")
+      ->capture_default_str();
+  serve
+      .add_option("--node-lock-timeout", so.node_lock_timeout,
+                  "--node-lock=hami: a lock older than this is stale and taken over")
+      ->capture_default_str();
+  serve
+      .add_option("--node-lock-retry-timeout", so.node_lock_retry_timeout,
+                  "HAMi's PodGroup lock retry budget; accepted, no effect (no PodGroup locks)")
+      ->capture_default_str();
+  serve
+      .add_option("--reservation-timeout", so.reservation_timeout,
+                  "How long a filtered pod's devices stay reserved without a bind (60s, 2m)")
+      ->capture_default_str();
+  serve
+      .add_option("--write-placement", so.write_placement,
+                  "When placement annotations are written: filter (as HAMi) or bind (faster)")
+      ->capture_default_str();
+  serve
+      .add_option("--node-label-selector", so.node_label_selector,
+                  "Only nodes with these labels are registered: key=value,key2=value2")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  serve
+      .add_option("--node-liveness-grace", so.node_liveness_grace,
+                  "A node whose allocatable GPU count stays 0 this long gets no new GPU pods "
+                  "(0 = off)")
+      ->capture_default_str();
+  serve.add_option("--kube-qps", so.kube_qps, "API requests per second (0 = unlimited)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve.add_option("--kube-burst", so.kube_burst, "API request burst with --kube-qps")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      .add_option("--kube-timeout", so.kube_timeout,
+                  "Timeout of one API request, seconds or a duration (0 = 30s)")
+      ->capture_default_str();
+  serve.add_flag("--leader-elect", so.leader_elect, "Only the Lease holder serves");
+  serve.add_option("--leader-elect-mode", so.leader_elect_mode,
+                   "campaign (own Lease) or follow (the kube-scheduler's Lease); default "
+                   "campaign, or follow with HAMi's --leader-elect-resource-* flags");
+  serve.add_option("--leader-elect-namespace", so.leader_elect_namespace, "Lease namespace")
+      ->capture_default_str();
+  serve.add_option("--leader-elect-name", so.leader_elect_name, "Lease name")
+      ->capture_default_str();
+  serve.add_option("--leader-elect-resource-namespace", so.leader_elect_resource_namespace,
+                   "HAMi's spelling of the Lease namespace (implies follow without a mode)");
+  serve.add_option("--leader-elect-resource-name", so.leader_elect_resource_name,
+                   "HAMi's spelling of the Lease name (implies follow without a mode)");
+  serve.add_option("--leader-elect-identity", so.leader_elect_identity,
+                   "Holder identity (campaign; default hostname_random) or identity prefix "
+                   "(follow; default hostname)");
+  serve
+      .add_option("--metrics-bind-address", so.metrics_bind_address,
+                  "Also serve /metrics, plain HTTP, on HOST:PORT (:9395 = all interfaces)")
+      ->capture_default_str();
+  serve.add_flag("--legacy-metrics", so.legacy_metrics,
+                 "Also render HAMi's legacy metric names (GPUDeviceMemoryLimit, ...)");
+  serve.add_flag("--profiling", so.profiling, "HAMi's pprof routes; accepted, no effect");
+  serve.add_option("--log-level", so.log_level, "debug, info or warn")->capture_default_str();
+  serve.add_flag("--debug", so.debug, "Same as --log-level debug");
+  serve.add_option("--v", so.verbosity, "klog verbosity (-v=N too): 4 or more = --log-level debug")
+      ->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace tessera::app

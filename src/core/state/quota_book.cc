@@ -1,0 +1,107 @@
+#include "core/state/quota_book.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/model/quantity.h"
+
+namespace tessera::state {
+
+QuotaUse QuotaUseOf(const codec::PodDevices& devices, int num_init) {
+  struct PerGpu {
+    int64_t init_mem = 0, init_cores = 0, app_mem = 0, app_cores = 0;
+  };
+  std::map<std::string, PerGpu> gpus;
+  for (size_t slot = 0; slot < devices.size(); ++slot) {
+    const bool init = static_cast<int>(slot) < num_init;
+    for (const auto& d : devices[slot]) {
+      PerGpu& g = gpus[d.uuid];
+      if (init) {
+        g.init_mem = std::max<int64_t>(g.init_mem, d.used_mem);
+        g.init_cores = std::max<int64_t>(g.init_cores, d.used_cores);
+      } else {
+        g.app_mem += d.used_mem;
+        g.app_cores += d.used_cores;
+      }
+    }
+  }
+  QuotaUse use;
+  for (const auto& [uuid, g] : gpus) {
+    use.mem += std::max(g.init_mem, g.app_mem);
+    use.cores += std::max(g.init_cores, g.app_cores);
+  }
+  return use;
+}
+
+QuotaBook::QuotaBook(const config::NvidiaConfig& config)
+    : memory_key_("limits." + config.resource_memory_name),
+      core_key_("limits." + config.resource_core_name),
+      memory_factor_(std::max<int64_t>(config.memory_factor, 1)) {}
+
+std::vector<std::string> QuotaBook::Upsert(const model::ResourceQuota& quota) {
+  std::vector<std::string> problems;
+  Limits limits;
+  auto read = [&](const std::string& key, std::optional<int64_t>* out) {
+    auto it = quota.hard.find(key);
+    if (it == quota.hard.end()) return;
+    auto q = model::Quantity::Parse(it->second);
+    auto v = q.ok() ? q->ToInt64() : std::nullopt;
+    if (!v || *v < 0) {
+      problems.push_back("ResourceQuota " + quota.Key() + ": spec.hard." + key + ": " + it->second +
+                         " is not a whole non-negative number; ignored");
+      return;
+    }
+    *out = *v;
+  };
+  read(memory_key_, &limits.mem);
+  read(core_key_, &limits.cores);
+  if (!limits.mem && !limits.cores) {
+    Remove(quota.ns, quota.name);
+    return problems;
+  }
+  namespaces_[quota.ns].quotas[quota.name] = limits;
+  return problems;
+}
+
+void QuotaBook::Remove(const std::string& ns, const std::string& name) {
+  auto it = namespaces_.find(ns);
+  if (it == namespaces_.end()) return;
+  it->second.quotas.erase(name);
+  if (it->second.quotas.empty() && it->second.used == QuotaUse{}) namespaces_.erase(it);
+}
+
+void QuotaBook::AddUse(const std::string& ns, const QuotaUse& use) {
+  if (use == QuotaUse{}) return;
+  QuotaUse& used = namespaces_[ns].used;
+  used.mem += use.mem;
+  used.cores += use.cores;
+}
+
+void QuotaBook::RemoveUse(const std::string& ns, const QuotaUse& use) {
+  auto it = namespaces_.find(ns);
+  if (it == namespaces_.end() || use == QuotaUse{}) return;
+  QuotaUse& used = it->second.used;
+  used.mem = std::max<int64_t>(0, used.mem - use.mem);
+  used.cores = std::max<int64_t>(0, used.cores - use.cores);
+  if (it->second.quotas.empty() && used == QuotaUse{}) namespaces_.erase(it);
+}
+
+std::optional<QuotaHeadroom> QuotaBook::HeadroomFor(const std::string& ns) const {
+  auto it = namespaces_.find(ns);
+  if (it == namespaces_.end() || it->second.quotas.empty()) return std::nullopt;
+  QuotaHeadroom h;
+  for (const auto& [name, l] : it->second.quotas) {
+    // Memory limits are in units of the memory resource; usage is in MiB (hami-protocol.md 2).
+    if (l.mem) {
+      const int64_t limit =
+          *l.mem > INT64_MAX / memory_factor_ ? INT64_MAX : *l.mem * memory_factor_;
+      h.mem = std::min(h.mem.value_or(INT64_MAX), limit);
+    }
+    if (l.cores) h.cores = std::min(h.cores.value_or(INT64_MAX), *l.cores);
+  }
+  if (h.mem) *h.mem -= it->second.used.mem;
+  if (h.cores) *h.cores -= it->second.used.cores;
+  return h;
+}
+
+}  // namespace tessera::state

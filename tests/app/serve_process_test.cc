@@ -1,0 +1,260 @@
+// The real `tessera` program started with the arguments HAMi's Helm chart gives its scheduler.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The chart's default `nvidia` section of device-config.yaml (hami-protocol.md 10.2), abridged.
+constexpr const char* kDeviceConfig = R"(nvidia:
+  resourceCountName: nvidia.com/gpu
+  resourceMemoryName: nvidia.com/gpumem
+  resourceMemoryPercentageName: nvidia.com/gpumem-percentage
+  resourceCoreName: nvidia.com/gpucores
+  resourcePriorityName: nvidia.com/priority
+  overwriteEnv: false
+  defaultMemory: 0
+  defaultCores: 0
+  defaultGPUNum: 1
+  deviceSplitCount: 10
+  deviceMemoryScaling: 1
+  deviceCoreScaling: 1
+  gpuCorePolicy: default
+  migProfileAllowlist:
+  - models: [ "NVIDIA RTX PRO 6000 Blackwell Server Edition" ]
+    profiles: [ "1g.24gb", "2g.48gb", "4g.96gb" ]
+)";
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "tessera-serve-process-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string ReadAll(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `tessera serve ARGS` in the background, stdout and stderr into one log file.
+class ServeProcess {
+ public:
+  ServeProcess(const std::vector<std::string>& args, fs::path log) : log_(std::move(log)) {
+    std::vector<std::string> argv = {TESSERA_BINARY, "serve"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
+      std::vector<char*> cargs;
+      for (auto& a : argv) cargs.push_back(a.data());
+      cargs.push_back(nullptr);
+      execv(cargs[0], cargs.data());
+      _exit(127);
+    }
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  // The first match of `pattern`'s group 1 in the log, waiting up to 15 s; "" if none.
+  std::string WaitForLog(const std::string& pattern) {
+    const std::regex re(pattern);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string text = log();
+      if (std::regex_search(text, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+      if (Exited()) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "";
+  }
+  std::string log() const { return ReadAll(log_); }
+  // SIGTERM, then the exit status (-1 if it did not exit normally within 15 s).
+  int Stop() {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (!Exited() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return exited_ && WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+  }
+
+ private:
+  bool Exited() {
+    if (!exited_ && waitpid(pid_, &status_, WNOHANG) == pid_) exited_ = true;
+    return exited_;
+  }
+
+  fs::path log_;
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool exited_ = false;
+};
+
+// Runs `tessera serve ARGS` to the end; returns the exit code and fills `output`.
+int RunServe(const std::string& args, std::string* output) {
+  const std::string cmd = std::string(TESSERA_BINARY) + " serve " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output->append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class ServeProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    const std::string cmd =
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tessera "
+        "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+        (dir_.path() / "tls.key").string() + " -out " + (dir_.path() / "tls.crt").string() +
+        " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl CLI missing?";
+    std::ofstream(dir_.path() / "device-config.yaml") << kDeviceConfig;
+  }
+  std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
+  std::string Scenario() const {
+    return std::string(TESSERA_SOURCE_DIR) + "/examples/demo-mig.yaml";
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(ServeProcessTest, StartsWithHamiChartArguments) {
+  // HAMi's chart arguments verbatim, except: ports are 0 (free ones, read back from the log) and
+  // the files live in a temp dir. The chart has no cluster source flag (HAMi runs in-cluster);
+  // here --cluster adds an embedded cluster instead, because there is no API server. With
+  // --cluster there is no Lease either: --leader-elect=true and the lease flags are accepted and
+  // have no effect (logged), so leader election itself is tested in tests/serve and e2e/.
+  ServeProcess serve(
+      {"--cluster", Scenario(), "--http_bind=0.0.0.0:0", "--cert_file=" + Path("tls.crt"),
+       "--key_file=" + Path("tls.key"), "--scheduler-name=hami-scheduler",
+       "--metrics-bind-address=:0", "--node-scheduler-policy=binpack",
+       "--gpu-scheduler-policy=spread", "--force-overwrite-default-scheduler=true",
+       "--device-config-file=" + Path("device-config.yaml"), "--leader-elect=true",
+       "--leader-elect-resource-name=hami-scheduler",
+       "--leader-elect-resource-namespace=hami-system", "--debug", "-v=4"},
+      Path("serve.log"));
+  const std::string port =
+      serve.WaitForLog(R"(tessera serve listening on 0\.0\.0\.0:(\d+) \(https\))");
+  ASSERT_FALSE(port.empty()) << serve.log();
+  // ":PORT" is every interface, as in HAMi.
+  const std::string metrics_port =
+      serve.WaitForLog(R"(metrics listening on 0\.0\.0\.0:(\d+) \(http, /metrics\))");
+  ASSERT_FALSE(metrics_port.empty()) << serve.log();
+  EXPECT_NE(serve.log().find("--leader-elect: no effect with --cluster"), std::string::npos);
+  // --debug -v=4: debug lines are printed.
+  EXPECT_NE(serve.log().find("[debug]"), std::string::npos) << serve.log();
+
+  httplib::SSLClient https("127.0.0.1", std::stoi(port));
+  https.set_ca_cert_path(Path("tls.crt").c_str());
+  https.enable_server_certificate_verification(true);
+  auto ready = https.Get("/readyz");
+  ASSERT_TRUE(ready) << httplib::to_string(ready.error());
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(ready->body, "ok");
+  auto main_metrics = https.Get("/metrics");  // still on the main port too
+  ASSERT_TRUE(main_metrics);
+  EXPECT_EQ(main_metrics->status, 200);
+
+  httplib::Client metrics("127.0.0.1", std::stoi(metrics_port));
+  auto res = metrics.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("hami_gpu_memory_limit_bytes{"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("node=\"node-a\""), std::string::npos);
+  EXPECT_NE(res->body.find("tessera_pending_reservations 0"), std::string::npos);
+  // The metrics listener serves /metrics alone.
+  auto other = metrics.Post("/filter", "{}", "application/json");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+TEST_F(ServeProcessTest, KlogVerbositySpellingsAndHamiOnlyFlagsAreAccepted) {
+  ServeProcess serve(
+      {"--cluster", Scenario(), "--http-bind=127.0.0.1:0", "-v", "2", "--legacy-metrics=true",
+       "--profiling", "--node-lock-timeout=2m", "--node-lock-retry-timeout=28s", "--kube-qps=5",
+       "--kube-burst=10", "--kube-timeout=30", "--node-label-selector=gpu=on",
+       "--node-liveness-grace=0"},
+      Path("serve.log"));
+  const std::string port = serve.WaitForLog(R"(tessera serve listening on 127\.0\.0\.1:(\d+))");
+  ASSERT_FALSE(port.empty()) << serve.log();
+  // -v below 4 leaves the level at info.
+  EXPECT_EQ(serve.log().find("[debug]"), std::string::npos) << serve.log();
+  EXPECT_NE(serve.log().find("--profiling: tessera serves no pprof routes"), std::string::npos);
+  httplib::Client client("127.0.0.1", std::stoi(port));
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("GPUDeviceMemoryLimit{"), std::string::npos) << res->body;
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+TEST_F(ServeProcessTest, MalformedNodeLabelSelectorIsAStartupError) {
+  std::string output;
+  const int rc = RunServe(
+      "--cluster " + Scenario() + " --http-bind=127.0.0.1:0 --node-label-selector=gpu=on,nolabel",
+      &output);
+  EXPECT_EQ(rc, 1) << output;
+  EXPECT_NE(output.find("--node-label-selector: \"nolabel\" is not key=value"), std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --node-label-selector==x", &output), 1);
+  EXPECT_NE(output.find("--node-label-selector: \"=x\" has an empty key"), std::string::npos)
+      << output;
+}
+
+TEST_F(ServeProcessTest, BadDurationsAndVerbosityAreStartupErrors) {
+  std::string output;
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --node-liveness-grace=soon", &output), 1);
+  EXPECT_NE(output.find("--node-liveness-grace soon"), std::string::npos) << output;
+  output.clear();
+  EXPECT_NE(RunServe("--cluster " + Scenario() + " -v=loud", &output), 0);
+  EXPECT_NE(output.find("--v"), std::string::npos) << output;
+}
+
+}  // namespace
