@@ -17,6 +17,11 @@ std::string StepJson(const StepResult& r) {
   OJson j;
   j["step"] = r.step;
   j["action"] = r.action;
+  if (r.action == "node") {
+    j["node"] = r.node;
+    if (!r.node_unusable.empty()) j["unusable"] = r.node_unusable;
+    return j.dump();
+  }
   j["pod"] = r.pod;
   if (r.action == "delete") {
     if (!r.found) j["message"] = "pod " + r.pod + " holds no devices";

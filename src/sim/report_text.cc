@@ -14,6 +14,12 @@ std::string ShortUuid(const std::string& uuid) {
 
 std::string StepText(const StepResult& r) {
   std::ostringstream out;
+  if (r.action == "node") {
+    out << "step " << r.step << ": node " << r.node << " updated";
+    if (!r.node_unusable.empty()) out << ": takes no pods (" << r.node_unusable << ")";
+    out << "\n";
+    return out.str();
+  }
   out << "step " << r.step << ": " << r.action << " " << r.pod;
   if (r.action == "delete") {
     if (!r.found) {

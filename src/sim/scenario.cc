@@ -182,6 +182,18 @@ Result<model::Node> ShorthandNode(const Json& spec, const mig::GpuModelCatalog& 
       node.annotations[it.key()] = it.value().get<std::string>();
     }
   }
+  if (const Json* alloc = codec::FindKey(spec, "allocatable"); alloc && !alloc->is_null()) {
+    if (!alloc->is_object()) return Error{where + ".allocatable: expected a mapping"};
+    for (auto it = alloc->begin(); it != alloc->end(); ++it) {
+      if (it.value().is_string()) {
+        node.allocatable[it.key()] = it.value().get<std::string>();
+      } else if (it.value().is_number()) {
+        node.allocatable[it.key()] = it.value().dump();
+      } else {
+        return Error{where + ".allocatable[\"" + it.key() + "\"]: expected a quantity"};
+      }
+    }
+  }
   return node;
 }
 
@@ -297,8 +309,16 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
         step.kind = ScenarioStep::Kind::kDelete;
         step.pod_key = del->get<std::string>();
         if (step.pod_key.find('/') == std::string::npos) step.pod_key = "default/" + step.pod_key;
+      } else if (const Json* node = codec::FindKey(st, "node"); node != nullptr) {
+        // A Node object, or the shorthand of `nodes:`.
+        auto decoded = codec::FindKey(*node, "metadata") != nullptr
+                           ? codec::DecodeNode(*node)
+                           : ShorthandNode(*node, catalog, sc.config.nvidia, where + ": node");
+        if (!decoded.ok()) return Error{where + ": node: " + decoded.error().message};
+        step.kind = ScenarioStep::Kind::kNode;
+        step.node = std::move(decoded.value());
       } else {
-        return Error{where + ": expected `create:` or `delete:`"};
+        return Error{where + ": expected `create:`, `delete:` or `node:`"};
       }
       sc.steps.push_back(std::move(step));
     }

@@ -14,10 +14,11 @@
 namespace tessera::sim {
 
 struct ScenarioStep {
-  enum class Kind { kCreate, kDelete };
+  enum class Kind { kCreate, kDelete, kNode };
   Kind kind = Kind::kCreate;
   model::Pod pod;       // kCreate
   std::string pod_key;  // kDelete: namespace/name
+  model::Node node;     // kNode: the node's new state (added or replaced)
 };
 
 // A cluster described in a file (docs/simulator.md): config, policy defaults, nodes (shorthand

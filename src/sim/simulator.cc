@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/sched/admission.h"
+#include "core/state/node_liveness.h"
 
 namespace tessera::sim {
 
@@ -10,8 +11,28 @@ Simulator::Simulator(Scenario scenario)
     : scenario_(std::move(scenario)),
       state_(scenario_.config),
       scheduler_(state_, scenario_.policy) {
-  for (const auto& node : scenario_.nodes) state_.UpsertNode(node);
+  for (const auto& node : scenario_.nodes) ApplyNode(node);
   for (const auto& quota : scenario_.quotas) state_.UpsertQuota(quota);  // checked when parsed
+}
+
+void Simulator::ApplyNode(const model::Node& node) {
+  const std::string& count = state_.config().nvidia.resource_count_name;
+  std::string reason;
+  if (node.allocatable.count(count) > 0) {
+    // Observed at 0 an hour ago, judged now: not live exactly when the count is 0.
+    state::NodeLiveness liveness(count, std::chrono::seconds(1));
+    const state::NodeLiveness::Clock::time_point t0{};
+    liveness.Observe(node, t0);
+    reason = liveness.Verdict(node.name, t0 + std::chrono::hours(1));
+  }
+  state_.SetNodeBlocked(node.name, reason);
+  state_.UpsertNode(node);
+}
+
+void Simulator::RetryPending(int step, std::vector<StepResult>* out) {
+  std::vector<model::Pod> waiting;
+  waiting.swap(pending_);
+  for (const auto& pod : waiting) out->push_back(Create(step, pod, "retry"));
 }
 
 StepResult Simulator::Create(int step, const model::Pod& pod, const std::string& action) {
@@ -74,6 +95,18 @@ std::vector<StepResult> Simulator::RunStep(size_t index) {
     out.push_back(Create(step, st.pod, "create"));
     return out;
   }
+  if (st.kind == ScenarioStep::Kind::kNode) {
+    ApplyNode(st.node);
+    StepResult r;
+    r.step = step;
+    r.action = "node";
+    r.node = st.node.name;
+    if (const state::NodeState* ns = state_.node(st.node.name))
+      r.node_unusable = ns->unusable_reason;
+    out.push_back(std::move(r));
+    RetryPending(step, &out);  // kube-scheduler requeues pending pods on node events
+    return out;
+  }
   StepResult r;
   r.step = step;
   r.action = "delete";
@@ -103,10 +136,7 @@ std::vector<StepResult> Simulator::RunStep(size_t index) {
     }
   }
   out.push_back(std::move(r));
-  // The cluster changed: pending pods get another chance, oldest first.
-  std::vector<model::Pod> waiting;
-  waiting.swap(pending_);
-  for (const auto& pod : waiting) out.push_back(Create(step, pod, "retry"));
+  RetryPending(step, &out);  // the cluster changed
   return out;
 }
 

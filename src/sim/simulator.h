@@ -25,8 +25,10 @@ struct ReleasedDevice {
 // What happened at one step (a create, a delete, or a retry of a pending pod after a delete).
 struct StepResult {
   int step = 0;
-  std::string action;  // "create", "delete", "retry"
-  std::string pod;     // namespace/name
+  std::string action;         // "create", "delete", "retry", "node"
+  std::string pod;            // namespace/name
+  std::string node;           // "node": the node updated
+  std::string node_unusable;  // "node": why it takes no pods now (empty when it does)
   bool adopted = false;
   std::string error;  // a create that could not be admitted or adopted
   // An adopted pod whose annotations do not all decode: the GPUs they name are held whole.
@@ -52,6 +54,11 @@ class Simulator {
 
  private:
   StepResult Create(int step, const model::Pod& pod, const std::string& action);
+  // Adds or replaces a node. A node whose allocatable GPU count is 0 has no live device plugin
+  // (the file is a snapshot: the grace period is taken as over); without the key it is live.
+  void ApplyNode(const model::Node& node);
+  // After a cluster change: pending pods get another chance, oldest first.
+  void RetryPending(int step, std::vector<StepResult>* out);
   int64_t Now(int step) const { return kEpoch + step; }
   static constexpr int64_t kEpoch = 1767225600;  // 2026-01-01T00:00:00Z: deterministic output
 
