@@ -489,6 +489,10 @@ void ExtenderService::DeleteNode(const Json& node) {
   auto decoded = codec::DecodeNode(node);
   std::string name = decoded.ok() ? decoded->name : Describe(node);
   std::lock_guard lock(mu_);
+  RemoveNodeLocked(name);
+}
+
+void ExtenderService::RemoveNodeLocked(const std::string& name) {
   state_.RemoveNode(name);
   state_.SetNodeBlocked(name, "");
   liveness_.Forget(name);
@@ -508,13 +512,7 @@ void ExtenderService::ReplaceNodes(const std::vector<Json>& nodes) {
   for (const auto& [name, ns] : state_.nodes()) {
     if (present.count(name) == 0) gone.push_back(name);
   }
-  for (const auto& name : gone) {
-    state_.RemoveNode(name);
-    state_.SetNodeBlocked(name, "");
-    liveness_.Forget(name);
-    unselected_.erase(name);
-    not_live_.erase(name);
-  }
+  for (const auto& name : gone) RemoveNodeLocked(name);
 }
 
 void ExtenderService::UpsertQuotaModel(const model::ResourceQuota& quota) {

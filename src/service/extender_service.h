@@ -125,6 +125,7 @@ class ExtenderService {
   void ForgetPodLocked(const std::string& key);
   void ReleaseIfSerial(const std::string& key, uint64_t serial);
   void UpsertNodeLocked(const model::Node& node);
+  void RemoveNodeLocked(const std::string& name);
   // Why the node may not take pods whatever its annotations say (not selected, not live); empty
   // when it may.
   std::string BlockReasonLocked(const std::string& node) const;
