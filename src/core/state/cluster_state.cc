@@ -403,6 +403,16 @@ void ClusterState::RebuildLayout(NodeState& ns, int dev) {
   }
 }
 
+namespace {
+// HAMi's AllInitContainersSucceeded: at least one init container status, all terminated with 0.
+bool AllInitContainersSucceeded(const model::Pod& pod) {
+  if (pod.init_containers.empty() || pod.init_container_statuses.empty()) return false;
+  return std::all_of(
+      pod.init_container_statuses.begin(), pod.init_container_statuses.end(),
+      [](const model::ContainerStatus& s) { return s.terminated && s.exit_code == 0; });
+}
+}  // namespace
+
 Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
     const model::Pod& pod) {
   const std::string* node = pod.Annotation(std::string(ann::kAssignedNode));
@@ -442,6 +452,20 @@ Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
       if (allocated != nullptr) {
         for (auto& uuid : codec::GpuUuidsIn(*allocated)) r.held_gpus.push_back(std::move(uuid));
       }
+    }
+  }
+  // Once every init container has succeeded, their shares of shared GPUs are free again (HAMi's
+  // AppContainersOnlyDeviceUsage). Their MIG instances are physical and stay until the pod ends.
+  if (AllInitContainersSucceeded(pod)) {
+    for (int slot = 0; slot < r.num_init && slot < static_cast<int>(r.devices.size()); ++slot) {
+      std::vector<codec::ContainerDevice> kept;
+      for (size_t pos = 0; pos < r.devices[slot].size(); ++pos) {
+        const bool mig_instance = std::any_of(r.mig.begin(), r.mig.end(), [&](const auto& m) {
+          return m.container_index == slot && m.device_index == static_cast<int>(pos);
+        });
+        if (mig_instance) kept.push_back(r.devices[slot][pos]);
+      }
+      r.devices[slot] = std::move(kept);
     }
   }
   std::sort(r.held_gpus.begin(), r.held_gpus.end());

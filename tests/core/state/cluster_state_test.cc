@@ -154,6 +154,30 @@ TEST(ClusterStateTest, ReservationFromAnnotations) {
   EXPECT_EQ((*bad)->held_gpus, (std::vector<std::string>{"GPU-0"}));
 }
 
+TEST(ClusterStateTest, InitContainersSharesAreFreedOnceTheyAllSucceeded) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(testing::NodeWith("n", {testing::SharingGpu("GPU-0", 16000)}));
+  model::Pod pod = testing::PodBuilder("ns/p").InitContainer(1, 5000).Container(1, 3000).Build();
+  pod.node_name = "n";
+  pod.annotations["hami.io/vgpu-node"] = "n";
+  pod.annotations["hami.io/vgpu-devices-allocated"] = "GPU-0,NVIDIA,5000,0:;GPU-0,NVIDIA,3000,0:;";
+  auto running = ClusterState::ReservationFromAnnotations(pod);
+  ASSERT_TRUE(running.ok() && running->has_value());
+  s.AddPod(**running);
+  EXPECT_EQ(s.node("n")->usage[0].used_mem, 5000) << "the init container's peak while it may run";
+  // A failed init container is retried: its share stays.
+  pod.init_container_statuses = {{"i0", true, 1}};
+  EXPECT_EQ((*ClusterState::ReservationFromAnnotations(pod))->devices[0].size(), 1U);
+  pod.init_container_statuses = {{"i0", true, 0}};
+  auto done = ClusterState::ReservationFromAnnotations(pod);
+  ASSERT_TRUE(done.ok() && done->has_value());
+  EXPECT_TRUE((*done)->devices[0].empty());
+  s.AddPod(**done);
+  EXPECT_EQ(s.node("n")->usage[0].used_mem, 3000);
+  s.UpsertQuota({"ns", "gpu", {{"limits.nvidia.com/gpumem", "10000"}}});
+  EXPECT_EQ(s.quotas().HeadroomFor("ns")->mem, 7000);
+}
+
 TEST(ClusterStateTest, StateClassesGroupExactlyTheNodesInTheSameState) {
   // Random pods come and go on nodes of two GPU kinds and two CPU sizes; nodes re-register and
   // leave. After every change, two nodes share a state class exactly when SameAs says so.
