@@ -917,7 +917,10 @@ def s_quota(env: Env, ns: str, group: str):
 def s_liveness(env: Env, ns: str, group: str):
     c = env.cluster
     main = env.require_main()
-    # A replica with a short grace period takes the extender calls for this scenario.
+    # A replica with a short grace period takes the extender calls for this scenario. The proxy
+    # forwards TCP: kube-scheduler's kept-alive connections to the main replica end only when it
+    # stops, so it is stopped meanwhile and restarted afterwards.
+    main.stop()
     quick = c.new_tessera("tessera-liveness", ["--node-liveness-grace", "4s"]).start()
     c.proxy.set_backends([quick.port])
     try:
@@ -961,8 +964,10 @@ def s_liveness(env: Env, ns: str, group: str):
         env.wait_bound(ns, ["after"], 60)
         say("allocatable restored -> after bound")
     finally:
-        c.proxy.set_backends([main.port])
         quick.stop()
+        main.start()
+        c.proxy.set_backends([main.port])
+        main.wait_ready(60)
 
 
 @scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "
