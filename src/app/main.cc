@@ -221,6 +221,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args =
       tessera::app::NormalizeServeArgs(std::vector<std::string>(argv, argv + argc));
   std::vector<char*> arg_ptrs;
+  arg_ptrs.reserve(args.size() + 1);
   for (auto& a : args) arg_ptrs.push_back(a.data());
   const int arg_count = static_cast<int>(arg_ptrs.size());
   arg_ptrs.push_back(nullptr);

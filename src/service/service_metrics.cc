@@ -149,7 +149,9 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
   MetricFamily quota_limit{
       "hami_resource_quota_limit", "GPU quota of each namespace", MetricType::Gauge, {}};
   const state::QuotaBook& quotas = state.quotas();
-  for (const auto& [ns, entry] : quotas.namespaces()) {
+  for (const auto& namespace_quotas : quotas.namespaces()) {
+    const std::string& ns = namespace_quotas.first;  // a plain reference: the lambda captures it
+    const state::QuotaBook::Namespace& entry = namespace_quotas.second;
     std::optional<int64_t> mem_limit_value;
     std::optional<int64_t> cores_limit_value;
     for (const auto& [name, limits] : entry.quotas) {
