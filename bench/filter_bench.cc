@@ -158,6 +158,31 @@ void BM_FilterDecision(benchmark::State& state, Kind kind) {
   state.counters["feasible"] = feasible;
 }
 
+// The same decision with a GPU quota on the probe's namespace (a limit it stays under): the
+// per-GPU quota check in the filter, against BM_FilterDecision's figure for the same case.
+void BM_FilterDecisionUnderQuota(benchmark::State& state, Kind kind) {
+  const int nodes = static_cast<int>(state.range(0));
+  Cluster& c = GetCluster(kind, nodes, Fill::kUniform80);
+  const model::Pod probe = MakePod("probe", kind, /*distinct=*/true);
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  c.state.UpsertQuota({probe.ns, "bench", {{"limits.nvidia.com/gpumem", "1000000000000"}}});
+  const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
+  if (!check.scheduled) {
+    state.SkipWithError(("probe pod does not fit: " + check.message).c_str());
+  } else {
+    for (auto _ : state) {
+      sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
+      benchmark::DoNotOptimize(d);
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.SetLabel("uniform80,distinct,quota");
+  }
+  c.state.RemoveQuota(probe.ns, "bench");
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"nodes", "fill", "distinct"});
   b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2}, {0, 1}});
@@ -165,6 +190,10 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK_CAPTURE(BM_FilterDecision, sharing, Kind::kSharing)->Apply(Args);
+BENCHMARK_CAPTURE(BM_FilterDecisionUnderQuota, sharing, Kind::kSharing)
+    ->ArgName("nodes")
+    ->Arg(5000)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecision, mig, Kind::kMig)->Apply(Args);
 
 }  // namespace

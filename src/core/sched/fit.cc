@@ -94,19 +94,34 @@ std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::D
 // HAMi's quota counts it (state::QuotaUseOf), per GPU of the node.
 state::QuotaUse SlotsQuotaUse(const SlotAssignments& slots, int num_init,
                               const DeviceAssignment* extra = nullptr, int extra_slot = -1) {
-  std::vector<std::array<int64_t, 5>> per_gpu;  // device, init mem and cores, app mem and cores
-  auto add = [&](int slot, const DeviceAssignment& a) {
-    std::array<int64_t, 5>* g = nullptr;
-    for (auto& e : per_gpu) {
-      if (e[0] == a.device) g = &e;
+  // Per GPU: device, init mem and cores (peak), app mem and cores (sum). A pod touches few GPUs:
+  // they are kept inline, with a vector only past that (no allocation on the filter's hot path).
+  using PerGpu = std::array<int64_t, 5>;
+  std::array<PerGpu, 16> inline_gpus{};
+  std::vector<PerGpu> more;
+  size_t used = 0;
+  auto find = [&](int device) -> PerGpu& {
+    for (size_t i = 0; i < used && i < inline_gpus.size(); ++i) {
+      if (inline_gpus[i][0] == device) return inline_gpus[i];
     }
-    if (g == nullptr) g = &per_gpu.emplace_back(std::array<int64_t, 5>{a.device, 0, 0, 0, 0});
+    for (auto& g : more) {
+      if (g[0] == device) return g;
+    }
+    if (used < inline_gpus.size()) {
+      inline_gpus[used] = PerGpu{device, 0, 0, 0, 0};
+      return inline_gpus[used++];
+    }
+    ++used;
+    return more.emplace_back(PerGpu{device, 0, 0, 0, 0});
+  };
+  auto add = [&](int slot, const DeviceAssignment& a) {
+    PerGpu& g = find(a.device);
     if (slot < num_init) {
-      (*g)[1] = std::max<int64_t>((*g)[1], a.mem);
-      (*g)[2] = std::max<int64_t>((*g)[2], a.cores);
+      g[1] = std::max<int64_t>(g[1], a.mem);
+      g[2] = std::max<int64_t>(g[2], a.cores);
     } else {
-      (*g)[3] += a.mem;
-      (*g)[4] += a.cores;
+      g[3] += a.mem;
+      g[4] += a.cores;
     }
   };
   for (size_t slot = 0; slot < slots.size(); ++slot) {
@@ -114,10 +129,12 @@ state::QuotaUse SlotsQuotaUse(const SlotAssignments& slots, int num_init,
   }
   if (extra != nullptr) add(extra_slot, *extra);
   state::QuotaUse use;
-  for (const auto& g : per_gpu) {
+  auto sum = [&](const PerGpu& g) {
     use.mem += std::max(g[1], g[3]);
     use.cores += std::max(g[2], g[4]);
-  }
+  };
+  for (size_t i = 0; i < std::min(used, inline_gpus.size()); ++i) sum(inline_gpus[i]);
+  for (const auto& g : more) sum(g);
   return use;
 }
 
