@@ -223,7 +223,7 @@ Status KubeCluster::LockNode(const std::string& node, const service::PodRef& pod
   const std::string owner_suffix = "," + pod.ns + "," + pod.name;
   for (int attempt = 0; attempt < 5; ++attempt) {
     kube::Response r = client_.Get(path);
-    if (!r.ok()) return Error{"node " + node + ": " + r.Describe()};
+    if (!r.ok()) return r.ToError("node " + node);
     auto obj = codec::ParseJson(r.body, "node " + node);
     if (!obj.ok()) return obj.error();
     const std::string current = ObjectAnnotation(*obj, ann::kNodeLock);
@@ -245,7 +245,7 @@ Status KubeCluster::LockNode(const std::string& node, const service::PodRef& pod
     Json metadata = {{"annotations", {{std::string(ann::kNodeLock), Rfc3339Now() + owner_suffix}}}};
     auto patched = kube::MergePatchNodeMetadata(client_, node, metadata, ObjectRv(*obj));
     if (patched.ok()) return Status::Ok();
-    if (patched.error().message.find("409") == std::string::npos) return patched.error();
+    if (patched.error().code != ErrorCode::kConflict) return patched.error();
   }
   return Error{"node " + node + ": node lock contention (the node kept changing)"};
 }
@@ -255,7 +255,7 @@ Status KubeCluster::UnlockNode(const std::string& node, const service::PodRef& p
   for (int attempt = 0; attempt < 5; ++attempt) {
     kube::Response r = client_.Get(path);
     if (r.status == 404) return Status::Ok();
-    if (!r.ok()) return Error{"node " + node + ": " + r.Describe()};
+    if (!r.ok()) return r.ToError("node " + node);
     auto obj = codec::ParseJson(r.body, "node " + node);
     if (!obj.ok()) return obj.error();
     const std::string current = ObjectAnnotation(*obj, ann::kNodeLock);
@@ -263,7 +263,7 @@ Status KubeCluster::UnlockNode(const std::string& node, const service::PodRef& p
     Json metadata = {{"annotations", {{std::string(ann::kNodeLock), nullptr}}}};
     auto patched = kube::MergePatchNodeMetadata(client_, node, metadata, ObjectRv(*obj));
     if (patched.ok()) return Status::Ok();
-    if (patched.error().message.find("409") == std::string::npos) return patched.error();
+    if (patched.error().code != ErrorCode::kConflict) return patched.error();
   }
   return Error{"node " + node + ": could not release the node lock (the node kept changing)"};
 }

@@ -76,7 +76,7 @@ Status CreateEvent(Client& client, const EventSpec& event,
       client.Send({"POST", "/api/v1/namespaces/" + EscapeUrlComponent(event.ns) + "/events",
                    ToJsonText(EventObject(event)), "application/json"},
                   should_stop);
-  if (!response.ok()) return Error{"create " + what + ": " + response.Describe()};
+  if (!response.ok()) return response.ToError("create " + what);
   return Status::Ok();
 }
 

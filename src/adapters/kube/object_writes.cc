@@ -21,7 +21,7 @@ Result<Json> MergePatchMetadata(Client& client, const std::string& path, const s
       client.Patch(path, ToJsonText(MetadataPatchBody(metadata_patch, resource_version)),
                    "application/merge-patch+json");
   if (response_out != nullptr) *response_out = response;
-  if (!response.ok()) return Error{"patch " + what + ": " + response.Describe()};
+  if (!response.ok()) return response.ToError("patch " + what);
   auto object = codec::ParseJson(response.body, "patch " + what + ": response");
   if (!object.ok()) return object.error();
   return std::move(*object);
@@ -60,7 +60,7 @@ Status BindPod(Client& client, const std::string& ns, const std::string& name,
   Response response = client.Post(PodPath(ns, name) + "/binding", ToJsonText(binding));
   if (response_out != nullptr) *response_out = response;
   if (!response.ok()) {
-    return Error{"bind pod " + ns + "/" + name + " to node " + node + ": " + response.Describe()};
+    return response.ToError("bind pod " + ns + "/" + name + " to node " + node);
   }
   return Status::Ok();
 }

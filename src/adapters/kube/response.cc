@@ -32,4 +32,11 @@ std::string Response::Describe() const {
   return text;
 }
 
+ErrorCode Response::Code() const {
+  if (status == 409) return ErrorCode::kConflict;
+  if (status == 404 || status == 410) return ErrorCode::kNotFound;
+  if (status == 0 || status == 429 || status >= 500) return ErrorCode::kUnavailable;
+  return ErrorCode::kInvalidInput;
+}
+
 }  // namespace tessera::kube

@@ -6,9 +6,20 @@
 
 namespace tessera {
 
+// What kind of failure an error is, for callers that must react differently (retry on a
+// conflict, give up on invalid input); they branch on this, never on the message's text.
+enum class ErrorCode {
+  kInvalidInput,  // the input (an object, a field, a request) cannot be used as it is
+  kNotFound,      // the object is not there
+  kConflict,      // someone else changed it first (HTTP 409): read again and retry
+  kUnavailable,   // the other side did not answer, or answered with a transient failure
+  kInternal,      // a bug or a broken invariant
+};
+
 // An error is a human-readable message that already names the object and field it is about.
 struct Error {
   std::string message;
+  ErrorCode code = ErrorCode::kInvalidInput;
 };
 
 // Result<T>: a value or an Error. std::expected is C++23; this is the small subset we need.
@@ -39,14 +50,18 @@ class [[nodiscard]] Result {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Error error) : error_(std::move(error.message)), ok_(false) {}  // NOLINT
+  Status(Error error)  // NOLINT(google-explicit-constructor)
+      : error_(std::move(error.message)), code_(error.code), ok_(false) {}
   static Status Ok() { return {}; }
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
   const std::string& message() const { return error_; }
+  // Meaningful only when !ok().
+  ErrorCode code() const { return code_; }
 
  private:
   std::string error_;
+  ErrorCode code_ = ErrorCode::kInvalidInput;
   bool ok_ = true;
 };
 

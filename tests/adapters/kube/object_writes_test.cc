@@ -48,6 +48,7 @@ TEST(MergePatchPodMetadataTest, ConflictIsSurfacedWithTheObjectAndStatus) {
   auto pod = MergePatchPodMetadata(client, "ns", "p", {{"labels", {{"x", "y"}}}}, "7", &response);
   ASSERT_FALSE(pod.ok());
   EXPECT_THAT(pod.error().message, HasSubstr("patch pod ns/p: HTTP 409: the object has been"));
+  EXPECT_EQ(pod.error().code, ErrorCode::kConflict) << "callers retry on the code, not the text";
   EXPECT_EQ(response.status, 409);
   EXPECT_EQ(server.Count("PATCH", "/api/v1/namespaces/ns/pods/p"), 1U);  // never retried
 }
@@ -71,6 +72,28 @@ TEST(MergePatchNodeMetadataTest, MissingNodeNamesIt) {
   auto node = MergePatchNodeMetadata(client, "gone", {{"labels", {{"a", "b"}}}});
   ASSERT_FALSE(node.ok());
   EXPECT_THAT(node.error().message, HasSubstr("patch node gone: HTTP 404"));
+  EXPECT_EQ(node.error().code, ErrorCode::kNotFound);
+}
+
+TEST(ResponseCodeTest, StatusesMapToErrorCodes) {
+  auto code = [](long status) {
+    Response r;
+    r.status = status;
+    return r.Code();
+  };
+  EXPECT_EQ(code(409), ErrorCode::kConflict);
+  EXPECT_EQ(code(404), ErrorCode::kNotFound);
+  EXPECT_EQ(code(410), ErrorCode::kNotFound);
+  EXPECT_EQ(code(0), ErrorCode::kUnavailable);  // no answer
+  EXPECT_EQ(code(429), ErrorCode::kUnavailable);
+  EXPECT_EQ(code(503), ErrorCode::kUnavailable);
+  EXPECT_EQ(code(422), ErrorCode::kInvalidInput);
+  EXPECT_EQ(code(403), ErrorCode::kInvalidInput);
+  Response conflict;
+  conflict.status = 409;
+  const Status s = conflict.ToError("patch node n1");
+  EXPECT_EQ(s.code(), ErrorCode::kConflict);
+  EXPECT_EQ(s.message(), "patch node n1: HTTP 409");
 }
 
 TEST(BindPodTest, PostsABindingAndAcceptsCreated) {
