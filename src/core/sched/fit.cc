@@ -32,7 +32,7 @@ bool TypeAllowed(const model::GpuDevice& d, const std::string& type, const PodPr
     if (type.find(t) != std::string::npos) return false;
   }
   // HAMi's direction: the annotation value must contain the device's mode.
-  if (p.vgpu_mode && p.vgpu_mode->find(d.mode) == std::string::npos) return false;
+  if (!ModeAdmits(p.vgpu_mode, d.mode)) return false;
   return true;
 }
 
@@ -179,8 +179,7 @@ class PodFitter {
       pending_.assign(n, {});
       arrangement_.assign(n, {});
     }
-    mig_request_ =
-        any_mig_device_ && (!prefs.vgpu_mode || prefs.vgpu_mode->find("mig") != std::string::npos);
+    mig_request_ = any_mig_device_ && MayUseMig(prefs.vgpu_mode);
   }
 
   bool mig_request() const { return mig_request_; }

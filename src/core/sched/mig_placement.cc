@@ -20,7 +20,7 @@ bool DeviceAdmitted(const state::NodeState& node, size_t dev, const PodPreferenc
   const model::GpuDevice& d = node.devices[dev];
   if (!d.IsMig() || !d.healthy || !node.usage[dev].Trusted()) return false;
   if (node.cordoned.count(d.uuid) > 0) return false;
-  if (prefs.vgpu_mode && prefs.vgpu_mode->find(d.mode) == std::string::npos) return false;
+  if (!ModeAdmits(prefs.vgpu_mode, d.mode)) return false;
   if (!prefs.use_uuids.empty() &&
       std::find(prefs.use_uuids.begin(), prefs.use_uuids.end(), d.uuid) == prefs.use_uuids.end()) {
     return false;
@@ -263,7 +263,7 @@ std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
 bool OnlyMigDevicesAdmitted(const state::NodeState& node, const PodPreferences& prefs) {
   bool any = false;
   for (const auto& d : node.devices) {
-    if (prefs.vgpu_mode && prefs.vgpu_mode->find(d.mode) == std::string::npos) continue;
+    if (!ModeAdmits(prefs.vgpu_mode, d.mode)) continue;
     if (!d.IsMig()) return false;
     any = true;
   }

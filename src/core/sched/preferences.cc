@@ -91,6 +91,17 @@ Result<ScoringWeights> ParseScoringWeights(const std::string& text) {
   return w;
 }
 
+Result<std::optional<std::string>> ParseVgpuMode(const model::Pod& pod) {
+  const std::string* v = pod.Annotation(std::string(model::annotations::kVgpuMode));
+  if (v == nullptr) return std::optional<std::string>{};
+  std::string mode = Trim(*v);
+  if (mode != "mig" && mode != "hami-core" && mode != "mps") {
+    return Error{"pod " + pod.Key() + ": annotation nvidia.com/vgpu-mode: unknown mode \"" + *v +
+                 "\" (expected mig, hami-core or mps)"};
+  }
+  return std::optional<std::string>(std::move(mode));
+}
+
 Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefaults& defaults) {
   PodPreferences p;
   auto annotation = [&](std::string_view key) { return pod.Annotation(std::string(key)); };
@@ -102,14 +113,9 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   }
   if (auto* v = annotation(ann::kUseGpuUuid)) p.use_uuids = SplitTrimmed(*v, ',');
   if (auto* v = annotation(ann::kNoUseGpuUuid)) p.nouse_uuids = SplitTrimmed(*v, ',');
-  if (auto* v = annotation(ann::kVgpuMode)) {
-    std::string mode = Trim(*v);
-    if (mode != "mig" && mode != "hami-core" && mode != "mps") {
-      return Error{"pod " + pod.Key() + ": annotation nvidia.com/vgpu-mode: unknown mode \"" + *v +
-                   "\" (expected mig, hami-core or mps)"};
-    }
-    p.vgpu_mode = mode;
-  }
+  auto mode = ParseVgpuMode(pod);
+  if (!mode.ok()) return mode.error();
+  p.vgpu_mode = std::move(mode.value());
   if (auto* v = annotation(ann::kNumaBind)) {
     bool b = false;
     p.numa_bind = ParseGoBool(*v, &b) && b;  // untrimmed, as HAMi's strconv.ParseBool

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/result.h"
@@ -60,6 +61,20 @@ struct PodPreferences {
   // cluster state, not from annotations); nullopt when no quota applies.
   std::optional<state::QuotaHeadroom> quota{};
 };
+
+// nvidia.com/vgpu-mode, one of mig, hami-core, mps (trimmed); nullopt when absent. Read here only.
+Result<std::optional<std::string>> ParseVgpuMode(const model::Pod& pod);
+// Whether a device in `device_mode` may take the pod: no mode asked for, or the value names it
+// (HAMi's direction: the annotation's value contains the device's mode).
+inline bool ModeAdmits(const std::optional<std::string>& vgpu_mode, std::string_view device_mode) {
+  return !vgpu_mode || vgpu_mode->find(device_mode) != std::string::npos;
+}
+// The pod may be placed on MIG instances (it is part of the MIG demand).
+inline bool MayUseMig(const std::optional<std::string>& vgpu_mode) {
+  return ModeAdmits(vgpu_mode, "mig");
+}
+// The pod asks for MIG instances and nothing else.
+inline bool MigOnly(const std::optional<std::string>& vgpu_mode) { return vgpu_mode == "mig"; }
 
 Result<NodePolicy> ParseNodePolicy(const std::string& text);
 Result<GpuPolicy> ParseGpuPolicy(const std::string& text);

@@ -153,8 +153,7 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     single = single == nullptr && request->slots[i].nums == 1 ? &request->slots[i] : nullptr;
     if (single == nullptr) break;
   }
-  const bool rank_gpus =
-      by_fragmentation && single != nullptr && prefs->vgpu_mode.value_or("hami-core") != "mig";
+  const bool rank_gpus = by_fragmentation && single != nullptr && !MigOnly(prefs->vgpu_mode);
   const PreparedTarget prepared(target);
   // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
   const MigWeights mig_weights(mig_mix_, defaults_.mig_prior);
@@ -321,8 +320,7 @@ std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& 
       mix_.Observe(*shape);
     }
     // A request not pinned to another mode may land on a MIG GPU: it is part of the MIG mix.
-    const std::string* mode = pod.Annotation(std::string(model::annotations::kVgpuMode));
-    if (mode == nullptr || mode->find("mig") != std::string::npos) {
+    if (auto mode = ParseVgpuMode(pod); mode.ok() && MayUseMig(*mode)) {
       for (size_t i = 0; i < request->slots.size(); ++i) {
         const ContainerRequest& k = request->slots[i];
         if (request->IsInit(i) || k.Empty()) continue;

@@ -274,6 +274,24 @@ TEST(ParsePreferencesTest, VgpuModeAcceptsEachKnownMode) {
   }
 }
 
+TEST(VgpuModeTest, OneReadingEverywhere) {
+  EXPECT_TRUE(ModeAdmits(std::nullopt, "mig"));
+  EXPECT_TRUE(ModeAdmits(std::nullopt, "hami-core"));
+  EXPECT_TRUE(ModeAdmits(std::string("mig"), "mig"));
+  EXPECT_FALSE(ModeAdmits(std::string("mig"), "hami-core"));
+  EXPECT_FALSE(ModeAdmits(std::string("hami-core"), "mig"));
+  EXPECT_TRUE(MayUseMig(std::nullopt));
+  EXPECT_FALSE(MayUseMig(std::string("mps")));
+  EXPECT_TRUE(MigOnly(std::string("mig")));
+  EXPECT_FALSE(MigOnly(std::nullopt));
+  auto parsed =
+      ParseVgpuMode(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", " mig ").Build());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, std::optional<std::string>("mig"));
+  EXPECT_FALSE(
+      ParseVgpuMode(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", "migx").Build()).ok());
+}
+
 TEST(ParsePreferencesTest, VgpuModeIsTrimmed) {
   auto p =
       ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", " mig ").Build(), {});

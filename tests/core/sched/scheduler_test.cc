@@ -613,5 +613,18 @@ TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
   EXPECT_LT(*state_.quotas().HeadroomFor("team")->mem, 30000 - 8000);
 }
 
+TEST_F(SchedulerTest, AnInvalidVgpuModeDoesNotCountInTheMigDemand) {
+  AddNode("n1", {RtxPro6000Mig("GPU-M")});
+  Decision d = Schedule(
+      PodBuilder("ns/bad").Container(1, 8000).Annotation("nvidia.com/vgpu-mode", "migx").Build());
+  EXPECT_TRUE(d.invalid_request);
+  EXPECT_EQ(scheduler_.mig_demand_mix().total(), 0.0);
+  ASSERT_TRUE(
+      Schedule(
+          PodBuilder("ns/ok").Container(1, 8000).Annotation("nvidia.com/vgpu-mode", "mig").Build())
+          .scheduled);
+  EXPECT_GT(scheduler_.mig_demand_mix().total(), 0.0);
+}
+
 }  // namespace
 }  // namespace tessera::sched
