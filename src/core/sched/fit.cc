@@ -91,51 +91,18 @@ std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::D
 }
 
 // The pod's quota use if it got `slots` (plus `extra` for `extra_slot`, when given), collapsed as
-// HAMi's quota counts it (state::QuotaUseOf), per GPU of the node.
+// HAMi's quota counts it (state::QuotaCollapse), per GPU of the node.
 state::QuotaUse SlotsQuotaUse(const SlotAssignments& slots, int num_init,
                               const DeviceAssignment* extra = nullptr, int extra_slot = -1) {
-  // Per GPU: device, init mem and cores (peak), app mem and cores (sum). A pod touches few GPUs:
-  // they are kept inline, with a vector only past that (no allocation on the filter's hot path).
-  using PerGpu = std::array<int64_t, 5>;
-  std::array<PerGpu, 16> inline_gpus{};
-  std::vector<PerGpu> more;
-  size_t used = 0;
-  auto find = [&](int device) -> PerGpu& {
-    for (size_t i = 0; i < used && i < inline_gpus.size(); ++i) {
-      if (inline_gpus[i][0] == device) return inline_gpus[i];
-    }
-    for (auto& g : more) {
-      if (g[0] == device) return g;
-    }
-    if (used < inline_gpus.size()) {
-      inline_gpus[used] = PerGpu{device, 0, 0, 0, 0};
-      return inline_gpus[used++];
-    }
-    ++used;
-    return more.emplace_back(PerGpu{device, 0, 0, 0, 0});
-  };
-  auto add = [&](int slot, const DeviceAssignment& a) {
-    PerGpu& g = find(a.device);
-    if (slot < num_init) {
-      g[1] = std::max<int64_t>(g[1], a.mem);
-      g[2] = std::max<int64_t>(g[2], a.cores);
-    } else {
-      g[3] += a.mem;
-      g[4] += a.cores;
-    }
-  };
+  state::QuotaCollapse collapse;
   for (size_t slot = 0; slot < slots.size(); ++slot) {
-    for (const auto& a : slots[slot]) add(static_cast<int>(slot), a);
+    for (const auto& a : slots[slot]) {
+      collapse.Add(a.device, static_cast<int>(slot) < num_init, a.mem, a.cores);
+    }
   }
-  if (extra != nullptr) add(extra_slot, *extra);
-  state::QuotaUse use;
-  auto sum = [&](const PerGpu& g) {
-    use.mem += std::max(g[1], g[3]);
-    use.cores += std::max(g[2], g[4]);
-  };
-  for (size_t i = 0; i < std::min(used, inline_gpus.size()); ++i) sum(inline_gpus[i]);
-  for (const auto& g : more) sum(g);
-  return use;
+  if (extra != nullptr)
+    collapse.Add(extra->device, extra_slot < num_init, extra->mem, extra->cores);
+  return collapse.Total();
 }
 
 // Reason counts for one container on one node, without allocating; the ReasonCounts map is

@@ -7,30 +7,55 @@
 
 namespace tessera::state {
 
-QuotaUse QuotaUseOf(const codec::PodDevices& devices, int num_init) {
-  struct PerGpu {
-    int64_t init_mem = 0, init_cores = 0, app_mem = 0, app_cores = 0;
-  };
-  std::map<std::string, PerGpu> gpus;
-  for (size_t slot = 0; slot < devices.size(); ++slot) {
-    const bool init = static_cast<int>(slot) < num_init;
-    for (const auto& d : devices[slot]) {
-      PerGpu& g = gpus[d.uuid];
-      if (init) {
-        g.init_mem = std::max<int64_t>(g.init_mem, d.used_mem);
-        g.init_cores = std::max<int64_t>(g.init_cores, d.used_cores);
-      } else {
-        g.app_mem += d.used_mem;
-        g.app_cores += d.used_cores;
-      }
-    }
+QuotaCollapse::PerGpu& QuotaCollapse::Find(int64_t gpu) {
+  for (size_t i = 0; i < inline_used_; ++i) {
+    if (inline_[i].gpu == gpu) return inline_[i];
   }
+  for (auto& g : more_) {
+    if (g.gpu == gpu) return g;
+  }
+  if (inline_used_ < inline_.size()) {
+    inline_[inline_used_] = PerGpu{gpu};
+    return inline_[inline_used_++];
+  }
+  return more_.emplace_back(PerGpu{gpu});
+}
+
+void QuotaCollapse::Add(int64_t gpu, bool init, int64_t mem, int64_t cores) {
+  PerGpu& g = Find(gpu);
+  if (init) {
+    g.init_mem = std::max(g.init_mem, mem);
+    g.init_cores = std::max(g.init_cores, cores);
+  } else {
+    g.app_mem += mem;
+    g.app_cores += cores;
+  }
+}
+
+QuotaUse QuotaCollapse::Total() const {
   QuotaUse use;
-  for (const auto& [uuid, g] : gpus) {
+  auto sum = [&](const PerGpu& g) {
     use.mem += std::max(g.init_mem, g.app_mem);
     use.cores += std::max(g.init_cores, g.app_cores);
-  }
+  };
+  for (size_t i = 0; i < inline_used_; ++i) sum(inline_[i]);
+  for (const auto& g : more_) sum(g);
   return use;
+}
+
+QuotaUse QuotaUseOf(const codec::PodDevices& devices, int num_init) {
+  std::vector<const std::string*> uuids;  // GPU id = position here
+  QuotaCollapse collapse;
+  for (size_t slot = 0; slot < devices.size(); ++slot) {
+    for (const auto& d : devices[slot]) {
+      size_t id = 0;
+      while (id < uuids.size() && *uuids[id] != d.uuid) ++id;
+      if (id == uuids.size()) uuids.push_back(&d.uuid);
+      collapse.Add(static_cast<int64_t>(id), static_cast<int>(slot) < num_init, d.used_mem,
+                   d.used_cores);
+    }
+  }
+  return collapse.Total();
 }
 
 QuotaBook::QuotaBook(const config::NvidiaConfig& config)

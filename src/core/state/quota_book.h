@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,8 +31,26 @@ struct QuotaHeadroom {
   }
 };
 
-// A pod's use as HAMi's quota counts it (hami-protocol.md 4, 5.10): per GPU, init containers at
-// their peak and app containers summed, the larger of the two; then summed over GPUs.
+// HAMi's collapse of one pod's device entries into quota use (hami-protocol.md 4, 5.10): per GPU,
+// init containers at their peak and app containers summed, the larger of the two; then summed
+// over GPUs. GPUs are told apart by a small integer id. A pod touches few GPUs: they are kept
+// inline, with a vector only past that (no allocation on the filter's hot path).
+class QuotaCollapse {
+ public:
+  void Add(int64_t gpu, bool init, int64_t mem, int64_t cores);
+  QuotaUse Total() const;
+
+ private:
+  struct PerGpu {
+    int64_t gpu = 0, init_mem = 0, init_cores = 0, app_mem = 0, app_cores = 0;
+  };
+  PerGpu& Find(int64_t gpu);
+  std::array<PerGpu, 16> inline_{};
+  size_t inline_used_ = 0;
+  std::vector<PerGpu> more_;
+};
+
+// A pod's use as HAMi's quota counts it (QuotaCollapse over its allocation annotation).
 QuotaUse QuotaUseOf(const codec::PodDevices& devices, int num_init);
 
 // The GPU quotas of every namespace (ResourceQuota spec.hard "limits.<memory resource>" and
