@@ -69,6 +69,9 @@ KubeCluster::KubeCluster(KubeClusterOptions options, kube::ClusterConfig config,
 KubeCluster::~KubeCluster() { Stop(); }
 
 void KubeCluster::Start(service::ExtenderService& service) {
+  // spdlog creates its registry on first use; doing that here, before any thread starts, keeps
+  // the threads below from racing on it (the library is not instrumented for TSan).
+  spdlog::default_logger_raw();
   service.SetSynced(false);
   service.SetLeader(options_.leader_election == LeaderElectionMode::kNone);
   kube::InformerHandlers node_handlers;
