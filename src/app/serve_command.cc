@@ -101,14 +101,17 @@ int RunServeCommand(const ServeOptions& options) {
     config = std::move(cfg.value());
   }
   for (const auto& w : config.warnings) spdlog::warn("{}", w);
-  if (scenario == std::nullopt || !options.node_policy.empty()) {
+  // A policy flag overrides the scenario's; without either, tessera's own ranking decides.
+  if (!options.node_policy.empty()) {
     auto np = sched::ParseNodePolicy(options.node_policy);
     if (!np.ok()) return Fail("--node-scheduler-policy: " + np.error().message);
     so.policy.node = np.value();
   }
-  auto gp = sched::ParseGpuPolicy(options.gpu_policy);
-  if (!gp.ok()) return Fail("--gpu-scheduler-policy: " + gp.error().message);
-  so.policy.gpu = options.gpu_policy;
+  if (!options.gpu_policy.empty()) {
+    auto gp = sched::ParseGpuPolicy(options.gpu_policy);
+    if (!gp.ok()) return Fail("--gpu-scheduler-policy: " + gp.error().message);
+    so.policy.gpu = options.gpu_policy;
+  }
   if (scenario == std::nullopt || !options.mig_demand_prior.empty()) {
     auto prior = sched::ParseMigPrior(options.mig_demand_prior, options.mig_prior_strength);
     if (!prior.ok()) return Fail("--mig-demand-prior: " + prior.error().message);

@@ -13,8 +13,8 @@ struct ServeOptions {
   std::string tls_key_file;
   std::string scheduler_name = "tessera-scheduler";
   std::string device_config;  // HAMi device-config.yaml
-  std::string node_policy = "binpack";
-  std::string gpu_policy = "spread";
+  std::string node_policy;    // empty: the scenario's, else tessera
+  std::string gpu_policy;
   std::string mig_demand_prior;   // "1g=4,3g=1"; empty = every size alike
   double mig_prior_strength = 8;  // observations the prior is worth
   bool mig_allow_larger_profile = false;

@@ -118,10 +118,11 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
       ->capture_default_str();
   serve.add_option("--device-config,--device-config-file", so.device_config,
                    "HAMi device-config.yaml");
-  serve.add_option("--node-scheduler-policy", so.node_policy, "binpack or spread")
-      ->capture_default_str();
-  serve.add_option("--gpu-scheduler-policy", so.gpu_policy, "spread, binpack, topology-aware…")
-      ->capture_default_str();
+  serve.add_option("--node-scheduler-policy", so.node_policy,
+                   "tessera (default), or HAMi's binpack or spread (docs/placement.md)");
+  serve.add_option("--gpu-scheduler-policy", so.gpu_policy,
+                   "tessera (default), or HAMi's binpack, spread, numa, topology-aware, mutex; "
+                   "tessera,binpack keeps tessera's choice and packs among equals");
   serve.add_option("--mig-demand-prior", so.mig_demand_prior,
                    "Assumed MIG request mix by size, e.g. 1g=4,3g=1,7g=1 (default: all sizes "
                    "alike; docs/placement.md)");

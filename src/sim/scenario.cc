@@ -207,8 +207,8 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
     sc.config = std::move(config.value());
   }
   if (const Json* policy = codec::FindKey(root, "policy"); policy && !policy->is_null()) {
-    std::string node_policy = "binpack";
-    std::string gpu_policy = "spread";
+    std::string node_policy = "tessera";
+    std::string gpu_policy = "tessera";
     if (auto s = codec::ReadString(*policy, "node", source + ": policy", &node_policy); !s) {
       return Error{s.message()};
     }

@@ -118,10 +118,11 @@ model::Pod RandomPod(Random& r, int index, int nodes) {
   if (r.Chance(6)) a[std::string(ann::kNoUseGpuUuid)] = Uuid(r.Below(nodes), r.Below(4));
   if (r.Chance(8)) a[std::string(ann::kNumaBind)] = "true";
   if (r.Chance(25))
-    a[std::string(ann::kNodePolicy)] = r.Pick(std::vector<std::string>{"binpack", "spread"});
+    a[std::string(ann::kNodePolicy)] =
+        r.Pick(std::vector<std::string>{"tessera", "binpack", "spread"});
   if (r.Chance(25)) {
-    a[std::string(ann::kGpuPolicy)] =
-        r.Pick(std::vector<std::string>{"binpack", "spread", "topology-aware", "mutex", "numa"});
+    a[std::string(ann::kGpuPolicy)] = r.Pick(std::vector<std::string>{
+        "tessera", "tessera,binpack", "binpack", "spread", "topology-aware", "mutex", "numa"});
   }
   return p;
 }
@@ -129,8 +130,10 @@ model::Pod RandomPod(Random& r, int index, int nodes) {
 Scenario RandomScenario(int index) {
   Random r(0x7e55e7a000000000ULL + static_cast<uint64_t>(index));
   Scenario sc;
-  sc.policy.node = r.Chance(50) ? sched::NodePolicy::kBinpack : sched::NodePolicy::kSpread;
-  sc.policy.gpu = r.Pick(std::vector<std::string>{"spread", "binpack"});
+  sc.policy.node = r.Pick(std::vector<sched::NodePolicy>{
+      sched::NodePolicy::kTessera, sched::NodePolicy::kBinpack, sched::NodePolicy::kSpread});
+  sc.policy.gpu =
+      r.Pick(std::vector<std::string>{"tessera", "tessera,binpack", "spread", "binpack"});
   const int nodes = 1 + r.Below(6);
   for (int n = 0; n < nodes; ++n) {
     Json spec{{"name", "n" + std::to_string(n)}, {"gpus", Json::array()}};

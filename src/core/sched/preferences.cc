@@ -32,21 +32,27 @@ std::vector<std::string> GpuPolicy::Chain(bool numa_bind) const {
 
 Result<NodePolicy> ParseNodePolicy(const std::string& text) {
   std::string t = Trim(text);
+  if (t == "tessera") return NodePolicy::kTessera;
   if (t == "binpack") return NodePolicy::kBinpack;
   if (t == "spread") return NodePolicy::kSpread;
-  return Error{"unknown node scheduler policy \"" + text + "\" (expected binpack or spread)"};
+  return Error{"unknown node scheduler policy \"" + text +
+               "\" (expected tessera, binpack or spread)"};
 }
 
 Result<GpuPolicy> ParseGpuPolicy(const std::string& text) {
-  static const std::set<std::string> kKnown = {"binpack", "spread", "numa", "topology-aware",
-                                               "mutex"};
+  static const std::set<std::string> kKnown = {"tessera", "binpack",        "spread",
+                                               "numa",    "topology-aware", "mutex"};
   GpuPolicy policy;
   auto tokens = SplitTrimmed(text, ',');
   if (tokens.empty()) return Error{"empty GPU scheduler policy"};
   for (const auto& t : tokens) {
     if (kKnown.count(t) == 0) {
       return Error{"unknown GPU scheduler policy \"" + t +
-                   "\" (expected binpack, spread, numa, topology-aware or mutex)"};
+                   "\" (expected tessera, binpack, spread, numa, topology-aware or mutex)"};
+    }
+    if (t == "tessera") {
+      policy.tessera = true;
+      continue;
     }
     if (t == "mutex") policy.mutex = true;
     if (t == "topology-aware") policy.topology_aware = true;

@@ -12,11 +12,17 @@
 
 namespace tessera::sched {
 
-enum class NodePolicy { kBinpack, kSpread };
+// kTessera ranks nodes by fragmentation growth (shared GPUs) and placeability drop (MIG GPUs);
+// kBinpack and kSpread are HAMi's: the node score before the pod, highest or lowest first.
+enum class NodePolicy { kTessera, kBinpack, kSpread };
 
-// hami.io/gpu-scheduler-policy: one name or a comma list (hami-protocol.md 7.3).
+// hami.io/gpu-scheduler-policy: one name or a comma list (hami-protocol.md 7.3), plus tessera's
+// own `tessera`: a one-GPU shared request takes the GPU where fragmentation grows least and MIG
+// instances are planned for placeability; HAMi's names that come with it order the GPUs among
+// equals and for everything else (`tessera` alone: HAMi's spread).
 struct GpuPolicy {
-  std::vector<std::string> tokens;  // as written, validated
+  std::vector<std::string> tokens;  // HAMi's names as written, validated (`tessera` left out)
+  bool tessera = false;
   bool mutex = false;
   bool topology_aware = false;
   bool IsChain() const;  // a comma list or "numa": ordered sort keys
@@ -33,11 +39,10 @@ struct ScoringWeights {
 
 // The scheduler defaults (command-line flags) a pod's annotations may override.
 struct PolicyDefaults {
-  NodePolicy node = NodePolicy::kBinpack;
-  std::string gpu = "spread";
-  // Under binpack, prefer the node (and for a one-GPU shared request, the GPU) where the pod adds
-  // the least fragmentation for the observed demand mix; binpack breaks ties (docs/placement.md).
-  bool fragmentation_aware = true;
+  // Where neither a pod nor a flag names a policy, tessera's own ranking decides
+  // (docs/placement.md); a named HAMi policy gets exactly HAMi's semantics.
+  NodePolicy node = NodePolicy::kTessera;
+  std::string gpu = "tessera";
   double demand_decay = 0.9995;  // per observed pod: the mix follows the last few thousand pods
   // MIG placement (docs/placement.md): what is assumed of future requests before and alongside
   // the observed ones, and whether an instance may get a larger profile than the smallest that
@@ -54,7 +59,7 @@ struct PodPreferences {
   std::vector<std::string> nouse_uuids;
   std::optional<std::string> vgpu_mode;  // nvidia.com/vgpu-mode value
   bool numa_bind = false;
-  NodePolicy node_policy = NodePolicy::kBinpack;
+  NodePolicy node_policy = NodePolicy::kTessera;
   GpuPolicy gpu_policy;
   ScoringWeights weights;
   // What the pod's namespace may still use under its GPU quotas (set by the scheduler from the

@@ -32,11 +32,10 @@ constexpr double kPlaceabilityQuantum = 1e-6;
 
 // How a node that fits compares with the others.
 struct Rank {
-  double bucket;    // binpack: the fragmentation (or MIG placeability) cost in quanta; else 0
-  float score;      // NodeFit::score
-  double tiebreak;  // spread: the MIG placeability drop in quanta; else 0
-  bool idle;        // no GPU of the node is in use (before the pod)
-  bool mig;         // placed by the MIG plan (ranked by placeability, then fullness)
+  double bucket;  // tessera: the fragmentation (or MIG placeability) cost in quanta; else 0
+  float score;    // tessera: NodeFit::score; HAMi's policies: HAMi's score before the pod
+  bool idle;      // no GPU of the node is in use (before the pod)
+  bool mig;       // placed by the MIG plan (ranked by placeability, then fullness)
 };
 
 // The first by name (ClusterState keeps each node's position in name order).
@@ -65,12 +64,12 @@ bool Better(const Rank& candidate, const Rank& best, const state::NodeState& can
     }
     return NameBefore(candidate_node, best_node);
   }
-  // binpack: fullest node after placement; spread: emptiest. Ties: the first by name.
+  // tessera and HAMi's binpack: the fullest node; HAMi's spread: the emptiest. Ties: the first by
+  // name (HAMi leaves them to goroutine timing).
   if (candidate.score != best.score) {
-    return policy == NodePolicy::kBinpack ? candidate.score > best.score
-                                          : candidate.score < best.score;
+    return policy == NodePolicy::kSpread ? candidate.score < best.score
+                                         : candidate.score > best.score;
   }
-  if (candidate.tiebreak != best.tiebreak) return candidate.tiebreak < best.tiebreak;
   return NameBefore(candidate_node, best_node);
 }
 
@@ -144,8 +143,9 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
   const int64_t cpu_milli = model::PodCpuRequestMilli(pod);
   const std::vector<WeightedShape>& target = mix_.Target();
-  const bool by_fragmentation = defaults_.fragmentation_aware &&
-                                prefs->node_policy == NodePolicy::kBinpack && !target.empty();
+  // tessera's node ranking; a named HAMi policy ranks by HAMi's node score alone.
+  const bool tessera_nodes = prefs->node_policy == NodePolicy::kTessera;
+  const bool by_fragmentation = tessera_nodes && !target.empty();
   // A pod asking one shared GPU also chooses its GPU by fragmentation (FGD's GPU choice).
   const ContainerRequest* single = nullptr;
   for (size_t i = 0; i < request->slots.size(); ++i) {
@@ -153,13 +153,14 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     single = single == nullptr && request->slots[i].nums == 1 ? &request->slots[i] : nullptr;
     if (single == nullptr) break;
   }
-  const bool rank_gpus = by_fragmentation && single != nullptr && !MigOnly(prefs->vgpu_mode);
+  const bool rank_gpus = prefs->gpu_policy.tessera && !target.empty() && single != nullptr &&
+                         !MigOnly(prefs->vgpu_mode);
   const PreparedTarget prepared(target);
   // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
   const MigWeights mig_weights(mig_mix_, defaults_.mig_prior);
   MigArrangeCache mig_cache;
   const MigGoal mig_goal{&mig_weights, defaults_.mig_allow_larger_profiles, &mig_cache};
-  const MigGoal* goal = defaults_.fragmentation_aware ? &mig_goal : nullptr;
+  const MigGoal* goal = prefs->gpu_policy.tessera ? &mig_goal : nullptr;
 
   // Nodes in the same state give the same answer; evaluate each state once (an equivalence
   // cache, as kube-scheduler once had). Not used when the answer depends on GPU UUIDs.
@@ -186,23 +187,19 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   std::vector<double> ranks;
   auto evaluate = [&](Evaluated& e) {
     const state::NodeState& ns = *e.representative;
-    if (by_fragmentation) CapacityOf(ns, &capacity);
+    if (by_fragmentation || rank_gpus) CapacityOf(ns, &capacity);
     if (rank_gpus) SingleGpuRanks(ns, capacity, *single, cpu_milli, prepared, &ranks, &scratch);
     e.fit = static_cast<uint32_t>(full_fits.size());
     NodeFit& fit = full_fits.emplace_back(
         FitPodOnNode(ns, request.value(), prefs.value(), rank_gpus ? &ranks : nullptr, goal));
     e.fits = fit.fits;
-    e.rank = Rank{0, fit.score, 0,
+    e.rank = Rank{0, tessera_nodes ? fit.score : NodeScore(ns, {}),
                   std::all_of(ns.usage.begin(), ns.usage.end(),
                               [](const state::DeviceUsage& u) { return u.used == 0; }),
                   fit.mig_planned};
+    if (!tessera_nodes) return;
     if (fit.fits && fit.mig_planned) {
-      const double drop = std::round(fit.mig_drop / kPlaceabilityQuantum);
-      if (prefs->node_policy == NodePolicy::kBinpack) {
-        e.rank.bucket = drop;
-      } else {
-        e.rank.tiebreak = drop;
-      }
+      e.rank.bucket = std::round(fit.mig_drop / kPlaceabilityQuantum);
     } else if (fit.fits && by_fragmentation) {
       const double before = NodeFragmentation(capacity, prepared);
       scratch = capacity;
@@ -231,8 +228,7 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     if (use_cache) result = by_class[ns->state_class];
     if (result == kNone) {
       result = static_cast<uint32_t>(evaluated.size());
-      Evaluated& e =
-          evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0, 0, false, false}});
+      Evaluated& e = evaluated.emplace_back(Evaluated{ns, kNone, false, Rank{0, 0, false, false}});
       // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
       if (MayFit(*ns, request.value(), prefs.value())) evaluate(e);
       if (use_cache) by_class[ns->state_class] = result;

@@ -47,11 +47,11 @@ class TesseraMigPolicy : public MigPolicy {
   }
 
  private:
-  // The production defaults (node binpack, GPU spread, fragmentation-aware); the variant only
-  // changes the GPU policy, as --gpu-scheduler-policy=binpack would.
+  // The production defaults (tessera's node and GPU ranking); the variant only changes the
+  // order among equal GPUs, as --gpu-scheduler-policy=tessera,binpack would.
   static sched::PolicyDefaults Defaults(bool gpu_binpack) {
     sched::PolicyDefaults d;
-    if (gpu_binpack) d.gpu = "binpack";
+    if (gpu_binpack) d.gpu = "tessera,binpack";
     return d;
   }
 

@@ -70,9 +70,8 @@ class TesseraPolicy : public Policy {
  private:
   static sched::PolicyDefaults Defaults() {
     sched::PolicyDefaults d;
-    d.node = sched::NodePolicy::kBinpack;
-    d.gpu = "binpack";
-    d.fragmentation_aware = true;
+    d.node = sched::NodePolicy::kTessera;
+    d.gpu = "tessera,binpack";  // among GPUs that fragment alike, the fullest
     return d;
   }
   // Registers the replayed cluster's nodes (in its node order) with the scheduler's state.

@@ -26,13 +26,19 @@ TEST(ParseNodePolicyTest, ReadsBinpackAndSpread) {
   EXPECT_EQ(ParseNodePolicy(" spread ").value(), NodePolicy::kSpread);
 }
 
+TEST(ParseNodePolicyTest, ReadsTesseraAndItIsTheDefault) {
+  EXPECT_EQ(ParseNodePolicy("tessera").value(), NodePolicy::kTessera);
+  EXPECT_EQ(PolicyDefaults{}.node, NodePolicy::kTessera);
+  EXPECT_EQ(PolicyDefaults{}.gpu, "tessera");
+}
+
 TEST(ParseNodePolicyTest, UnknownNameIsAnError) {
   for (const char* text : {"", "Spread", "topology-aware", "binpack,spread"}) {
     SCOPED_TRACE(text);
     auto p = ParseNodePolicy(text);
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().message, std::string("unknown node scheduler policy \"") + text +
-                                     "\" (expected binpack or spread)");
+                                     "\" (expected tessera, binpack or spread)");
   }
 }
 
@@ -46,6 +52,22 @@ TEST(ParseGpuPolicyTest, ReadsEachSinglePolicy) {
     EXPECT_THAT(p->tokens, ElementsAre(name));
     EXPECT_EQ(p->Single(), name);
   }
+}
+
+TEST(ParseGpuPolicyTest, TesseraIsAFlagAndHamiNamesWithItOrderTheRest) {
+  auto alone = ParseGpuPolicy("tessera");
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  EXPECT_TRUE(alone->tessera);
+  EXPECT_TRUE(alone->tokens.empty());
+  EXPECT_EQ(alone->Single(), "spread");  // HAMi's default order among equals
+  auto packing = ParseGpuPolicy("tessera, binpack");
+  ASSERT_TRUE(packing.ok()) << packing.error().message;
+  EXPECT_TRUE(packing->tessera);
+  EXPECT_THAT(packing->tokens, ElementsAre("binpack"));
+  EXPECT_FALSE(packing->IsChain());  // HAMi's single-name binpack order, not a chain
+  auto hami = ParseGpuPolicy("binpack");
+  ASSERT_TRUE(hami.ok());
+  EXPECT_FALSE(hami->tessera);
 }
 
 TEST(ParseGpuPolicyTest, FlagsMutexAndTopologyAware) {
@@ -95,7 +117,7 @@ TEST(ParseGpuPolicyTest, UnknownNameIsAnErrorNamingTheFirstUnknownToken) {
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().message,
               std::string("unknown GPU scheduler policy \"") + c.token +
-                  "\" (expected binpack, spread, numa, topology-aware or mutex)");
+                  "\" (expected tessera, binpack, spread, numa, topology-aware or mutex)");
   }
 }
 
@@ -326,7 +348,7 @@ TEST(ParsePreferencesTest, UnknownNodePolicyIsAnErrorNamingPodAndAnnotation) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().message,
             "pod ns/p: annotation hami.io/node-scheduler-policy: unknown node scheduler policy "
-            "\"random\" (expected binpack or spread)");
+            "\"random\" (expected tessera, binpack or spread)");
 }
 
 TEST(ParsePreferencesTest, GpuPolicyAnnotationOverridesTheDefault) {
@@ -345,7 +367,7 @@ TEST(ParsePreferencesTest, UnknownGpuPolicyAnnotationIsAnErrorNamingPodAndAnnota
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().message,
             "pod ns/p: annotation hami.io/gpu-scheduler-policy: unknown GPU scheduler policy "
-            "\"fastest\" (expected binpack, spread, numa, topology-aware or mutex)");
+            "\"fastest\" (expected tessera, binpack, spread, numa, topology-aware or mutex)");
 }
 
 TEST(ParsePreferencesTest, UnknownDefaultGpuPolicyIsAnErrorNamingTheDefault) {
@@ -353,9 +375,10 @@ TEST(ParsePreferencesTest, UnknownDefaultGpuPolicyIsAnErrorNamingTheDefault) {
   defaults.gpu = "fastest";
   auto p = ParsePreferences(PodBuilder("ns/p").Build(), defaults);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().message,
-            "pod ns/p: default GPU policy: unknown GPU scheduler policy \"fastest\" (expected "
-            "binpack, spread, numa, topology-aware or mutex)");
+  EXPECT_EQ(
+      p.error().message,
+      "pod ns/p: default GPU policy: unknown GPU scheduler policy \"fastest\" (expected tessera, "
+      "binpack, spread, numa, topology-aware or mutex)");
 }
 
 TEST(ParsePreferencesTest, ReadsScoringWeights) {

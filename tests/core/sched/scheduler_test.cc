@@ -230,6 +230,70 @@ TEST_F(SchedulerTest, NodePolicyAndDeterministicTies) {
   EXPECT_EQ(spread.node, "n1");
 }
 
+// The example of issue 12: two nodes of two 8000 MiB GPUs; node1's device1 runs 2000 MiB / 25
+// cores, node2's device4 runs 6000 MiB / 75 cores.
+TEST_F(SchedulerTest, NamedHamiBinpackPacksTheFullestGpuWhereTesseraKeepsItsRoom) {
+  AddNode("node1", {SharingGpu("device1", 8000, 0, 0), SharingGpu("device2", 8000, 0, 1)});
+  AddNode("node2", {SharingGpu("device3", 8000, 0, 0), SharingGpu("device4", 8000, 0, 1)});
+  ASSERT_TRUE(Schedule(PodBuilder("default/small")
+                           .Annotation("nvidia.com/use-gpuuuid", "device1")
+                           .Container(1, 2000, 25)
+                           .Build())
+                  .scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/large")
+                           .Annotation("nvidia.com/use-gpuuuid", "device4")
+                           .Container(1, 6000, 75)
+                           .Build())
+                  .scheduled);
+  DemandShape probe_shape;  // the probes' own shape is part of the observed mix
+  probe_shape.gpus = 1;
+  probe_shape.gpu_mem_mib = 1000;
+  probe_shape.gpu_cores = 20;
+  scheduler_.ObserveDemand(probe_shape);
+  auto probe = [&](const char* node_policy, const char* gpu_policy) {
+    PodBuilder b("default/probe");
+    if (node_policy != nullptr) b.Annotation("hami.io/node-scheduler-policy", node_policy);
+    if (gpu_policy != nullptr) b.Annotation("hami.io/gpu-scheduler-policy", gpu_policy);
+    Decision d = scheduler_.Evaluate(b.Container(1, 1000, 20).Build(), nullptr, 0);
+    EXPECT_TRUE(d.scheduled) << d.message;
+    return d.scheduled ? d.node + "/" + d.containers[0][0].uuid : d.message;
+  };
+  EXPECT_EQ(probe("binpack", "binpack"), "node2/device4");
+  EXPECT_EQ(probe("binpack", "spread"), "node2/device3");
+  EXPECT_EQ(probe("spread", "binpack"), "node1/device1");
+  EXPECT_EQ(probe("spread", "spread"), "node1/device2");
+  // Unnamed (or `tessera`): the GPU where fragmentation grows least, not the fullest.
+  EXPECT_EQ(probe(nullptr, nullptr), "node2/device3");
+  EXPECT_EQ(probe("tessera", "tessera"), "node2/device3");
+}
+
+// HAMi ranks nodes by their score before the pod (hami-protocol.md 7.1), not after it: with a
+// small idle node and a large node in light use the two orders disagree.
+TEST_F(SchedulerTest, NamedHamiNodePoliciesRankByTheScoreBeforeThePod) {
+  AddNode("small", {SharingGpu("GPU-s", 8000)});
+  AddNode("large", {SharingGpu("GPU-l0", 8000, 0, 0), SharingGpu("GPU-l1", 8000, 0, 1),
+                    SharingGpu("GPU-l2", 8000, 0, 2), SharingGpu("GPU-l3", 8000, 0, 3)});
+  ASSERT_TRUE(Schedule(PodBuilder("default/running")
+                           .Annotation("nvidia.com/use-gpuuuid", "GPU-l0")
+                           .Container(1, 1000, 10)
+                           .Build())
+                  .scheduled);
+  auto node_for = [&](const char* policy) {
+    Decision d = scheduler_.Evaluate(PodBuilder("default/probe")
+                                         .Annotation("hami.io/node-scheduler-policy", policy)
+                                         .Annotation("hami.io/gpu-scheduler-policy", "spread")
+                                         .Container(1, 1000, 10)
+                                         .Build(),
+                                     nullptr, 0);
+    EXPECT_TRUE(d.scheduled) << d.message;
+    return d.node;
+  };
+  // Before: small 0, large 10*(1/40 + 10/400 + 1000/32000) = 0.81. After the pod the small node
+  // would be the fuller one (3.25 against 1.63), which is not what HAMi compares.
+  EXPECT_EQ(node_for("binpack"), "large");
+  EXPECT_EQ(node_for("spread"), "small");
+}
+
 TEST_F(SchedulerTest, EqualFragmentationFillsNodesInUseThenAFixedOrder) {
   const std::vector<std::string> names = {"n1", "n2", "n3"};
   for (const auto& name : names) AddNode(name, {SharingGpu("GPU-" + name)});
