@@ -70,6 +70,32 @@ void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
       res.set_content(why, "text/plain");
     }
   });
+  // Only `pod` and `format` are read; anything else in the query is refused, not ignored.
+  server.Get("/explain", [&svc](const httplib::Request& req, httplib::Response& res) {
+    for (const auto& [name, value] : req.params) {
+      if (name != "pod" && name != "format") {
+        res.status = 400;
+        res.set_content("unknown query parameter \"" + name + "\" (expected pod, format)\n",
+                        "text/plain");
+        return;
+      }
+    }
+    if (req.get_param_value_count("pod") != 1 || req.get_param_value_count("format") > 1) {
+      res.status = 400;
+      res.set_content("expected one pod=NAMESPACE/NAME and at most one format=text|json\n",
+                      "text/plain");
+      return;
+    }
+    const std::string format = req.has_param("format") ? req.get_param_value("format") : "text";
+    if (format != "text" && format != "json") {
+      res.status = 400;
+      res.set_content("format: expected text or json, got \"" + format + "\"\n", "text/plain");
+      return;
+    }
+    auto answer = svc.Explain(req.get_param_value("pod"), format == "json");
+    res.status = answer.status;
+    res.set_content(answer.body, answer.content_type);
+  });
 }
 
 }  // namespace

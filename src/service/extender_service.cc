@@ -9,6 +9,7 @@
 #include "core/codec/k8s_objects.h"
 #include "core/model/annotations.h"
 #include "core/sched/admission.h"
+#include "core/sched/explain.h"
 
 namespace tessera::service {
 
@@ -211,6 +212,7 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
                                                      const model::Pod& pod_in, uint64_t* serial,
                                                      sched::Decision* decision) {
   extender::FilterResult result;
+  if (pod_in.node_name.empty()) unbound_[pod_in.Key()] = pod_in;
   std::vector<std::string> candidates = extender::CandidateNames(args);
   const bool have_candidates = args.node_names.has_value() || args.nodes.has_value();
   // Pods created without the webhook get the same resource defaults it would have applied.
@@ -597,6 +599,7 @@ void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
     if (present.count(key) == 0) gone.push_back(key);
   }
   for (const auto& key : gone) ForgetPodLocked(key);
+  std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
 }
 
 void ExtenderService::ForgetPodLocked(const std::string& key) {
@@ -606,6 +609,7 @@ void ExtenderService::ForgetPodLocked(const std::string& key) {
   }
   pending_.erase(key);
   passthrough_.erase(key);
+  unbound_.erase(key);
   scheduler_.Release(key);
   metrics_.SetPending(pending_.size());
 }
@@ -621,6 +625,11 @@ void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
   if (pod.IsTerminal()) {
     ForgetPodLocked(key);
     return;
+  }
+  if (pod.node_name.empty()) {
+    unbound_[key] = pod;
+  } else {
+    unbound_.erase(key);
   }
   auto pending = pending_.find(key);
   if (pending != pending_.end() && pod.node_name.empty()) {
@@ -708,6 +717,49 @@ size_t ExtenderService::ExpireReservations() {
   }
   metrics_.ReservationsExpired(expired.size());
   return expired.size();
+}
+
+ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key, bool json) const {
+  ExplainAnswer answer;
+  if (auto valid = model::ValidatePodKey(pod_key); !valid.ok()) {
+    answer.status = 400;
+    answer.body = "pod: " + valid.message() + "\n";
+    return answer;
+  }
+  const std::string key(pod_key);
+  std::optional<state::ClusterState> snapshot;
+  std::optional<model::Pod> pod;
+  std::string placed_on;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = unbound_.find(key); it != unbound_.end()) {
+      pod = it->second;
+      snapshot.emplace(state_);
+    } else if (const state::PodReservation* r = state_.pod(key); r != nullptr) {
+      placed_on = r->node;
+    }
+  }
+  if (!pod) {
+    if (placed_on.empty()) {
+      answer.status = 404;
+      answer.body = "pod " + key + ": not a pending pod this scheduler knows\n";
+    } else {
+      answer.body = "pod " + key + ": placed on node " + placed_on + "\n";
+    }
+    return answer;
+  }
+  // Where could it go: its own reservation (filtered, not bound yet) is not in its way.
+  snapshot->RemovePod(key);
+  auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);
+  if (admitted.ok()) pod = std::move(admitted->pod);
+  const sched::Explanation e = sched::ExplainPod(std::move(*snapshot), *pod, options_.policy);
+  if (json) {
+    answer.content_type = "application/json";
+    answer.body = sched::ExplanationToJson(e).dump() + "\n";
+  } else {
+    answer.body = sched::FormatExplanation(e);
+  }
+  return answer;
 }
 
 void ExtenderService::WithState(const std::function<void(const state::ClusterState&)>& fn) const {

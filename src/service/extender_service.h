@@ -103,6 +103,16 @@ class ExtenderService {
   // Returns how many nodes are not live.
   size_t CheckNodeLiveness();
 
+  // GET /explain?pod=NS/NAME: why a pending pod fits where it does or nowhere, per node and GPU,
+  // and what would make it fit (sched::ExplainPod). The state is copied under the lock and
+  // explained outside it, so the filter path is held up only for the copy.
+  struct ExplainAnswer {
+    int status = 200;
+    std::string body;
+    std::string content_type = "text/plain";
+  };
+  ExplainAnswer Explain(std::string_view pod_key, bool json) const;
+
   ServiceMetrics& metrics() { return metrics_; }
   // Runs `fn` on the state under the lock (metrics, debug views).
   void WithState(const std::function<void(const state::ClusterState&)>& fn) const;
@@ -143,6 +153,8 @@ class ExtenderService {
   std::map<std::string, Pending> pending_;  // by pod key
   // Pods filter let through without devices (no GPU request): bind needs no reservation for them.
   std::set<std::string> passthrough_;
+  // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
+  std::map<std::string, model::Pod> unbound_;
   state::NodeLiveness liveness_;
   std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
   std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin

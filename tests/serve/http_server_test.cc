@@ -89,6 +89,54 @@ TEST(HttpServer, FilterAndBindOverHttpUpdateTheEmbeddedCluster) {
   EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
 }
 
+TEST(HttpServer, ExplainSaysWhyAFilteredPodFitsNowhereInTextAndJson) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  // 40000 MiB on one GPU: more than node-b's V100 has, and not a MIG request for node-a.
+  auto pod = testing::PodBuilder("default/huge").Container(1, 40000).Build();
+  pod.annotations["nvidia.com/vgpu-mode"] = "hami-core";
+  auto filtered = client.Post("/filter", FilterBody(pod), "application/json");
+  ASSERT_TRUE(filtered);
+  ASSERT_FALSE(Json::parse(filtered->body)["FailedNodes"].empty()) << filtered->body;
+
+  auto text = client.Get("/explain?pod=default/huge");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 200);
+  EXPECT_NE(text->body.find("fits nowhere now"), std::string::npos) << text->body;
+  EXPECT_NE(text->body.find("node node-b: 1/1 CardInsufficientMemory"), std::string::npos)
+      << text->body;
+  EXPECT_NE(text->body.find("no node can hold it even empty"), std::string::npos) << text->body;
+
+  auto json = client.Get("/explain?pod=default/huge&format=json");
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->get_header_value("Content-Type"), "application/json");
+  Json j = Json::parse(json->body);
+  EXPECT_EQ(j["pod"], "default/huge");
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_TRUE(j["neverFits"].get<bool>());
+  ASSERT_EQ(j["nodes"].size(), 2U);
+  EXPECT_EQ(j["nodes"][1]["gpus"][0]["reason"], "CardInsufficientMemory");
+  EXPECT_EQ(j["nodes"][0]["gpus"][0]["reason"], "CardTypeMismatch");
+}
+
+TEST(HttpServer, ExplainRefusesMalformedQueriesAndUnknownPods) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto status_of = [&](const std::string& path) {
+    auto res = client.Get(path);
+    return res ? res->status : -1;
+  };
+  EXPECT_EQ(status_of("/explain"), 400);
+  EXPECT_EQ(status_of("/explain?pod=nonamespace"), 400);
+  EXPECT_EQ(status_of("/explain?pod=Default/p"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/p&format=xml"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/p&node=n"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/a&pod=default/b"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/nobody"), 404);
+}
+
 TEST(HttpServer, EmptyBodyIs400AndGarbageGetsAnErrorField) {
   ServerFixture f;
   ASSERT_TRUE(f.listen_status().ok());

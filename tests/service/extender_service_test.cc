@@ -498,6 +498,34 @@ TEST_F(ServiceTest, ConcurrentFiltersAndBindsNeverDoubleBook) {
   });
 }
 
+// Issue 13: a pending pod the informer delivered is explained from a copy of the state: what
+// holds the GPU, and which running pod's departure would let it in; once it is gone from the
+// informer, it is unknown.
+TEST_F(ServiceTest, ExplainNamesThePodWhoseDepartureAdmitsAPendingPod) {
+  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
+  model::Pod running = PodBuilder("ns/running").Container(1, 6000).Build();
+  running.node_name = "n1";
+  running.annotations["hami.io/vgpu-node"] = "n1";
+  running.annotations["hami.io/bind-phase"] = "success";
+  running.annotations["hami.io/vgpu-devices-allocated"] = "GPU-0,NVIDIA,6000,0:;";
+  s.UpsertPod(PodJson(running));
+  model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
+  s.UpsertPod(PodJson(waiting));
+  auto answer = s.Explain("ns/waiting", true);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  Json j = Json::parse(answer.body);
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_EQ(j["remedy"]["pods"], Json::parse(R"(["ns/running"])")) << answer.body;
+  EXPECT_EQ(j["nodes"][0]["gpus"][0]["pods"], Json::parse(R"(["ns/running"])"));
+  EXPECT_TRUE(Holds("ns/running"));  // the explanation's what-if left the state alone
+  auto placed = s.Explain("ns/running", false);
+  EXPECT_EQ(placed.status, 200);
+  EXPECT_EQ(placed.body, "pod ns/running: placed on node n1\n");
+  s.DeletePod(PodJson(waiting));
+  EXPECT_EQ(s.Explain("ns/waiting", false).status, 404);
+  EXPECT_EQ(s.Explain("ns", false).status, 400);
+}
+
 // Issue 14: a running pod whose hami.io/vgpu-mig-allocations does not decode is not dropped:
 // its 7000 MiB count, its GPU is not offered to anyone (CardNotHealth), the problem is one
 // Warning Event however often the informer sends the pod, and the GPU is free once it is gone.

@@ -4,7 +4,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/common/result.h"
 
 namespace tessera::model {
 
@@ -68,5 +71,9 @@ struct Node {
 int64_t PodCpuRequestMilli(const Pod& pod);
 // A node's allocatable CPU in millicores, when the Node object says.
 std::optional<int64_t> NodeCpuAllocatableMilli(const Node& node);
+
+// "NAMESPACE/NAME" as Kubernetes allows them (a DNS-1123 label, a DNS-1123 subdomain); the
+// error says what is wrong with the text.
+Status ValidatePodKey(std::string_view key);
 
 }  // namespace tessera::model

@@ -483,6 +483,37 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
 
 }  // namespace
 
+std::vector<std::string> GpuReasons(const state::NodeState& node, const ContainerRequest& request,
+                                    const PodPreferences& prefs) {
+  std::vector<std::string> reasons(node.devices.size());
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const int dev = static_cast<int>(i);
+    const model::GpuDevice& d = node.devices[i];
+    if (auto r = StaticReject(node, dev, prefs); !r.empty()) {
+      reasons[i] = std::string(r);
+      continue;
+    }
+    const bool mig = d.IsMig();
+    const int32_t memreq = MemoryRequest(node, dev, mig, request);
+    if (prefs.quota) {
+      const DeviceAssignment candidate{dev, memreq, request.cores, -1, {}};
+      if (!prefs.quota->Admits(SlotsQuotaUse({}, 0, &candidate, 0))) {
+        reasons[i] = std::string(reason::kResourceQuotaNotFit);
+        continue;
+      }
+    }
+    const state::DeviceUsage& u = node.usage[i];
+    if (auto r = UsageReject(d, mig, u, request, memreq, prefs.gpu_policy.mutex); !r.empty()) {
+      reasons[i] = std::string(r);
+      continue;
+    }
+    if (mig && !node.mig_models[i].Arrange(u.layout, {mig::InstanceDemand{memreq, request.cores}})) {
+      reasons[i] = std::string(reason::kCardMigTopologyInfeasible);
+    }
+  }
+  return reasons;
+}
+
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
                      const PodPreferences& prefs, const std::vector<double>* device_rank,
                      const MigGoal* mig_goal) {

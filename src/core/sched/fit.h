@@ -52,6 +52,11 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
 // current usage as it asks for). Always true on nodes with MIG GPUs. Says nothing of the reason.
 bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs);
 
+// Why each GPU of the node could not take one device of `request` on its own, in HAMi's words
+// (hami-protocol.md 5.5; empty where it could): the per-GPU view behind a node's reason.
+std::vector<std::string> GpuReasons(const state::NodeState& node, const ContainerRequest& request,
+                                    const PodPreferences& prefs);
+
 // Node score (HAMi 7.1, but counting the pod being placed): 10 * (used/count + cores/total +
 // mem/total) over all GPUs of the node.
 float NodeScore(const state::NodeState& node, const SlotAssignments& slots);

@@ -85,6 +85,29 @@ void ClusterState::ReleaseClass(int id) {
   free_classes_.push_back(id);
 }
 
+ClusterState::ClusterState(const ClusterState& other)
+    : config_(other.config_),
+      quotas_(other.quotas_),
+      blocked_(other.blocked_),
+      spec_ids_(other.spec_ids_),
+      layout_tables_(other.layout_tables_),
+      nodes_(other.nodes_),
+      pods_(other.pods_),
+      applied_(other.applied_),
+      classes_(other.classes_),
+      free_classes_(other.free_classes_),
+      classes_by_signature_(other.classes_by_signature_) {
+  RebuildNodeList();
+}
+
+ClusterState& ClusterState::operator=(const ClusterState& other) {
+  if (this != &other) {
+    ClusterState copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
 void ClusterState::RebuildNodeList() {
   node_list_.clear();
   for (auto& [name, ns] : nodes_) {

@@ -105,6 +105,12 @@ class ClusterState {
  public:
   explicit ClusterState(config::SchedulerConfig config)
       : config_(std::move(config)), quotas_(config_.nvidia) {}
+  // A copy is independent of the original (what-if questions: explain); node_list() points into
+  // the copy's own nodes.
+  ClusterState(const ClusterState& other);
+  ClusterState& operator=(const ClusterState& other);
+  ClusterState(ClusterState&&) noexcept = default;
+  ClusterState& operator=(ClusterState&&) noexcept = default;
 
   // Adds or replaces a node; its register annotation is decoded here. A malformed annotation
   // makes only this node unusable, with the decode error as the reason.

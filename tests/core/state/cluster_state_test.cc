@@ -37,6 +37,23 @@ TEST(ClusterStateTest, AddAndRemoveTouchOnlyTheirDevices) {
   EXPECT_FALSE(s.RemovePod("ns/a").has_value());
 }
 
+TEST(ClusterStateTest, ACopyIsIndependentAndListsItsOwnNodes) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0")}));
+  s.AddPod(Share("ns/a", "n", "GPU-0", 1000, 10));
+  ClusterState copy = s;
+  ASSERT_EQ(copy.node_list().size(), 1U);
+  EXPECT_EQ(copy.node_list()[0], copy.node("n"));
+  EXPECT_NE(copy.node_list()[0], s.node("n"));
+  ASSERT_TRUE(copy.RemovePod("ns/a").has_value());
+  EXPECT_EQ(copy.node("n")->usage[0].used, 0);
+  EXPECT_EQ(s.node("n")->usage[0].used, 1);  // the original keeps its pod
+  EXPECT_NE(s.pod("ns/a"), nullptr);
+  copy.AddPod(Share("ns/b", "n", "GPU-0", 3000, 10));
+  EXPECT_EQ(copy.node("n")->usage[0].used_mem, 3000);
+  EXPECT_EQ(s.node("n")->usage[0].used_mem, 1000);
+}
+
 TEST(ClusterStateTest, PodBeforeItsNodeIsAppliedWhenTheNodeRegisters) {
   ClusterState s{config::SchedulerConfig{}};
   s.AddPod(Share("ns/a", "late", "GPU-0", 1000, 10));
