@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/agent_command.h"
+#include "app/explain_command.h"
 #include "app/mig_replay_command.h"
 #include "app/replay_command.h"
 #include "app/serve_command.h"
@@ -102,6 +103,20 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
 
   auto* models = app.add_subcommand("models", "List the built-in GPU models and MIG profiles");
+
+  auto* explain = app.add_subcommand(
+      "explain", "Why a pending pod fits nowhere, per node and GPU, and what would make it fit");
+  tessera::app::ExplainOptions eo;
+  explain->add_option("pod", eo.pod, "NAMESPACE/NAME")->required();
+  explain->add_option("--cluster", eo.cluster, "A scenario file, run first as `simulate` runs it");
+  explain->add_option("--kubeconfig", eo.kubeconfig,
+                      "A real cluster (default: $KUBECONFIG, then in-cluster)");
+  explain->add_option("--device-config,--device-config-file", eo.device_config,
+                      "HAMi device-config.yaml (a real cluster)");
+  explain->add_option("--node-scheduler-policy", eo.node_policy, "as for serve (default tessera)");
+  explain->add_option("--gpu-scheduler-policy", eo.gpu_policy, "as for serve (default tessera)");
+  explain->add_option("--output,-o", eo.output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
 
   auto* replay = app.add_subcommand(
       "replay",
@@ -228,6 +243,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, arg_count, arg_ptrs.data());
   if (serve->parsed()) return tessera::app::RunServeCommand(so);
   if (agent->parsed()) return tessera::app::RunAgentCommand(ao);
+  if (explain->parsed()) return tessera::app::RunExplainCommand(eo);
 
   auto catalog = GpuModelCatalog::Builtin();
   if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "adapters/yaml/yaml_json.h"
+#include "app/device_config_file.h"
 #include "app/serve_flags.h"
 #include "core/common/duration.h"
 #include "core/config/config_codec.h"
@@ -29,17 +30,6 @@ namespace {
 int Fail(const std::string& message) {
   spdlog::error("{}", message);
   return 1;
-}
-
-Result<config::SchedulerConfig> LoadDeviceConfig(const std::string& path) {
-  if (path.empty()) return config::SchedulerConfig{};
-  auto text = adapters::ReadFile(path);
-  if (!text.ok()) return text.error();
-  auto json = adapters::ParseYaml(text.value(), "device config " + path);
-  if (!json.ok()) return json.error();
-  auto cfg = config::DecodeSchedulerConfig(*json);
-  if (!cfg.ok()) return Error{"device config " + path + ": " + cfg.error().message};
-  return cfg;
 }
 
 std::string Hostname() {

@@ -50,6 +50,8 @@ class Simulator {
 
   const state::ClusterState& state() const { return state_; }
   const Scenario& scenario() const { return scenario_; }
+  // Pods that fit nowhere yet, oldest first, as admitted (with the webhook's defaults).
+  const std::vector<model::Pod>& pending() const { return pending_; }
   size_t step_count() const { return scenario_.steps.size(); }
 
  private:

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <string>
+
+namespace tessera::app {
+
+struct ExplainOptions {
+  std::string pod;            // NAMESPACE/NAME
+  std::string cluster;        // a scenario file, run first (as `tessera simulate`)
+  std::string kubeconfig;     // else a real cluster (kubeconfig, $KUBECONFIG, in-cluster)
+  std::string device_config;  // HAMi device-config.yaml, for a real cluster
+  std::string node_policy;    // as `serve --node-scheduler-policy` (empty: tessera)
+  std::string gpu_policy;
+  std::string output = "text";  // text or json
+};
+
+// `tessera explain NS/NAME`: why the pod fits where it does or nowhere, per node and GPU, and
+// what would make it fit (docs/explain.md).
+int RunExplainCommand(const ExplainOptions& options);
+
+}  // namespace tessera::app

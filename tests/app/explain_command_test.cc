@@ -1,0 +1,146 @@
+// `tessera explain`: the real program against a scenario file and against an API server.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "adapters/kube/fake_api_server.h"
+#include "core/codec/json_util.h"
+
+namespace tessera::app {
+namespace {
+
+namespace fs = std::filesystem;
+using codec::Json;
+
+constexpr const char* kScenario = R"(
+nodes:
+  - name: node-a
+    gpus: [{ model: "Tesla T4", memoryMiB: 8000, uuid: GPU-a }]
+steps:
+  - create:
+      metadata: { name: first }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 6000 } } }] }
+  - create:
+      metadata: { name: second }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 4000 } } }] }
+)";
+
+int RunExplain(const std::string& args, std::string* output) {
+  const std::string cmd = std::string(TESSERA_BINARY) + " explain " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output->append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class ExplainCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessera-explain-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "cluster.yaml") << kScenario;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(ExplainCommandTest, AScenarioPodThatWaitsIsExplainedWithWhatWouldMakeItFit) {
+  std::string out;
+  ASSERT_EQ(RunExplain("default/second --cluster " + (dir_ / "cluster.yaml").string(), &out), 0)
+      << out;
+  EXPECT_NE(out.find("pod default/second: fits nowhere now"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU 0 GPU-a (NVIDIA-Tesla T4, hami-core): CardInsufficientMemory"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("1 pod leaving node node-a: default/first"), std::string::npos) << out;
+
+  std::string json;
+  ASSERT_EQ(
+      RunExplain("default/second -o json --cluster " + (dir_ / "cluster.yaml").string(), &json), 0);
+  Json j = Json::parse(json);
+  EXPECT_EQ(j["remedy"]["pods"][0], "default/first");
+
+  std::string placed;
+  ASSERT_EQ(RunExplain("default/first --cluster " + (dir_ / "cluster.yaml").string(), &placed), 0);
+  EXPECT_EQ(placed, "pod default/first: placed on node node-a\n");
+}
+
+TEST_F(ExplainCommandTest, BadArgumentsAreRefusedWithAMessage) {
+  std::string out;
+  EXPECT_EQ(RunExplain("not-a-key --cluster " + (dir_ / "cluster.yaml").string(), &out), 2);
+  EXPECT_NE(out.find("expected NAMESPACE/NAME"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunExplain("default/nobody --cluster " + (dir_ / "cluster.yaml").string(), &out), 1);
+  EXPECT_NE(out.find("not pending"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunExplain("default/x --cluster a.yaml --kubeconfig b", &out), 2);
+  EXPECT_NE(out.find("exclusive"), std::string::npos) << out;
+}
+
+// Against an API server: nodes, pods and quotas are listed once; the pending pod is explained.
+TEST_F(ExplainCommandTest, APendingPodOfARealClusterIsExplainedFromOneList) {
+  kube::testing::FakeApiServer api;
+  ASSERT_TRUE(api.running());
+  const std::string reg =
+      R"([{"id":"GPU-a","count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-Tesla T4","health":true,"mode":"hami-core"}])";
+  Json node{
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", "node-a"}, {"annotations", {{"hami.io/node-nvidia-register", reg}}}}},
+      {"status", {{"allocatable", {{"nvidia.com/gpu", "10"}}}}}};
+  auto pod = [](const std::string& name, int mem, bool running) {
+    Json p{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}}},
+           {"spec",
+            {{"containers",
+              {{{"name", "c0"},
+                {"resources",
+                 {{"limits",
+                   {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(mem)}}}}}}}}}},
+           {"status", {{"phase", running ? "Running" : "Pending"}}}};
+    if (running) {
+      p["spec"]["nodeName"] = "node-a";
+      p["metadata"]["annotations"] = {
+          {"hami.io/vgpu-node", "node-a"},
+          {"hami.io/bind-phase", "success"},
+          {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA," + std::to_string(mem) + ",0:;"}};
+    }
+    return p;
+  };
+  auto list = [](Json items) {
+    return [items](const kube::testing::RecordedRequest&, httplib::Response& res) {
+      res.set_content(Json{{"kind", "List"}, {"items", items}}.dump(), "application/json");
+    };
+  };
+  api.On("GET", "/api/v1/nodes", list(Json::array({node})));
+  api.On("GET", "/api/v1/pods",
+         list(Json::array({pod("running", 6000, true), pod("waiting", 4000, false)})));
+  api.On("GET", "/api/v1/resourcequotas", list(Json::array()));
+  std::ofstream(dir_ / "kubeconfig")
+      << "apiVersion: v1\nkind: Config\n"
+      << "clusters: [{name: c, cluster: {server: \"" << api.url() << "\"}}]\n"
+      << "users: [{name: u, user: {token: t}}]\n"
+      << "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+      << "current-context: x\n";
+  std::string out;
+  ASSERT_EQ(RunExplain("default/waiting --kubeconfig " + (dir_ / "kubeconfig").string(), &out), 0)
+      << out;
+  EXPECT_NE(out.find("node node-a: 1/1 CardInsufficientMemory"), std::string::npos) << out;
+  EXPECT_NE(out.find("held by default/running"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 pod leaving node node-a: default/running"), std::string::npos) << out;
+  EXPECT_EQ(api.Count("GET", "/api/v1/pods"), 1U);
+  EXPECT_EQ(api.Requests("GET", "/api/v1/pods")[0].Param("fieldSelector"),
+            "status.phase!=Succeeded,status.phase!=Failed");
+}
+
+}  // namespace
+}  // namespace tessera::app
