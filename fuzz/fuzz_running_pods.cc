@@ -18,6 +18,7 @@
 #include "core/codec/node_register.h"
 #include "core/mig/catalog.h"
 #include "core/model/annotations.h"
+#include "core/sched/explain.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
 
@@ -152,6 +153,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     all.push_back(d.reservation);
+  }
+  // Explaining changes nothing, agrees with the filter on whether the pod fits, and a remedy it
+  // names really admits the pod.
+  for (int i = 6; i < 8; ++i) {
+    const tessera::model::Pod probe = NewPod(i, i % 2 == 1);
+    const size_t pods_before = state.pods().size();
+    const tessera::sched::Explanation e =
+        tessera::sched::ExplainPod(state, probe, tessera::sched::PolicyDefaults{});
+    if (state.pods().size() != pods_before) Violation("explain changed the state");
+    if (!e.error.empty() || e.passthrough) continue;
+    if (e.fits != scheduler.Evaluate(probe, nullptr, 1).scheduled) {
+      Violation("explain and the filter disagree on " + probe.Key());
+    }
+    if (!e.remedy) continue;
+    tessera::state::ClusterState what_if = state.Subset({e.remedy->node});
+    for (const auto& key : e.remedy->pods) (void)what_if.RemovePod(key);
+    tessera::sched::Scheduler check(what_if, tessera::sched::PolicyDefaults{});
+    if (!check.Evaluate(probe, nullptr, 1).scheduled) Violation("a remedy that does not admit");
   }
   return 0;
 }

@@ -62,7 +62,9 @@ int ExplainScenario(const ExplainOptions& o) {
   simulator.RunAll();
   for (const model::Pod& pod : simulator.pending()) {
     if (pod.Key() != o.pod) continue;
-    const sched::Explanation e = sched::ExplainPod(simulator.state(), pod, *policy);
+    sched::ExplainLimits limits;
+    limits.detail_node = o.node;
+    const sched::Explanation e = sched::ExplainPod(simulator.state(), pod, *policy, limits);
     std::cout << (o.output == "json" ? sched::ExplanationToJson(e).dump(2) + "\n"
                                      : sched::FormatExplanation(e));
     return 0;
@@ -108,7 +110,7 @@ int ExplainCluster(const ExplainOptions& o) {
   service.ReplaceQuotas(*quotas);
   service.ReplacePods(*pods);
   service.SetSynced(true);
-  const auto answer = service.Explain(o.pod, o.output == "json");
+  const auto answer = service.Explain(o.pod, o.output == "json", o.node);
   if (answer.status != 200) return Fail(answer.body);
   std::cout << answer.body;
   return 0;

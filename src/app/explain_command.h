@@ -12,6 +12,7 @@ struct ExplainOptions {
   std::string node_policy;    // as `serve --node-scheduler-policy` (empty: tessera)
   std::string gpu_policy;
   std::string output = "text";  // text or json
+  std::string node;             // shown with its GPUs in full
 };
 
 // `tessera explain NS/NAME`: why the pod fits where it does or nowhere, per node and GPU, and

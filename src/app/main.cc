@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
                       "HAMi device-config.yaml (a real cluster)");
   explain->add_option("--node-scheduler-policy", eo.node_policy, "as for serve (default tessera)");
   explain->add_option("--gpu-scheduler-policy", eo.gpu_policy, "as for serve (default tessera)");
+  explain->add_option("--node", eo.node, "Show this node's GPUs in full");
   explain->add_option("--output,-o", eo.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
 

@@ -73,17 +73,25 @@ void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
   // Only `pod` and `format` are read; anything else in the query is refused, not ignored.
   server.Get("/explain", [&svc](const httplib::Request& req, httplib::Response& res) {
     for (const auto& [name, value] : req.params) {
-      if (name != "pod" && name != "format") {
+      if (name != "pod" && name != "format" && name != "node") {
         res.status = 400;
-        res.set_content("unknown query parameter \"" + name + "\" (expected pod, format)\n",
+        res.set_content("unknown query parameter \"" + name + "\" (expected pod, format, node)\n",
                         "text/plain");
         return;
       }
     }
-    if (req.get_param_value_count("pod") != 1 || req.get_param_value_count("format") > 1) {
+    if (req.get_param_value_count("pod") != 1 || req.get_param_value_count("format") > 1 ||
+        req.get_param_value_count("node") > 1) {
       res.status = 400;
-      res.set_content("expected one pod=NAMESPACE/NAME and at most one format=text|json\n",
-                      "text/plain");
+      res.set_content(
+          "expected one pod=NAMESPACE/NAME, at most one format=text|json and one node=NAME\n",
+          "text/plain");
+      return;
+    }
+    const std::string node = req.has_param("node") ? req.get_param_value("node") : "";
+    if (node.size() > 253 || node.find_first_of(" /\t\n") != std::string::npos) {
+      res.status = 400;
+      res.set_content("node: not a node name\n", "text/plain");
       return;
     }
     const std::string format = req.has_param("format") ? req.get_param_value("format") : "text";
@@ -92,7 +100,7 @@ void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
       res.set_content("format: expected text or json, got \"" + format + "\"\n", "text/plain");
       return;
     }
-    auto answer = svc.Explain(req.get_param_value("pod"), format == "json");
+    auto answer = svc.Explain(req.get_param_value("pod"), format == "json", node);
     res.status = answer.status;
     res.set_content(answer.body, answer.content_type);
   });

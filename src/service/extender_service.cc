@@ -719,7 +719,8 @@ size_t ExtenderService::ExpireReservations() {
   return expired.size();
 }
 
-ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key, bool json) const {
+ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key, bool json,
+                                                        const std::string& node) const {
   ExplainAnswer answer;
   if (auto valid = model::ValidatePodKey(pod_key); !valid.ok()) {
     answer.status = 400;
@@ -727,19 +728,21 @@ ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key
     return answer;
   }
   const std::string key(pod_key);
-  std::optional<state::ClusterState> snapshot;
-  std::optional<model::Pod> pod;
+  std::optional<sched::ExplainDraft> draft;
   std::string placed_on;
   {
     std::lock_guard lock(mu_);
-    if (auto it = unbound_.find(key); it != unbound_.end()) {
-      pod = it->second;
-      snapshot.emplace(state_);
-    } else if (const state::PodReservation* r = state_.pod(key); r != nullptr) {
-      placed_on = r->node;
+    if (const state::PodReservation* r = state_.pod(key); r != nullptr) {
+      placed_on = r->node;  // bound, or filtered and waiting for its bind
+    } else if (auto it = unbound_.find(key); it != unbound_.end()) {
+      auto admitted = sched::ApplyAdmissionDefaults(it->second, config_.nvidia);
+      sched::ExplainLimits limits;
+      limits.detail_node = node;
+      draft = sched::PrepareExplanation(state_, admitted.ok() ? admitted->pod : it->second,
+                                        options_.policy, limits);
     }
   }
-  if (!pod) {
+  if (!draft) {
     if (placed_on.empty()) {
       answer.status = 404;
       answer.body = "pod " + key + ": not a pending pod this scheduler knows\n";
@@ -748,11 +751,8 @@ ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key
     }
     return answer;
   }
-  // Where could it go: its own reservation (filtered, not bound yet) is not in its way.
-  snapshot->RemovePod(key);
-  auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);
-  if (admitted.ok()) pod = std::move(admitted->pod);
-  const sched::Explanation e = sched::ExplainPod(std::move(*snapshot), *pod, options_.policy);
+  // The remedy search runs on the draft's own copies, outside the lock.
+  const sched::Explanation e = sched::FinishExplanation(std::move(*draft));
   if (json) {
     answer.content_type = "application/json";
     answer.body = sched::ExplanationToJson(e).dump() + "\n";

@@ -111,7 +111,8 @@ class ExtenderService {
     std::string body;
     std::string content_type = "text/plain";
   };
-  ExplainAnswer Explain(std::string_view pod_key, bool json) const;
+  // `node`, when not empty, is shown with its GPUs in full whatever else is.
+  ExplainAnswer Explain(std::string_view pod_key, bool json, const std::string& node = {}) const;
 
   ServiceMetrics& metrics() { return metrics_; }
   // Runs `fn` on the state under the lock (metrics, debug views).

@@ -132,7 +132,9 @@ TEST(HttpServer, ExplainRefusesMalformedQueriesAndUnknownPods) {
   EXPECT_EQ(status_of("/explain?pod=nonamespace"), 400);
   EXPECT_EQ(status_of("/explain?pod=Default/p"), 400);
   EXPECT_EQ(status_of("/explain?pod=default/p&format=xml"), 400);
-  EXPECT_EQ(status_of("/explain?pod=default/p&node=n"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/p&namespace=n"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/p&node=a/b"), 400);
+  EXPECT_EQ(status_of("/explain?pod=default/p&node=n"), 404);  // a valid query, no such pod
   EXPECT_EQ(status_of("/explain?pod=default/a&pod=default/b"), 400);
   EXPECT_EQ(status_of("/explain?pod=default/nobody"), 404);
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "core/sched/fit.h"
+#include "core/sched/reasons.h"
 #include "core/sched/request.h"
 #include "core/sched/scheduler.h"
 
@@ -22,37 +24,59 @@ const ContainerRequest* ShownContainer(const PodRequest& request) {
   return first;
 }
 
+// Per GPU of `node`: the pods holding it.
+std::vector<std::vector<std::string>> HoldersOf(const state::ClusterState& state,
+                                                const state::NodeState& node) {
+  std::vector<std::vector<std::string>> holders(node.devices.size());
+  for (const std::string& key : node.pods) {
+    const state::PodReservation* r = state.pod(key);
+    if (r == nullptr) continue;
+    std::vector<bool> seen(node.devices.size(), false);
+    auto mark = [&](const std::string& uuid) {
+      const int dev = node.DeviceIndex(uuid);
+      if (dev >= 0 && !seen[dev]) {
+        seen[dev] = true;
+        holders[dev].push_back(key);
+      }
+    };
+    for (const auto& slot : r->devices) {
+      for (const auto& cd : slot) mark(cd.uuid);
+    }
+    for (const auto& uuid : r->held_gpus) mark(uuid);
+  }
+  return holders;
+}
+
+// Each GPU's reason; with `detailed`, also its use, holders and MIG slice map and options.
 std::vector<GpuExplanation> ExplainGpus(const state::ClusterState& state,
                                         const state::NodeState& node, const ContainerRequest* shown,
-                                        const PodPreferences& prefs) {
+                                        const PodPreferences& prefs, bool detailed) {
   std::vector<std::string> reasons;
   if (shown != nullptr && node.usable()) reasons = GpuReasons(node, *shown, prefs);
+  std::vector<std::vector<std::string>> holders;
+  if (detailed) holders = HoldersOf(state, node);
   std::vector<GpuExplanation> gpus;
+  gpus.reserve(node.devices.size());
   for (size_t i = 0; i < node.devices.size(); ++i) {
     const model::GpuDevice& d = node.devices[i];
     const state::DeviceUsage& u = node.usage[i];
     GpuExplanation g;
     g.index = static_cast<int>(d.index);
     g.uuid = d.uuid;
+    g.reason = i < reasons.size() ? reasons[i] : node.unusable_reason;
+    if (!detailed) {
+      gpus.push_back(std::move(g));
+      continue;
+    }
     g.type = d.type;
     g.mode = d.mode;
-    g.reason = i < reasons.size() ? reasons[i] : node.unusable_reason;
     g.used = u.used;
     g.count = d.count;
     g.used_mem = u.used_mem;
     g.total_mem = d.total_mem_mib;
     g.used_cores = u.used_cores;
     g.total_cores = d.total_cores;
-    for (const std::string& key : node.pods) {
-      const state::PodReservation* r = state.pod(key);
-      if (r == nullptr) continue;
-      bool holds =
-          std::find(r->held_gpus.begin(), r->held_gpus.end(), d.uuid) != r->held_gpus.end();
-      for (const auto& slot : r->devices) {
-        for (const auto& cd : slot) holds = holds || cd.uuid == d.uuid;
-      }
-      if (holds) g.pods.push_back(key);
-    }
+    g.pods = std::move(holders[i]);
     if (d.IsMig()) {
       const mig::GpuMigModel& model = node.mig_models[i];
       g.memory_slices = model.memory_slices();
@@ -92,9 +116,10 @@ bool FitsOn(const Scheduler& scheduler, const model::Pod& pod, const std::string
   return d.scheduled;
 }
 
-int64_t HeldMemory(const state::PodReservation& r) {
+int64_t HeldMemory(const state::PodReservation* r) {
   int64_t mem = 0;
-  for (const auto& slot : r.devices) {
+  if (r == nullptr) return 0;
+  for (const auto& slot : r->devices) {
     for (const auto& cd : slot) mem += cd.used_mem;
   }
   return mem;
@@ -117,105 +142,172 @@ void ForEachSubset(size_t n, int k, const std::function<bool(const std::vector<s
 
 }  // namespace
 
-Explanation ExplainPod(state::ClusterState state, const model::Pod& pod,
-                       const PolicyDefaults& defaults, const ExplainLimits& limits) {
-  Explanation e;
+ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Pod& pod,
+                                const PolicyDefaults& defaults, const ExplainLimits& limits) {
+  ExplainDraft draft{{}, pod, defaults, limits, {}};
+  Explanation& e = draft.explanation;
   e.pod = pod.Key();
-  Scheduler scheduler(state, defaults);
-  const Decision all = scheduler.Evaluate(pod, nullptr, 0);
-  if (all.invalid_request) {
-    e.error = all.message;
-    return e;
+  auto request = DerivePodRequest(pod, live.config().nvidia);
+  if (!request.ok()) {
+    e.error = request.error().message;
+    return draft;
   }
-  if (all.passthrough) {
+  if (!request->HasGpu()) {
     e.passthrough = true;
-    return e;
+    return draft;
   }
-  auto request = DerivePodRequest(pod, state.config().nvidia);
   auto prefs = ParsePreferences(pod, defaults);
-  if (!request.ok() || !prefs.ok()) {  // Evaluate accepted both: cannot happen
-    e.error = request.ok() ? prefs.error().message : request.error().message;
-    return e;
+  if (!prefs.ok()) {
+    e.error = prefs.error().message;
+    return draft;
   }
-  prefs->quota = state.quotas().HeadroomFor(pod.ns);
+  PodPreferences unlimited = *prefs;  // "when empty" asks about the hardware, not the quota
+  prefs->quota = live.quotas().HeadroomFor(pod.ns);
   const ContainerRequest* shown = ShownContainer(*request);
-  e.fits = all.scheduled;
-  if (!all.scheduled) e.message = all.message;
 
-  for (const state::NodeState* ns : state.node_list()) {
+  // Every node's verdict: HAMi's checks and reason, exact for MIG (the joint search).
+  std::map<std::string, std::string> failed;
+  // Nodes in one state class answer alike (the scheduler's equivalence cache, same rule).
+  const bool cacheable = prefs->use_uuids.empty() && prefs->nouse_uuids.empty();
+  std::map<int, std::pair<bool, std::string>> by_class;
+  for (const state::NodeState* ns : live.node_list()) {
     NodeExplanation n;
     n.name = ns->name;
-    if (all.scheduled) {
-      n.fits = FitsOn(scheduler, pod, ns->name, &n.reason);
-    } else {
-      auto it = all.failed_nodes.find(ns->name);
-      n.reason = it != all.failed_nodes.end() ? it->second : ns->unusable_reason;
+    const bool use_cache = cacheable && ns->state_class >= 0 && ns->pair_scores.empty();
+    auto cached = use_cache ? by_class.find(ns->state_class) : by_class.end();
+    if (cached == by_class.end()) {
+      const NodeFit fit = FitPodOnNode(*ns, *request, *prefs);
+      cached = by_class
+                   .insert_or_assign(use_cache ? ns->state_class : -1,
+                                     std::make_pair(fit.fits, fit.reason))
+                   .first;
     }
-    if (n.fits) e.fitting_nodes.push_back(ns->name);
-    n.gpus = ExplainGpus(state, *ns, shown, *prefs);
+    n.fits = cached->second.first;
+    const std::string& reason = cached->second.second;
+    if (n.fits) {
+      e.fitting_nodes.push_back(ns->name);
+    } else {
+      n.reason = reason;
+      failed[ns->name] = reason;
+    }
     e.nodes.push_back(std::move(n));
   }
-  if (e.fits) return e;
-
-  // Could the node hold the pod at all, with every pod on it gone?
-  auto without = [&](const std::string& node, const std::vector<std::string>& pods) {
-    std::vector<state::PodReservation> removed;
-    for (const auto& key : pods) {
-      if (auto r = state.RemovePod(key)) removed.push_back(std::move(*r));
+  // GPU details for a few nodes: the asked-for one, then those that fit (or could, emptied),
+  // then the first by name; the others get each GPU's reason only.
+  auto describe = [&](const std::vector<bool>& first) {
+    int detailed = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < e.nodes.size(); ++i) {
+        NodeExplanation& n = e.nodes[i];
+        if (n.detailed || (pass == 0 && !first[i])) continue;
+        const bool wanted = n.name == limits.detail_node;
+        if (!wanted && detailed >= limits.max_detailed_nodes) continue;
+        n.detailed = true;
+        if (!wanted) ++detailed;
+      }
     }
-    ++e.evaluations;
-    const bool fits = FitsOn(scheduler, pod, node, nullptr);
-    for (auto& r : removed) state.AddPod(std::move(r));
-    return fits;
+    for (NodeExplanation& n : e.nodes) {
+      n.gpus = ExplainGpus(live, *live.node(n.name), shown, *prefs, n.detailed);
+    }
   };
+  e.fits = !e.fitting_nodes.empty();
+  if (e.fits) {
+    std::vector<bool> first;
+    for (const auto& n : e.nodes) first.push_back(n.fits);
+    describe(first);
+    return draft;
+  }
+  e.message = FormatPodMessage(failed, static_cast<int>(live.node_list().size()));
+
+  // Could the node hold the pod with nothing on it? Nodes alike but for UUIDs (one spec id)
+  // answer alike.
+  std::map<int, bool> empty_answer;
   bool any_when_empty = false;
   for (NodeExplanation& n : e.nodes) {
-    const state::NodeState* ns = state.node(n.name);
+    const state::NodeState* ns = live.node(n.name);
     if (ns == nullptr || !ns->usable()) continue;
-    const std::vector<std::string> pods(ns->pods.begin(), ns->pods.end());
-    n.fits_when_empty = without(n.name, pods);
+    auto cached = ns->spec_id >= 0 ? empty_answer.find(ns->spec_id) : empty_answer.end();
+    if (cached != empty_answer.end()) {
+      n.fits_when_empty = cached->second;
+    } else {
+      state::NodeState empty = *ns;
+      for (auto& u : empty.usage) u = state::DeviceUsage{};
+      for (auto& i : empty.instances) i.clear();
+      empty.pods.clear();
+      empty.cpu_used_milli = 0;
+      n.fits_when_empty = FitPodOnNode(empty, *request, unlimited).fits;
+      if (ns->spec_id >= 0) empty_answer[ns->spec_id] = n.fits_when_empty;
+    }
     any_when_empty = any_when_empty || n.fits_when_empty;
+    if (n.fits_when_empty && static_cast<int>(draft.candidates.size()) < limits.max_nodes) {
+      draft.candidates.push_back(live.Subset({n.name}));
+    }
   }
-  if (!any_when_empty) {
-    e.never_fits = true;
-    return e;
+  e.never_fits = !any_when_empty;
+  std::vector<bool> first;
+  for (const auto& n : e.nodes) first.push_back(n.fits_when_empty);
+  describe(first);
+  if (e.never_fits) return draft;
+  if (draft.candidates.size() < static_cast<size_t>(std::count_if(
+                                    e.nodes.begin(), e.nodes.end(),
+                                    [](const NodeExplanation& n) { return n.fits_when_empty; }))) {
+    e.search_complete = false;  // more nodes could hold it than are searched
   }
+  return draft;
+}
 
+Explanation FinishExplanation(ExplainDraft draft) {
+  Explanation& e = draft.explanation;
+  if (e.fits || e.never_fits || !e.error.empty() || e.passthrough) return std::move(e);
+  const ExplainLimits& limits = draft.limits;
+  bool stopped = false;
   // The smallest set first; among sets of that size, the least GPU memory given up, then the
   // first node by name. Exact per node up to max_pods_removed, within the evaluation budget.
-  for (int k = 1; k <= limits.max_pods_removed && !e.remedy; ++k) {
-    for (const NodeExplanation& n : e.nodes) {
-      if (!n.fits_when_empty) continue;
-      const state::NodeState* ns = state.node(n.name);
+  for (int k = 1; k <= limits.max_pods_removed && !e.remedy && !stopped; ++k) {
+    for (state::ClusterState& one : draft.candidates) {
+      const state::NodeState* ns = one.node_list().front();
+      const std::string name = ns->name;
       const std::vector<std::string> pods(ns->pods.begin(), ns->pods.end());
       if (static_cast<size_t>(k) >= pods.size()) {
-        // Removing every pod is known to work; a set of this size is then all of them.
-        if (static_cast<size_t>(k) == pods.size()) {
-          int64_t freed = 0;
-          for (const auto& key : pods) freed += HeldMemory(*state.pod(key));
-          if (!e.remedy || freed < e.remedy->freed_mem) e.remedy = Remedy{n.name, pods, freed};
-        }
-        continue;
+        // With every pod gone it fits (ignoring quotas); a set of this size is all of them.
+        if (static_cast<size_t>(k) != pods.size()) continue;
+        int64_t freed = 0;
+        for (const auto& key : pods) freed += HeldMemory(one.pod(key));
+        if (e.remedy && freed >= e.remedy->freed_mem) continue;
       }
+      Scheduler scheduler(one, draft.defaults);
       ForEachSubset(pods.size(), k, [&](const std::vector<size_t>& idx) {
-        if (e.evaluations >= limits.max_evaluations) {
-          e.search_complete = false;
-          return false;
-        }
         std::vector<std::string> set;
         int64_t freed = 0;
         for (size_t i : idx) {
           set.push_back(pods[i]);
-          freed += HeldMemory(*state.pod(pods[i]));
+          freed += HeldMemory(one.pod(pods[i]));
         }
         if (e.remedy && freed >= e.remedy->freed_mem) return true;  // cannot beat it
-        if (without(n.name, set)) e.remedy = Remedy{n.name, std::move(set), freed};
+        if (e.evaluations >= limits.max_evaluations) {
+          stopped = true;
+          return false;
+        }
+        std::vector<state::PodReservation> removed;
+        for (const auto& key : set) {
+          if (auto r = one.RemovePod(key)) removed.push_back(std::move(*r));
+        }
+        ++e.evaluations;
+        const bool fits = FitsOn(scheduler, draft.pod, name, nullptr);
+        for (auto& r : removed) one.AddPod(std::move(r));
+        if (fits) e.remedy = Remedy{name, std::move(set), freed};
         return true;
       });
+      if (stopped) break;
     }
   }
-  if (!e.remedy && e.evaluations >= limits.max_evaluations) e.search_complete = false;
-  return e;
+  if (!e.remedy && stopped) e.search_complete = false;
+  return std::move(e);
+}
+
+Explanation ExplainPod(const state::ClusterState& live, const model::Pod& pod,
+                       const PolicyDefaults& defaults, const ExplainLimits& limits) {
+  return FinishExplanation(PrepareExplanation(live, pod, defaults, limits));
 }
 
 }  // namespace tessera::sched

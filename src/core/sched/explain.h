@@ -51,6 +51,7 @@ struct NodeExplanation {
   bool fits = false;
   std::string reason;  // HAMi's node reason when it does not fit
   bool fits_when_empty = false;
+  bool detailed = false;  // gpus carry use, holders and MIG maps (else only each GPU's reason)
   std::vector<GpuExplanation> gpus;
 };
 
@@ -76,12 +77,29 @@ struct Explanation {
 };
 
 struct ExplainLimits {
-  int max_pods_removed = 3;    // the largest set tried per node
-  int max_evaluations = 4000;  // single-node fits, over every node together
+  int max_pods_removed = 3;     // the largest set tried per node
+  int max_nodes = 32;           // nodes searched for a remedy (the first that could take the pod)
+  int max_evaluations = 1000;   // single-node fits, over every node together
+  int max_detailed_nodes = 16;  // nodes whose GPUs are shown in full (besides detail_node)
+  std::string detail_node{};    // always shown in full
 };
 
-// Pure: works on its own copy of the state (callers copy under their lock and move it in).
-Explanation ExplainPod(state::ClusterState state, const model::Pod& pod,
+// The first phase, reading `live` (callers hold their lock for it): every node's verdict, and
+// copies of the few nodes the remedy search will try. The second phase needs nothing shared.
+struct ExplainDraft {
+  Explanation explanation;
+  model::Pod pod;
+  PolicyDefaults defaults;
+  ExplainLimits limits;
+  std::vector<state::ClusterState> candidates;  // one node each (ClusterState::Subset)
+};
+ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Pod& pod,
+                                const PolicyDefaults& defaults, const ExplainLimits& limits = {});
+// The second phase: the smallest set of pods on one candidate node whose departure admits it.
+Explanation FinishExplanation(ExplainDraft draft);
+
+// Both phases.
+Explanation ExplainPod(const state::ClusterState& live, const model::Pod& pod,
                        const PolicyDefaults& defaults, const ExplainLimits& limits = {});
 
 std::string FormatExplanation(const Explanation& e);

@@ -62,9 +62,16 @@ std::string FormatExplanation(const Explanation& e) {
   if (e.passthrough) return o + "asks for no GPU; kube-scheduler places it on its own\n";
   o += e.fits ? "fits on " + JoinNames(e.fitting_nodes) + "\n"
               : "fits nowhere now: " + e.message + "\n";
+  size_t detailed = 0;
   for (const NodeExplanation& n : e.nodes) {
     o += "  node " + n.name + ": " + (n.fits ? std::string("fits") : n.reason) + "\n";
+    if (!n.detailed) continue;
+    ++detailed;
     for (const GpuExplanation& g : n.gpus) FormatGpu(g, &o);
+  }
+  if (detailed < e.nodes.size()) {
+    o += "  (GPUs shown for " + std::to_string(detailed) + " of " + std::to_string(e.nodes.size()) +
+         " nodes; name one with --node or node=NAME)\n";
   }
   if (e.fits) return o;
   if (e.never_fits) {
@@ -96,10 +103,19 @@ codec::Json ExplanationToJson(const Explanation& e) {
   j["fittingNodes"] = e.fitting_nodes;
   Json nodes = Json::array();
   for (const NodeExplanation& n : e.nodes) {
-    Json jn{{"name", n.name}, {"fits", n.fits}, {"fitsWhenEmpty", n.fits_when_empty}};
+    Json jn{{"name", n.name},
+            {"fits", n.fits},
+            {"fitsWhenEmpty", n.fits_when_empty},
+            {"detailed", n.detailed}};
     if (!n.reason.empty()) jn["reason"] = n.reason;
     Json gpus = Json::array();
     for (const GpuExplanation& g : n.gpus) {
+      if (!n.detailed) {
+        Json brief{{"index", g.index}, {"uuid", g.uuid}};
+        if (!g.reason.empty()) brief["reason"] = g.reason;
+        gpus.push_back(std::move(brief));
+        continue;
+      }
       Json jg{{"index", g.index},
               {"uuid", g.uuid},
               {"type", g.type},

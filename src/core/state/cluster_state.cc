@@ -108,6 +108,27 @@ ClusterState& ClusterState::operator=(const ClusterState& other) {
   return *this;
 }
 
+ClusterState ClusterState::Subset(const std::vector<std::string>& names) const {
+  ClusterState s(config_);
+  s.quotas_ = quotas_;
+  s.blocked_ = blocked_;
+  s.spec_ids_ = spec_ids_;
+  s.layout_tables_ = layout_tables_;
+  for (const std::string& name : names) {
+    auto it = nodes_.find(name);
+    if (it == nodes_.end() || s.nodes_.count(name) > 0) continue;
+    NodeState& ns = s.nodes_.emplace(name, it->second).first->second;
+    ns.state_class = -1;
+    for (const std::string& key : ns.pods) {
+      if (auto p = pods_.find(key); p != pods_.end()) s.pods_.emplace(key, p->second);
+      if (auto a = applied_.find(key); a != applied_.end()) s.applied_.emplace(key, a->second);
+    }
+    s.RefreshSignature(ns);
+  }
+  s.RebuildNodeList();
+  return s;
+}
+
 void ClusterState::RebuildNodeList() {
   node_list_.clear();
   for (auto& [name, ns] : nodes_) {

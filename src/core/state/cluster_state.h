@@ -111,6 +111,9 @@ class ClusterState {
   ClusterState& operator=(const ClusterState& other);
   ClusterState(ClusterState&&) noexcept = default;
   ClusterState& operator=(ClusterState&&) noexcept = default;
+  // A copy holding only `names` (unknown ones skipped) and their pods, with the same quotas and
+  // rules: what-if questions about a few nodes, without copying the cluster.
+  ClusterState Subset(const std::vector<std::string>& names) const;
 
   // Adds or replaces a node; its register annotation is decoded here. A malformed annotation
   // makes only this node unusable, with the decode error as the reason.

@@ -162,6 +162,24 @@ TEST_F(ExplainTest, TheSearchStopsAtItsBudgetAndSaysSo) {
   EXPECT_FALSE(ExplanationToJson(e).at("searchComplete").get<bool>());
 }
 
+TEST_F(ExplainTest, OnlyAFewNodesGetFullGpuDetailsAndTheNamedOneAlways) {
+  for (int i = 0; i < 6; ++i)
+    AddNode("n" + std::to_string(i), {SharingGpu("GPU-" + std::to_string(i), 8000)});
+  ExplainLimits limits;
+  limits.max_detailed_nodes = 2;
+  limits.detail_node = "n5";
+  Explanation e = Explain(PodBuilder("default/p").Container(1, 9000, 10).Build(), limits);
+  std::vector<std::string> detailed;
+  for (const auto& n : e.nodes) {
+    if (n.detailed) detailed.push_back(n.name);
+    // Every GPU keeps its reason, detailed or not.
+    EXPECT_EQ(n.gpus.at(0).reason, "CardInsufficientMemory") << n.name;
+  }
+  EXPECT_THAT(detailed, ElementsAre("n0", "n1", "n5"));
+  EXPECT_THAT(FormatExplanation(e), HasSubstr("GPUs shown for 3 of 6 nodes"));
+  EXPECT_FALSE(ExplanationToJson(e)["nodes"][2]["gpus"][0].contains("usedMemMiB"));
+}
+
 TEST_F(ExplainTest, JsonCarriesTheVerdictsAndTheRemedy) {
   AddNode("n1", {SharingGpu("GPU-1", 8000)});
   Run(PodBuilder("default/q").Container(1, 6000, 10).Build());
