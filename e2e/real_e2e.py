@@ -912,6 +912,47 @@ def s_quota(env: Env, ns: str, group: str):
         env.kube.delete(f"{quotas}/gpu", grace0=False)
 
 
+@scenario("n", "explain: a pod waiting for GPU memory is explained by the running scheduler "
+               "(GET /explain, text and JSON) and by `tessera explain` against the API server: "
+               "the GPU's reason, who holds it, and which pod's departure admits it", 60)
+def s_explain(env: Env, ns: str, group: str):
+    c = env.cluster
+    main = env.require_main()
+    node = f"{group}-n1"
+    model = f"NVIDIA E2E-EXPLAIN-{group}"  # a type no other scenario's node has
+    c.create_node(node, [gpu.sharing_gpu(f"GPU-{group}-0", 0, model=model, devmem=8000)], group)
+    typed = {"nvidia.com/use-gputype": model}
+    env.kube.create_pod(gpu_pod(ns, "holder", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000},
+                                group=group, annotations=typed))
+    env.wait_bound(ns, ["holder"], 30)
+    env.kube.create_pod(gpu_pod(ns, "waiting", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000},
+                                group=group, annotations=typed))
+    msg = env.wait_unschedulable(ns, "waiting", 30)
+    say(f"waiting: {msg}")
+    status, text = main.get_text(f"/explain?pod={ns}/waiting&node={node}")
+    check(status == 200, f"/explain: HTTP {status} {text}")
+    say("/explain says:\n" + "\n".join(
+        line for line in text.splitlines() if node in line or "GPU-" in line or "would" in line))
+    check(f"node {node}: 1/1 CardInsufficientMemory" in text, f"node verdict missing: {text}")
+    check(f"held by {ns}/holder" in text, f"holder missing: {text}")
+    check(f"1 pod leaving node {node}: {ns}/holder" in text, f"remedy missing: {text}")
+    status, body = main.get_text(f"/explain?pod={ns}/waiting&format=json")
+    check(status == 200, f"/explain json: HTTP {status}")
+    j = json.loads(body)
+    check(j.get("remedy", {}).get("pods") == [f"{ns}/holder"], f"JSON remedy: {j.get('remedy')}")
+    check(main.status(f"/explain?pod={ns}/waiting&bogus=1") == 400, "an unknown parameter is 400")
+    r = subprocess.run([c.tessera_bin, "explain", f"{ns}/waiting", "--kubeconfig",
+                        c.kubeconfigs["tessera"], "--device-config", c.device_config],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"tessera explain exited {r.returncode}: {r.stderr}")
+    check(f"1 pod leaving node {node}: {ns}/holder" in r.stdout,
+          f"tessera explain should name the holder: {r.stdout}")
+    say("tessera explain (CLI, one list from the API server) names the same pod")
+    env.kube.delete_pod(ns, "holder")
+    env.wait_bound(ns, ["waiting"], 40)
+    say("holder deleted -> waiting bound")
+
+
 @scenario("m", "node liveness: allocatable nvidia.com/gpu drops to 0 -> after the grace period "
                "the node gets no new GPU pod; restored -> it does again", 90)
 def s_liveness(env: Env, ns: str, group: str):
