@@ -146,7 +146,7 @@ Status HttpServer::Listen() {
   const bool legacy = options_.legacy_metrics;
   server.Get("/metrics", [&svc, legacy](const httplib::Request&, httplib::Response& res) {
     std::vector<prometheus::MetricFamily> usage;
-    svc.WithState([&](const state::ClusterState& s) { usage = service::GpuUsageFamilies(s); });
+    usage = svc.StateFamilies();
     if (legacy) {
       auto old_names = service::LegacyGpuUsageFamilies(usage);
       usage.insert(usage.end(), old_names.begin(), old_names.end());

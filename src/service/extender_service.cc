@@ -36,24 +36,28 @@ std::string Describe(const Json& obj) {
 }
 
 // FilteringFailed's message in HAMi's shape: "<n> nodes <Reason>(<nodes>)" per reason.
+// "2/2 CardInsufficientMemory, 1/2 CardNotHealth" -> {CardInsufficientMemory, CardNotHealth}.
+std::set<std::string> ReasonWords(const std::string& reason) {
+  std::set<std::string> words;
+  size_t pos = 0;
+  while (pos < reason.size()) {
+    size_t end = reason.find(", ", pos);
+    std::string part = reason.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (size_t sp = part.find(' '); sp != std::string::npos && part.find('/') < sp) {
+      part = part.substr(sp + 1);
+    }
+    words.insert(part);
+    if (end == std::string::npos) break;
+    pos = end + 2;
+  }
+  return words;
+}
+
 std::string FailureSummary(const std::map<std::string, std::string>& failed) {
   std::map<std::string, std::vector<std::string>> by_reason;
   for (const auto& [node, reason] : failed) {
-    // "2/2 CardInsufficientMemory, 1/2 CardNotHealth": count each reason word once per node.
-    std::set<std::string> words;
-    size_t pos = 0;
-    while (pos < reason.size()) {
-      size_t end = reason.find(", ", pos);
-      std::string part =
-          reason.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-      if (size_t sp = part.find(' '); sp != std::string::npos && part.find('/') < sp) {
-        part = part.substr(sp + 1);
-      }
-      words.insert(part);
-      if (end == std::string::npos) break;
-      pos = end + 2;
-    }
-    for (const auto& w : words) by_reason[w].push_back(node);
+    // Each reason word counts once per node.
+    for (const auto& w : ReasonWords(reason)) by_reason[w].push_back(node);
   }
   std::string out;
   for (const auto& [reason, nodes] : by_reason) {
@@ -187,6 +191,9 @@ std::string ExtenderService::Filter(std::string_view body) {
   } else if (!decision.scheduled) {
     outcome = "unschedulable";
     writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
+    std::set<std::string> words;
+    for (const auto& [node, reason] : decision.failed_nodes) words.merge(ReasonWords(reason));
+    metrics_.Unschedulable(words);
   } else {
     Status written = options_.write_placement_in_bind
                          ? Status::Ok()
@@ -760,6 +767,29 @@ ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key
     answer.body = sched::FormatExplanation(e);
   }
   return answer;
+}
+
+std::vector<prometheus::MetricFamily> ExtenderService::StateFamilies() const {
+  std::lock_guard lock(mu_);
+  std::vector<prometheus::MetricFamily> families = GpuUsageFamilies(state_);
+  const sched::MigWeights weights(scheduler_.mig_demand_mix(), options_.policy.mig_prior);
+  auto placement = PlacementFamilies(state_, weights);
+  families.insert(families.end(), std::make_move_iterator(placement.begin()),
+                  std::make_move_iterator(placement.end()));
+  double oldest = 0;
+  const auto now = clocks_.steady();
+  for (const auto& [key, p] : pending_) {
+    const auto made = p.deadline - options_.reservation_timeout;
+    oldest = std::max(oldest, std::chrono::duration<double>(now - made).count());
+  }
+  prometheus::ClientMetric age;
+  age.gauge.value = oldest;
+  families.push_back(prometheus::MetricFamily{
+      "tessera_oldest_pending_reservation_age_seconds",
+      "Age of the oldest reservation made by filter and not yet bound (0 when none)",
+      prometheus::MetricType::Gauge,
+      {age}});
+  return families;
 }
 
 void ExtenderService::WithState(const std::function<void(const state::ClusterState&)>& fn) const {

@@ -115,6 +115,10 @@ class ExtenderService {
   ExplainAnswer Explain(std::string_view pod_key, bool json, const std::string& node = {}) const;
 
   ServiceMetrics& metrics() { return metrics_; }
+  // What /metrics adds to the counters, read under the lock: HAMi's GPU usage families, tessera's
+  // placement families (PlacementFamilies, with the scheduler's MIG demand mix) and the age of
+  // the oldest reservation still waiting for its bind.
+  std::vector<prometheus::MetricFamily> StateFamilies() const;
   // Runs `fn` on the state under the lock (metrics, debug views).
   void WithState(const std::function<void(const state::ClusterState&)>& fn) const;
   size_t pending_reservations() const;

@@ -1,6 +1,7 @@
 #include "service/service_metrics.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -50,6 +51,10 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                         .Name("tessera_decode_errors_total")
                         .Help("Cluster objects skipped because they could not be decoded")
                         .Register(*registry_);
+  unschedulable_ = &prometheus::BuildCounter()
+                        .Name("tessera_filter_unschedulable_reasons_total")
+                        .Help("Filter calls that placed the pod nowhere, by reason among the nodes")
+                        .Register(*registry_);
   expired_ = &prometheus::BuildCounter()
                   .Name("tessera_reservations_expired_total")
                   .Help("Reservations released because no bind confirmed them in time")
@@ -83,6 +88,10 @@ void ServiceMetrics::DecodeError(const std::string& kind) {
 void ServiceMetrics::ReservationsExpired(size_t n) { expired_->Increment(static_cast<double>(n)); }
 
 void ServiceMetrics::SetPending(size_t n) { pending_->Set(static_cast<double>(n)); }
+
+void ServiceMetrics::Unschedulable(const std::set<std::string>& reasons) {
+  for (const auto& r : reasons) unschedulable_->Add({{"reason", r}}).Increment();
+}
 
 std::string ServiceMetrics::Render(const std::vector<prometheus::MetricFamily>& extra) const {
   auto families = registry_->Collect();
@@ -209,6 +218,73 @@ std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
     legacy.push_back(std::move(old));
   }
   return legacy;
+}
+
+std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterState& state,
+                                                        const sched::MigWeights& weights) {
+  using prometheus::MetricFamily;
+  using prometheus::MetricType;
+  MetricFamily free_slices{"tessera_gpu_free_memory_slices",
+                           "Free MIG memory slices of each MIG GPU",
+                           MetricType::Gauge,
+                           {}};
+  MetricFamily free_run{"tessera_gpu_largest_free_run_slices",
+                        "Longest run of free contiguous MIG memory slices of each MIG GPU",
+                        MetricType::Gauge,
+                        {}};
+  MetricFamily largest{"tessera_gpu_largest_placeable_profile_bytes",
+                       "Memory of the largest MIG profile still placeable on each MIG GPU",
+                       MetricType::Gauge,
+                       {}};
+  MetricFamily placeability{
+      "tessera_gpu_placeability",
+      "Expected memory slices future requests (the scheduler's MIG demand mix) could still take",
+      MetricType::Gauge,
+      {}};
+  constexpr double kMiB = 1024.0 * 1024.0;
+  double mig_free = 0, mig_outside_run = 0, shared_free = 0, shared_stranded = 0;
+  for (const auto* node : state.node_list()) {
+    for (size_t d = 0; d < node->devices.size(); ++d) {
+      const auto& dev = node->devices[d];
+      const auto& use = node->usage[d];
+      if (!dev.IsMig()) {
+        const double free =
+            static_cast<double>(std::max<int64_t>(0, dev.total_mem_mib - use.used_mem));
+        shared_free += free;
+        if (use.used >= dev.count || (dev.total_cores > 0 && use.used_cores >= dev.total_cores)) {
+          shared_stranded += free;
+        }
+        continue;
+      }
+      const mig::GpuMigModel& model = node->mig_models[d];
+      const std::vector<prometheus::ClientMetric::Label> labels = {
+          {"node", node->name},
+          {"device_uuid", dev.uuid},
+          {"device_index", std::to_string(dev.index)}};
+      const auto slices = static_cast<double>(model.memory_slices()) -
+                          static_cast<double>(std::popcount(use.layout.occupied));
+      const auto run = static_cast<double>(model.LargestFreeRun(use.layout));
+      mig_free += slices;
+      mig_outside_run += slices - run;
+      free_slices.metric.push_back(Gauge(labels, slices));
+      free_run.metric.push_back(Gauge(labels, run));
+      largest.metric.push_back(
+          Gauge(labels, static_cast<double>(model.LargestPlaceable(use.layout)) * kMiB));
+      placeability.metric.push_back(
+          Gauge(labels, model.Placeability(use.layout, weights.For(model))));
+    }
+  }
+  MetricFamily mig_frag{"tessera_cluster_mig_fragmentation_ratio",
+                        "Free MIG memory slices outside each GPU's largest free run, over all free",
+                        MetricType::Gauge,
+                        {Gauge({}, mig_free > 0 ? mig_outside_run / mig_free : 0)}};
+  MetricFamily stranded{
+      "tessera_cluster_sharing_stranded_memory_ratio",
+      "Free memory of shared GPUs whose cores or task slots are used up, over all free",
+      MetricType::Gauge,
+      {Gauge({}, shared_free > 0 ? shared_stranded / shared_free : 0)}};
+  return {std::move(free_slices),  std::move(free_run), std::move(largest),
+          std::move(placeability), std::move(mig_frag), std::move(stranded)};
 }
 
 }  // namespace tessera::service

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include "core/sched/mig_demand.h"
 #include "core/state/cluster_state.h"
 
 namespace tessera::service {
@@ -26,6 +28,8 @@ class ServiceMetrics {
   void DecodeError(const std::string& kind);
   void ReservationsExpired(size_t n);
   void SetPending(size_t n);
+  // A filter that placed the pod nowhere: once per reason word among the nodes' reasons.
+  void Unschedulable(const std::set<std::string>& reasons);
 
   std::vector<prometheus::MetricFamily> Collect() const { return registry_->Collect(); }
   // Text exposition of these metrics plus `extra` (the GPU usage families).
@@ -39,6 +43,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Histogram>* bind_seconds_;
   prometheus::Family<prometheus::Counter>* webhook_total_;
   prometheus::Family<prometheus::Counter>* decode_errors_;
+  prometheus::Family<prometheus::Counter>* unschedulable_;
   prometheus::Counter* expired_;
   prometheus::Gauge* pending_;
 };
@@ -46,6 +51,14 @@ class ServiceMetrics {
 // HAMi-compatible GPU usage gauges (hami-protocol.md 10.3) computed from the state, so that
 // dashboards built for HAMi keep working.
 std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state);
+
+// tessera's own placement gauges (docs/serve.md, Metrics): per MIG GPU the free memory slices,
+// the largest free run, the largest placeable profile's memory and the placeability under
+// `weights` (the scheduler's demand mix); per cluster the MIG fragmentation (free slices outside
+// each GPU's largest free run, as a share of all free slices) and the stranded shared memory
+// (free memory on shared GPUs whose cores or task slots are used up, as a share of all free).
+std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterState& state,
+                                                        const sched::MigWeights& weights);
 
 // HAMi's legacy names (--legacy-metrics, hami-protocol.md 10.3) of the device families among
 // `current` (GpuUsageFamilies' output): GPUDeviceMemoryLimit, GPUDeviceCoreLimit,
