@@ -13,6 +13,9 @@ struct HttpServer::Impl {
   std::unique_ptr<httplib::Server> server;
 };
 
+// Generated from serve/ui/index.html (src/CMakeLists.txt).
+const char* UiPageHtml();
+
 namespace {
 
 constexpr const char* kJson = "application/json";
@@ -52,8 +55,27 @@ void Post(httplib::Server& server, const char* path, Fn fn) {
   });
 }
 
-// Everything but /metrics: the extender's verbs, the webhook, health and readiness.
+// The page and its state take no query: anything there is refused rather than ignored.
+bool RefuseQuery(const httplib::Request& req, httplib::Response& res) {
+  if (req.params.empty()) return false;
+  res.status = 400;
+  res.set_content("unexpected query parameter \"" + req.params.begin()->first +
+                      "\" (this page takes none; search is in the page)\n",
+                  "text/plain");
+  return true;
+}
+
+// Everything but /metrics: the extender's verbs, the webhook, health and readiness, explain and
+// the web view.
 void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
+  server.Get("/ui", [](const httplib::Request& req, httplib::Response& res) {
+    if (RefuseQuery(req, res)) return;
+    res.set_content(UiPageHtml(), "text/html; charset=utf-8");
+  });
+  server.Get("/ui/state", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (RefuseQuery(req, res)) return;
+    res.set_content(svc.UiState(), kJson);
+  });
   Post(server, "/filter", [&svc](const std::string& b) { return svc.Filter(b); });
   Post(server, "/bind", [&svc](const std::string& b) { return svc.Bind(b); });
   Post(server, "/prioritize", [&svc](const std::string& b) { return svc.Prioritize(b); });

@@ -10,6 +10,7 @@
 #include "core/model/annotations.h"
 #include "core/sched/admission.h"
 #include "core/sched/explain.h"
+#include "service/ui_state.h"
 
 namespace tessera::service {
 
@@ -230,6 +231,11 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
   } else {
     *decision = scheduler_.Schedule(admitted->pod, have_candidates ? &candidates : nullptr,
                                     clocks_.unix_seconds());
+  }
+  if (decision->scheduled || decision->passthrough) {
+    waiting_.erase(pod_in.Key());
+  } else {
+    waiting_[pod_in.Key()] = decision->message;
   }
   if (decision->passthrough) {
     passthrough_.insert(pod_in.Key());
@@ -607,6 +613,7 @@ void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
   }
   for (const auto& key : gone) ForgetPodLocked(key);
   std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
+  std::erase_if(waiting_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
 }
 
 void ExtenderService::ForgetPodLocked(const std::string& key) {
@@ -617,6 +624,7 @@ void ExtenderService::ForgetPodLocked(const std::string& key) {
   pending_.erase(key);
   passthrough_.erase(key);
   unbound_.erase(key);
+  waiting_.erase(key);
   scheduler_.Release(key);
   metrics_.SetPending(pending_.size());
 }
@@ -637,6 +645,7 @@ void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
     unbound_[key] = pod;
   } else {
     unbound_.erase(key);
+    waiting_.erase(key);
   }
   auto pending = pending_.find(key);
   if (pending != pending_.end() && pod.node_name.empty()) {
@@ -767,6 +776,11 @@ ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key
     answer.body = sched::FormatExplanation(e);
   }
   return answer;
+}
+
+std::string ExtenderService::UiState() const {
+  std::lock_guard lock(mu_);
+  return EncodeUiState(state_, waiting_);
 }
 
 std::vector<prometheus::MetricFamily> ExtenderService::StateFamilies() const {

@@ -507,7 +507,8 @@ std::vector<std::string> GpuReasons(const state::NodeState& node, const Containe
       reasons[i] = std::string(r);
       continue;
     }
-    if (mig && !node.mig_models[i].Arrange(u.layout, {mig::InstanceDemand{memreq, request.cores}})) {
+    if (mig &&
+        !node.mig_models[i].Arrange(u.layout, {mig::InstanceDemand{memreq, request.cores}})) {
       reasons[i] = std::string(reason::kCardMigTopologyInfeasible);
     }
   }
