@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "adapters/kube/fake_api_server.h"
+#include "app/serve_process.h"
 #include "core/codec/json_util.h"
 
 namespace tessera::app {
@@ -29,14 +30,7 @@ steps:
 )";
 
 int RunExplain(const std::string& args, std::string* output) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " explain " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return tessera::testing::RunTessera("explain", args, output);
 }
 
 class ExplainCommandTest : public ::testing::Test {

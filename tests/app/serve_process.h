@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -114,5 +115,22 @@ class ServeProcess {
   int status_ = 0;
   bool exited_ = false;
 };
+
+// Runs a shell command to the end; returns its exit code (-1 if it did not exit normally) and
+// appends what it printed to `output`.
+inline int RunCommand(const std::string& command, std::string* output) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output->append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `tessera SUBCOMMAND ARGS`, stdout and stderr together.
+inline int RunTessera(const std::string& subcommand, const std::string& args, std::string* output) {
+  return RunCommand(std::string(TESSERA_BINARY) + " " + subcommand + " " + args + " 2>&1", output);
+}
 
 }  // namespace tessera::testing

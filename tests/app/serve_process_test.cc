@@ -48,14 +48,7 @@ constexpr const char* kDeviceConfig = R"(nvidia:
 
 // Runs `tessera serve ARGS` to the end; returns the exit code and fills `output`.
 int RunServe(const std::string& args, std::string* output) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " serve " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return tessera::testing::RunTessera("serve", args, output);
 }
 
 class ServeProcessTest : public ::testing::Test {

@@ -51,17 +51,6 @@ steps:
 constexpr const char* kWaitingFilter =
     R"({"Pod":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"waiting","namespace":"default","uid":"u-w","annotations":{"nvidia.com/vgpu-mode":"hami-core"}},"spec":{"containers":[{"name":"c0","resources":{"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"30000"}}}]}},"NodeNames":["mig-node","shared-node"]})";
 
-std::string RunCommand(const std::string& cmd) {
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  pclose(pipe);
-  return out;
-}
-
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -93,11 +82,13 @@ TEST_F(UiTest, ChromiumShowsSlicesTasksAndThePendingReason) {
   ASSERT_NE(filtered->body.find("CardInsufficientMemory"), std::string::npos) << filtered->body;
 
   // Chromium runs the page's script (fetch /ui/state, draw) within its virtual time budget.
-  const std::string dom = RunCommand(
+  std::string dom;
+  tessera::testing::RunCommand(
       "chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
       "--user-data-dir=" +
-      (dir_.path() / "chromium").string() + " --dump-dom http://127.0.0.1:" + port_ +
-      "/ui 2>/dev/null");
+          (dir_.path() / "chromium").string() + " --dump-dom http://127.0.0.1:" + port_ +
+          "/ui 2>/dev/null",
+      &dom);
   ASSERT_NE(dom.find("<html"), std::string::npos)
       << "no page from chromium (installed by scripts/install-deps.sh?)";
   // The A100's 8 memory slices: the 3g.20gb instance at 4 covers 4 of them, 4 are free.
