@@ -97,6 +97,16 @@ Result<ScoringWeights> ParseScoringWeights(const std::string& text) {
   return w;
 }
 
+bool ModeAdmits(const std::optional<std::string>& vgpu_mode, std::string_view device_mode) {
+  return !vgpu_mode.has_value() || vgpu_mode->find(device_mode) != std::string::npos;
+}
+
+bool MayUseMig(const std::optional<std::string>& vgpu_mode) { return ModeAdmits(vgpu_mode, "mig"); }
+
+bool MigOnly(const std::optional<std::string>& vgpu_mode) {
+  return vgpu_mode.has_value() && *vgpu_mode == "mig";
+}
+
 Result<std::optional<std::string>> ParseVgpuMode(const model::Pod& pod) {
   const std::string* v = pod.Annotation(std::string(model::annotations::kVgpuMode));
   if (v == nullptr) return std::optional<std::string>{};

@@ -70,16 +70,13 @@ struct PodPreferences {
 // nvidia.com/vgpu-mode, one of mig, hami-core, mps (trimmed); nullopt when absent. Read here only.
 Result<std::optional<std::string>> ParseVgpuMode(const model::Pod& pod);
 // Whether a device in `device_mode` may take the pod: no mode asked for, or the value names it
-// (HAMi's direction: the annotation's value contains the device's mode).
-inline bool ModeAdmits(const std::optional<std::string>& vgpu_mode, std::string_view device_mode) {
-  return !vgpu_mode || vgpu_mode->find(device_mode) != std::string::npos;
-}
+// (HAMi's direction: the annotation's value contains the device's mode). Out of line: inlined
+// with a std::nullopt temporary, GCC 12's -Wmaybe-uninitialized misfires under ASan at -O2.
+bool ModeAdmits(const std::optional<std::string>& vgpu_mode, std::string_view device_mode);
 // The pod may be placed on MIG instances (it is part of the MIG demand).
-inline bool MayUseMig(const std::optional<std::string>& vgpu_mode) {
-  return ModeAdmits(vgpu_mode, "mig");
-}
+bool MayUseMig(const std::optional<std::string>& vgpu_mode);
 // The pod asks for MIG instances and nothing else.
-inline bool MigOnly(const std::optional<std::string>& vgpu_mode) { return vgpu_mode == "mig"; }
+bool MigOnly(const std::optional<std::string>& vgpu_mode);
 
 Result<NodePolicy> ParseNodePolicy(const std::string& text);
 Result<GpuPolicy> ParseGpuPolicy(const std::string& text);
