@@ -85,11 +85,7 @@ std::vector<GpuExplanation> ExplainGpus(const state::ClusterState& state,
                                                 inst.placement.start, inst.placement.size});
       }
       if (shown != nullptr && g.reason.empty()) {
-        int32_t mem = shown->mem_mib;
-        if (mem == 0) {
-          mem = static_cast<int32_t>(static_cast<int64_t>(model.LargestProfileMemory()) *
-                                     shown->mem_percent / 100);
-        }
+        const int32_t mem = MemoryRequest(node, static_cast<int>(i), true, *shown);
         for (int p : model.EligibleProfiles(mig::InstanceDemand{mem, shown->cores})) {
           ExplainedOption option{model.profiles()[p].name, {}};
           for (const model::Placement& pl : model.profiles()[p].placements) {

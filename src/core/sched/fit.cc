@@ -54,16 +54,6 @@ std::string_view StaticReject(const state::NodeState& node, int dev, const PodPr
   return {};
 }
 
-// The memory a container asks of one GPU, in MiB. `mig`: the GPU is in MIG mode.
-int32_t MemoryRequest(const state::NodeState& node, int dev, bool mig, const ContainerRequest& k) {
-  if (k.mem_mib > 0) return k.mem_mib;
-  const model::GpuDevice& d = node.devices[dev];
-  // On a MIG GPU "100%" means the largest instance, not the raw device memory (which no
-  // profile reaches, hami-protocol.md 13.2).
-  int64_t base = mig ? node.mig_models[dev].LargestProfileMemory() : d.total_mem_mib;
-  return static_cast<int32_t>(base * k.mem_percent / 100);
-}
-
 // Checks 6-14 of HAMi's Fit: what is left of the GPU (`u`) against what the container asks.
 // `mig`: the GPU is in MIG mode. Every check rejects more as the usage grows (MayFit relies on
 // it).
@@ -482,6 +472,15 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
 }
 
 }  // namespace
+
+int32_t MemoryRequest(const state::NodeState& node, int dev, bool mig, const ContainerRequest& k) {
+  if (k.mem_mib > 0) return k.mem_mib;
+  const model::GpuDevice& d = node.devices[dev];
+  // On a MIG GPU "100%" means the largest instance, not the raw device memory (which no
+  // profile reaches, hami-protocol.md 13.2).
+  int64_t base = mig ? node.mig_models[dev].LargestProfileMemory() : d.total_mem_mib;
+  return static_cast<int32_t>(base * k.mem_percent / 100);
+}
 
 std::vector<std::string> GpuReasons(const state::NodeState& node, const ContainerRequest& request,
                                     const PodPreferences& prefs) {

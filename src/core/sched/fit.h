@@ -52,6 +52,10 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
 // current usage as it asks for). Always true on nodes with MIG GPUs. Says nothing of the reason.
 bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs);
 
+// The memory `k` asks of one GPU of the node, in MiB: its gpumem, or its percentage of the GPU's
+// memory (`mig`: of the largest allowed profile's, hami-protocol.md 13.2).
+int32_t MemoryRequest(const state::NodeState& node, int dev, bool mig, const ContainerRequest& k);
+
 // Why each GPU of the node could not take one device of `request` on its own, in HAMi's words
 // (hami-protocol.md 5.5; empty where it could): the per-GPU view behind a node's reason.
 std::vector<std::string> GpuReasons(const state::NodeState& node, const ContainerRequest& request,
