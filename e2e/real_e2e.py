@@ -222,6 +222,102 @@ def s_manifests(env: Env, ns: str, group: str):
         env.kube.delete(f"/api/v1/namespaces/{NAMESPACE}/secrets/tessera-tls", grace0=False)
 
 
+@scenario("o", "Helm chart: lint, deploy/ is its rendering, server-side dry run, install "
+               "(certificate + caBundle), upgrade keeps the certificate, bad values refused, "
+               "uninstall", 120)
+def s_helm_chart(env: Env, ns: str, group: str):
+    c = env.cluster
+    helm_bin = c._bin("helm")
+    check(os.path.exists(helm_bin), f"no helm in {c.bins} (e2e/k8s-bins/build.sh builds it)")
+    chart = c.deploy_path("helm/tessera")
+    release, rns, agent_ns = "tessera-chart", "tessera-chart", "tessera-chart-node"
+
+    def helm(*args: str, check_rc: bool = True) -> subprocess.CompletedProcess:
+        r = subprocess.run([helm_bin, "--kubeconfig", c.kubeconfigs["admin"], *args],
+                           capture_output=True, text=True, timeout=90)
+        if check_rc:
+            check(r.returncode == 0, f"helm {' '.join(args[:2])} failed:\n{r.stdout}{r.stderr}")
+        return r
+
+    helm("lint", "--strict", chart)
+    r = subprocess.run([c.deploy_path("generate-manifests.sh"), "--check"],
+                       env=dict(os.environ, HELM=helm_bin), capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode == 0, f"deploy/ is not the chart's rendering:\n{r.stderr[-3000:]}")
+    # Bad values are refused with the field named, before anything reaches the cluster.
+    r = helm("template", release, chart, "--set", "scheduler.nodeLock=sometimes", check_rc=False)
+    check(r.returncode != 0 and "/scheduler/nodeLock" in r.stderr, f"bad nodeLock: {r.stderr}")
+    r = helm("template", release, chart, "--set", "scheduler.replicaz=3", check_rc=False)
+    check(r.returncode != 0 and "replicaz" in r.stderr, f"misspelt key: {r.stderr}")
+
+    common = ["--namespace", rns, "--set", f"agent.namespace={agent_ns}"]
+    r = helm("install", release, chart, *common, "--create-namespace", "--dry-run=server")
+    say(f"server-side dry run: {r.stdout.count(chr(10) + 'kind: ')} objects")
+    check(not env.kube.exists(f"/apis/apps/v1/namespaces/{rns}/deployments/{release}"),
+          "the dry run created the Deployment")
+    mwc_path = ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                f"{release}-webhook")
+    secret_path = f"/api/v1/namespaces/{rns}/secrets/{release}-tls"
+    try:
+        helm("install", release, chart, *common, "--create-namespace")
+        dep = env.kube.get(f"/apis/apps/v1/namespaces/{rns}/deployments/{release}")
+        names = [k["name"] for k in dep["spec"]["template"]["spec"]["containers"]]
+        check(names == ["kube-scheduler", "tessera"] and dep["spec"]["replicas"] == 2,
+              f"Deployment containers {names}, replicas {dep['spec']['replicas']}")
+        ds = env.kube.get(f"/apis/apps/v1/namespaces/{agent_ns}/daemonsets/{release}-agent")
+        check(ds["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "on"},
+              f"agent nodeSelector {ds['spec']['template']['spec'].get('nodeSelector')}")
+        cm = env.kube.get(f"/api/v1/namespaces/{rns}/configmaps/{release}-config")
+        check(f"serverName: {release}.{rns}.svc" in cm["data"]["scheduler-config.yaml"],
+              "scheduler-config.yaml does not verify the release's Service name")
+        secret = env.kube.get(secret_path)
+        check(set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"},
+              f"secret keys {sorted(secret['data'])}")
+        bundle = env.kube.get(mwc_path)["webhooks"][0]["clientConfig"].get("caBundle")
+        check(bundle == secret["data"]["ca.crt"], "webhook caBundle != secret ca.crt")
+        with tempfile.TemporaryDirectory() as d:
+            for k in ("tls.crt", "ca.crt"):
+                with open(os.path.join(d, k), "wb") as f:
+                    f.write(base64.b64decode(secret["data"][k]))
+            v = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(d, "ca.crt"),
+                                os.path.join(d, "tls.crt")], capture_output=True, text=True)
+            check(v.returncode == 0, f"serving cert does not verify: {v.stdout}{v.stderr}")
+            san = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
+                                  os.path.join(d, "tls.crt")], capture_output=True, text=True)
+            check(f"DNS:{release}.{rns}.svc" in san.stdout, f"SANs: {san.stdout}")
+        # The shipped scheduler config, rendered for this release, loads in kube-scheduler.
+        cfg = os.path.join(c.work, "chart-scheduler-config.yaml")
+        with open(cfg, "w", encoding="utf-8") as f:
+            f.write(cm["data"]["scheduler-config.yaml"].replace("/tls/ca.crt", c.pki.ca.cert)
+                    + f"clientConnection:\n  kubeconfig: {c.kubeconfigs['admin']}\n")
+        out = os.path.join(c.work, "chart-scheduler-config.out.yaml")
+        r = subprocess.run([c._bin("kube-scheduler"), f"--config={cfg}",
+                            f"--write-config-to={out}"], capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode == 0, f"kube-scheduler rejects the chart's config:\n{r.stderr[-2000:]}")
+        say("installed: Deployment, DaemonSet, Secret and caBundle from one CA")
+        # An upgrade changes what it is asked to and keeps the certificate.
+        helm("upgrade", release, chart, *common, "--set", "scheduler.replicas=3",
+             "--set", "scheduler.nodeLock=none")
+        dep = env.kube.get(f"/apis/apps/v1/namespaces/{rns}/deployments/{release}")
+        check(dep["spec"]["replicas"] == 3, f"replicas after upgrade {dep['spec']['replicas']}")
+        args = dep["spec"]["template"]["spec"]["containers"][1]["args"]
+        check("--node-lock=none" in args, f"args after upgrade {args}")
+        check(not env.kube.exists(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/"
+                                  f"{release}-node-lock"), "node-lock role left after nodeLock=none")
+        check(env.kube.get(secret_path)["data"] == secret["data"], "upgrade replaced the certificate")
+        check(env.kube.get(mwc_path)["webhooks"][0]["clientConfig"].get("caBundle") == bundle,
+              "upgrade changed the caBundle")
+        say("upgrade: replicas 3, --node-lock=none, node-lock role removed, certificate kept")
+    finally:
+        # No --wait: without kube-controller-manager here the namespaces stay Terminating.
+        helm("uninstall", release, "--namespace", rns, check_rc=False)
+    for path in (mwc_path, f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{release}",
+                 f"/apis/apps/v1/namespaces/{rns}/deployments/{release}"):
+        check(not env.kube.exists(path), f"{path} left after helm uninstall")
+    say("uninstall removed the release's objects")
+
+
 @scenario("b", "sharing node: a fitting pod binds (annotations, /metrics); gpu: 2 on a "
                "one-GPU node -> NodeInsufficientDevice", 60)
 def s_insufficient_device(env: Env, ns: str, group: str):

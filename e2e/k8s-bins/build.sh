@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control-plane binaries the end-to-end tests run against
-# (etcd, kube-apiserver, kube-scheduler, kubectl, and kubelet-dm: the kubelet's device manager)
-# from the Go module proxy, into a cache
+# (etcd, kube-apiserver, kube-scheduler, kubectl, and kubelet-dm: the kubelet's device manager),
+# and helm for the chart's tests, from the Go module proxy, into a cache
 # outside the repository keyed by version. Prints the bin directory on stdout.
 #
 # Why a wrapper module: k8s.io/kubernetes requires its staging modules at the fake version
@@ -11,6 +11,7 @@ set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 CACHE_ROOT=${TESSERA_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}}
 BIN="$CACHE_ROOT/bin"
@@ -59,9 +60,30 @@ build_kubelet_dm() {
   log "kubelet-dm built in $(($(date +%s) - start)) s"
 }
 
+# helm (deploy/helm/tessera is installed with it in e2e): its own module and stamp, since its
+# Kubernetes libraries are a newer minor than the binaries above (about 2 minutes cold).
+HELM_STAMP="$BIN/helm.txt"
+want_helm_stamp() { printf 'helm %s\n%s\n' "$HELM_VERSION" "$(go version)"; }
+build_helm() {
+  [[ -f "$HELM_STAMP" && -x "$BIN/helm" && "$(cat "$HELM_STAMP")" == "$(want_helm_stamp)" ]] && return 0
+  local mod="$CACHE_ROOT/work/helm" start
+  start=$(date +%s)
+  rm -rf "$mod" && mkdir -p "$mod" "$BIN"
+  (
+    cd "$mod"
+    go mod init local/helmbin >/dev/null 2>&1
+    go get -tool "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+    log "building helm $HELM_VERSION"
+    go build -p "${GO_BUILD_JOBS:-2}" -trimpath -ldflags "-s -w" -o "$BIN/helm" helm.sh/helm/v3/cmd/helm >&2
+  )
+  want_helm_stamp >"$HELM_STAMP"
+  log "helm built in $(($(date +%s) - start)) s"
+}
+
 if [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$(want_stamp)" ]] &&
   [[ -x "$BIN/etcd" && -x "$BIN/kube-apiserver" && -x "$BIN/kube-scheduler" && -x "$BIN/kubectl" ]]; then
   build_kubelet_dm
+  build_helm
   echo "$BIN"
   exit 0
 fi
@@ -115,4 +137,5 @@ rm -rf "$ETCD_MOD" && mkdir -p "$ETCD_MOD"
 want_stamp >"$STAMP"
 log "built in $(($(date +%s) - start)) s into $BIN"
 build_kubelet_dm
+build_helm
 echo "$BIN"
