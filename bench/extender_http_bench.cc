@@ -7,14 +7,19 @@
 // (no HTTP, no JSON) for comparison.
 //
 // Build and run (Release): ninja -C build-bench tessera_http_bench &&
-// build-bench/bench/tessera_http_bench
+// build-bench/bench/tessera_http_bench [PROBES]
+// `--polled [SECONDS]`: filter latency at 1000 nodes while /ui/state and /explain are polled
+// (RunPolled).
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -52,37 +57,59 @@ double Percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-void Run(int nodes, Kind kind, int probes) {
+// A service over `nodes` nodes where node i holds i % 5 probe-shaped pods (different states
+// side by side), served over loopback HTTP.
+struct Served {
   serve::EmbeddedCluster cluster;
-  service::ServiceOptions so;
-  service::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  service::ExtenderService svc{config::SchedulerConfig{}, service::ServiceOptions{}, cluster};
   std::vector<std::string> names;
-  for (int i = 0; i < nodes; ++i) {
-    names.push_back(NodeName(i));
-    svc.UpsertNodeModel(MakeNode(names.back(), kind));
-  }
-  svc.SetSynced(true);
-  // Fill: node i holds i % 5 probe-shaped pods (different states side by side).
-  int filled = 0;
-  for (int i = 0; i < nodes; ++i) {
-    for (int k = 0; k < i % 5; ++k) {
-      model::Pod p = MakePod("fill-" + std::to_string(filled++), kind);
-      Json args = {{"Pod", PodJson(p)}, {"NodeNames", {names[static_cast<size_t>(i)]}}};
-      Json r = Json::parse(svc.Filter(args.dump()));
-      if (!r["NodeNames"].is_array()) break;
+  std::unique_ptr<serve::HttpServer> server;
+  std::thread thread;
+
+  Served(int nodes, Kind kind) {
+    for (int i = 0; i < nodes; ++i) {
+      names.push_back(NodeName(i));
+      svc.UpsertNodeModel(MakeNode(names.back(), kind));
     }
+    svc.SetSynced(true);
+    int filled = 0;
+    for (int i = 0; i < nodes; ++i) {
+      for (int k = 0; k < i % 5; ++k) {
+        model::Pod p = MakePod("fill-" + std::to_string(filled++), kind);
+        Json args = {{"Pod", PodJson(p)}, {"NodeNames", {names[static_cast<size_t>(i)]}}};
+        Json r = Json::parse(svc.Filter(args.dump()));
+        if (!r["NodeNames"].is_array()) break;
+      }
+    }
+    serve::HttpOptions ho;
+    ho.bind = "127.0.0.1:0";
+    server = std::make_unique<serve::HttpServer>(svc, ho);
+    if (Status s = server->Listen(); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      std::exit(1);
+    }
+    thread = std::thread([this] { server->Serve(); });
   }
-  serve::HttpOptions ho;
-  ho.bind = "127.0.0.1:0";
-  serve::HttpServer server(svc, ho);
-  if (Status s = server.Listen(); !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-    std::exit(1);
+  ~Served() {
+    server->Stop();
+    thread.join();
   }
-  std::thread thread([&] { server.Serve(); });
-  httplib::Client client("127.0.0.1", server.port());
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);  // as Go's net/http, which kube-scheduler uses
+  Served(const Served&) = delete;
+  Served& operator=(const Served&) = delete;
+
+  httplib::Client Client() const {
+    httplib::Client client("127.0.0.1", server->port());
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);  // as Go's net/http, which kube-scheduler uses
+    return client;
+  }
+};
+
+void Run(int nodes, Kind kind, int probes) {
+  Served served(nodes, kind);
+  service::ExtenderService& svc = served.svc;
+  const std::vector<std::string>& names = served.names;
+  httplib::Client client = served.Client();
   std::vector<double> http_ms;
   std::vector<double> direct_ms;
   for (int i = 0; i < probes; ++i) {
@@ -104,8 +131,6 @@ void Run(int nodes, Kind kind, int probes) {
     direct_ms.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
     svc.DeletePod(pod);
   }
-  server.Stop();
-  thread.join();
   std::printf(
       "%-7s %5d nodes  HTTP p50 %7.2f  p90 %7.2f  p99 %7.2f  max %7.2f ms | in-process "
       "p50 %7.2f  p99 %7.2f ms  (body %zu KiB, %d probes)\n",
@@ -116,11 +141,102 @@ void Run(int nodes, Kind kind, int probes) {
   std::fflush(stdout);
 }
 
+// Filter latency while an operator's page polls: for `seconds`, filters as in Run, and another
+// client GETs /ui/state (with the ETag it last got, as a browser does) and /explain for a pod
+// that fits nowhere, every `poll_ms` (0: nobody polls). Each filter's probe is released, so the
+// nodes it touched change between polls and /ui/state re-encodes them.
+void RunPolled(int nodes, Kind kind, double seconds) {
+  Served served(nodes, kind);
+  model::Pod stuck = MakePod("stuck", kind);
+  stuck.containers[0].limits["nvidia.com/gpumem"] = "900000";  // larger than any GPU
+  served.svc.UpsertPodModel(stuck);
+  (void)served.svc.Filter(
+      Json{{"Pod", PodJson(stuck)}, {"Nodes", nullptr}, {"NodeNames", served.names}}.dump());
+  std::printf("%-7s %5d nodes, filters for %.0f s while polled every:\n",
+              kind == Kind::kSharing ? "sharing" : "mig", nodes, seconds);
+  struct Variant {
+    const char* name;
+    int poll_ms;  // 0: nobody polls
+    bool ui, explain;
+  };
+  for (const Variant& v :
+       {Variant{"never", 0, false, false}, Variant{"ui 1 s", 1000, true, false},
+        Variant{"explain 1 s", 1000, false, true}, Variant{"both 1 s", 1000, true, true},
+        Variant{"both 100 ms", 100, true, true}, Variant{"never", 0, false, false}}) {
+    const int poll_ms = v.poll_ms;
+    std::atomic<bool> stop{false};
+    std::vector<double> ui_ms;
+    std::thread poller([&] {
+      if (poll_ms == 0) return;
+      httplib::Client client = served.Client();
+      std::string etag;
+      while (!stop) {
+        auto t0 = std::chrono::steady_clock::now();
+        httplib::Headers headers;
+        if (!etag.empty()) headers.emplace("If-None-Match", etag);
+        bool ok = true;
+        if (v.ui) {
+          auto ui = client.Get("/ui/state", headers);
+          ok = ok && ui && (ui->status == 200 || ui->status == 304);
+          if (ui && ui->status == 200) etag = ui->get_header_value("ETag");
+        }
+        if (v.explain) {
+          auto ex = client.Get("/explain?pod=bench/stuck");
+          ok = ok && ex && ex->status == 200;
+        }
+        if (!ok) {
+          std::fprintf(stderr, "poll failed\n");
+          std::exit(1);
+        }
+        ui_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        std::this_thread::sleep_until(t0 + std::chrono::milliseconds(poll_ms));
+      }
+    });
+    httplib::Client client = served.Client();
+    std::vector<double> ms;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
+      model::Pod p = MakePod("probe-" + std::to_string(i), kind);
+      const Json pod = PodJson(p);
+      const std::string body =
+          Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", served.names}}.dump();
+      auto t0 = std::chrono::steady_clock::now();
+      auto res = client.Post("/filter", body, "application/json");
+      auto t1 = std::chrono::steady_clock::now();
+      if (!res || res->status != 200) {
+        std::fprintf(stderr, "filter failed\n");
+        std::exit(1);
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      served.svc.DeletePod(pod);
+    }
+    stop = true;
+    poller.join();
+    std::printf("  %-12s filter p50 %6.2f  p99 %6.2f  max %6.2f ms (%zu filters)", v.name,
+                Percentile(ms, 0.5), Percentile(ms, 0.99), *std::max_element(ms.begin(), ms.end()),
+                ms.size());
+    if (!ui_ms.empty()) {
+      std::printf(" | poll p50 %6.2f  max %6.2f ms (%zu polls)", Percentile(ui_ms, 0.5),
+                  *std::max_element(ui_ms.begin(), ui_ms.end()), ui_ms.size());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 }  // namespace tessera
 
 int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);  // no per-event log lines
+  if (argc > 1 && std::string(argv[1]) == "--polled") {
+    const double seconds = argc > 2 ? std::atof(argv[2]) : 10;
+    tessera::RunPolled(1000, tessera::Kind::kSharing, seconds);
+    tessera::RunPolled(1000, tessera::Kind::kMig, seconds);
+    return 0;
+  }
   const int probes = argc > 1 ? std::atoi(argv[1]) : 200;
   for (int nodes : {1000, 5000}) {
     tessera::Run(nodes, tessera::Kind::kSharing, probes);

@@ -74,7 +74,15 @@ void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
   });
   server.Get("/ui/state", [&svc](const httplib::Request& req, httplib::Response& res) {
     if (RefuseQuery(req, res)) return;
-    res.set_content(svc.UiState(), kJson);
+    const auto state = svc.UiState();
+    // The page polls; an unchanged state costs a 304 and no body.
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("ETag", state.etag);
+    if (req.get_header_value("If-None-Match") == state.etag) {
+      res.status = 304;
+      return;
+    }
+    res.set_content(*state.json, kJson);
   });
   Post(server, "/filter", [&svc](const std::string& b) { return svc.Filter(b); });
   Post(server, "/bind", [&svc](const std::string& b) { return svc.Bind(b); });

@@ -109,6 +109,8 @@ ExtenderService::ExtenderService(config::SchedulerConfig config, ServiceOptions 
       clocks_(std::move(clocks)),
       state_(std::move(config)),
       scheduler_(state_, options_.policy),
+      // A restarted scheduler counts /ui versions from 1 again: its start time tells them apart.
+      ui_etag_prefix_(std::to_string(clocks_.steady().time_since_epoch().count())),
       liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {}
 
 // ---- readiness ----------------------------------------------------------------------------
@@ -778,9 +780,18 @@ ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key
   return answer;
 }
 
-std::string ExtenderService::UiState() const {
-  std::lock_guard lock(mu_);
-  return EncodeUiState(state_, waiting_);
+ExtenderService::UiStateBody ExtenderService::UiState() const {
+  UiStateEncoder::Snapshot snap;
+  {
+    std::lock_guard lock(mu_);
+    snap = ui_encoder_.Collect(state_, waiting_);
+  }
+  std::lock_guard lock(ui_mu_);
+  if (!ui_body_ || ui_version_ != snap.version) {
+    ui_body_ = std::make_shared<const std::string>(snap.Join());
+    ui_version_ = snap.version;
+  }
+  return UiStateBody{ui_body_, "\"" + ui_etag_prefix_ + "-" + std::to_string(snap.version) + "\""};
 }
 
 std::vector<prometheus::MetricFamily> ExtenderService::StateFamilies() const {

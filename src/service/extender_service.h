@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -22,6 +23,7 @@
 #include "core/state/node_liveness.h"
 #include "service/cluster_writer.h"
 #include "service/service_metrics.h"
+#include "service/ui_state.h"
 
 namespace tessera::service {
 
@@ -115,9 +117,15 @@ class ExtenderService {
   ExplainAnswer Explain(std::string_view pod_key, bool json, const std::string& node = {}) const;
 
   // GET /ui/state: every node and GPU (MIG slice maps, shared use and holders) and the pods
-  // waiting with the last filter's message, as compact JSON (service/ui_state.h). Built under
-  // the lock with a plain string writer: a few milliseconds at 1000 nodes.
-  std::string UiState() const;
+  // waiting with the last filter's message, as compact JSON (service/ui_state.h). Under the lock
+  // only the nodes that changed since the last poll are encoded; the body is joined outside it
+  // and reused while nothing changes. `etag` names the body (it changes when the body does, and
+  // between processes).
+  struct UiStateBody {
+    std::shared_ptr<const std::string> json;
+    std::string etag;
+  };
+  UiStateBody UiState() const;
 
   ServiceMetrics& metrics() { return metrics_; }
   // What /metrics adds to the counters, read under the lock: HAMi's GPU usage families, tessera's
@@ -166,6 +174,11 @@ class ExtenderService {
   // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
   std::map<std::string, model::Pod> unbound_;
   std::map<std::string, std::string> waiting_;  // unbound pods the last filter placed nowhere: why
+  mutable UiStateEncoder ui_encoder_;           // under mu_
+  mutable std::mutex ui_mu_;                    // the joined /ui body, after mu_ if both
+  mutable std::shared_ptr<const std::string> ui_body_;
+  mutable uint64_t ui_version_ = 0;
+  std::string ui_etag_prefix_;  // differs between processes
   state::NodeLiveness liveness_;
   std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
   std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
 #include <cstdio>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
+
+#include "core/state/gpu_holders.h"
 
 namespace tessera::service {
 namespace {
@@ -46,168 +45,195 @@ void AppendNumber(std::string* out, int64_t v) {
   out->append(buf, end);
 }
 
-// Strings by first appearance, written once as a table. The strings are the state's own, which
-// outlive the encoding (it runs under the service's lock).
-class Table {
- public:
-  size_t Index(std::string_view s) {
-    auto [it, inserted] = index_.emplace(s, names_.size());
-    if (inserted) names_.push_back(s);
-    return it->second;
-  }
-  void Write(std::string* out) const {
-    out->push_back('[');
-    for (size_t i = 0; i < names_.size(); ++i) {
-      if (i > 0) out->push_back(',');
-      AppendString(out, names_[i]);
-    }
-    out->push_back(']');
-  }
-
- private:
-  std::unordered_map<std::string_view, size_t> index_;
-  std::vector<std::string_view> names_;
-};
+std::string_view NamespaceOf(std::string_view key) { return key.substr(0, key.find('/')); }
 
 }  // namespace
 
-std::string EncodeUiState(const state::ClusterState& state,
-                          const std::map<std::string, std::string>& waiting) {
-  Table types;
-  std::string nodes;
-  nodes.reserve(state.node_list().size() * 600);
-  auto num = [&](int64_t v) { AppendNumber(&nodes, v); };
-  // Pods are numbered in the state's (name) order, so a pod's number is its position there;
-  // nodes are found by name in node_list(), which is in name order too.
-  std::vector<std::string_view> pod_names;
-  pod_names.reserve(state.pods().size());
-  for (const auto& entry : state.pods()) pod_names.push_back(entry.first);
-  const auto& node_list = state.node_list();
-  auto node_of = [&](const std::string& name) -> const state::NodeState* {
-    auto it = std::lower_bound(
-        node_list.begin(), node_list.end(), name,
-        [](const state::NodeState* n, const std::string& v) { return n->name < v; });
-    return it != node_list.end() && (*it)->name == name ? *it : nullptr;
-  };
-  // Who holds each shared GPU (a share of it, or the whole GPU when its annotation is
-  // unreadable): (node position, GPU, pod number), grouped by GPU below.
-  struct Hold {
-    uint32_t node, gpu, pod;
-  };
-  std::vector<Hold> holds;
-  holds.reserve(state.pods().size());
-  uint32_t pod_number = 0;
-  for (const auto& [key, r] : state.pods()) {
-    const uint32_t pod = pod_number++;
-    const state::NodeState* ns = node_of(r.node);
-    if (ns == nullptr) continue;
-    const size_t first = holds.size();
-    auto mark = [&](const std::string& uuid) {
-      const int dev = ns->DeviceIndex(uuid);
-      if (dev < 0 || ns->devices[dev].IsMig()) return;
-      for (size_t h = first; h < holds.size(); ++h) {
-        if (holds[h].gpu == static_cast<uint32_t>(dev)) return;
-      }
-      holds.push_back(Hold{static_cast<uint32_t>(ns->name_order), static_cast<uint32_t>(dev), pod});
-    };
-    for (const auto& slot : r.devices) {
-      for (const auto& cd : slot) mark(cd.uuid);
-    }
-    for (const auto& uuid : r.held_gpus) mark(uuid);
-  }
-  std::stable_sort(holds.begin(), holds.end(), [](const Hold& x, const Hold& y) {
-    return x.node != y.node ? x.node < y.node : x.gpu < y.gpu;
-  });
-  auto pod_index = [&](const std::string& key) {
-    auto it = std::lower_bound(pod_names.begin(), pod_names.end(), std::string_view(key));
-    return static_cast<int64_t>(it - pod_names.begin());
-  };
-  size_t next_hold = 0;
-  nodes.push_back('[');
-  bool first_node = true;
-  for (const state::NodeState* ns : state.node_list()) {
-    if (!first_node) nodes.push_back(',');
-    first_node = false;
-    nodes.append("{\"name\":");
-    AppendString(&nodes, ns->name);
-    nodes.append(",\"reason\":");
-    AppendString(&nodes, ns->unusable_reason);
-    nodes.append(",\"gpus\":[");
-    for (size_t i = 0; i < ns->devices.size(); ++i) {
-      const model::GpuDevice& d = ns->devices[i];
-      const state::DeviceUsage& u = ns->usage[i];
-      if (i > 0) nodes.push_back(',');
-      nodes.push_back('[');
-      num(d.index);
-      nodes.push_back(',');
-      AppendString(&nodes, d.uuid);
-      nodes.push_back(',');
-      num(static_cast<int64_t>(types.Index(d.type)));
-      nodes.push_back(',');
-      AppendString(&nodes, d.healthy && u.Trusted() ? d.mode : d.mode + ",unhealthy");
-      for (const int64_t v :
-           {static_cast<int64_t>(u.used), static_cast<int64_t>(d.count), u.used_mem,
-            static_cast<int64_t>(d.total_mem_mib), static_cast<int64_t>(u.used_cores),
-            static_cast<int64_t>(d.total_cores)}) {
-        nodes.push_back(',');
-        num(v);
-      }
-      nodes.push_back(',');
-      num(d.IsMig() ? ns->mig_models[i].memory_slices() : 0);
-      nodes.append(",[");
-      for (size_t k = 0; k < ns->instances[i].size(); ++k) {
-        const state::MigInstance& inst = ns->instances[i][k];
-        if (k > 0) nodes.push_back(',');
-        nodes.push_back('[');
-        num(pod_index(inst.pod_key));
-        nodes.push_back(',');
-        AppendString(&nodes, inst.profile_name);
-        nodes.push_back(',');
-        num(inst.placement.start);
-        nodes.push_back(',');
-        num(inst.placement.size);
-        nodes.push_back(']');
-      }
-      nodes.append("],[");
-      bool first_holder = true;
-      while (next_hold < holds.size() &&
-             holds[next_hold].node == static_cast<uint32_t>(ns->name_order) &&
-             holds[next_hold].gpu == i) {
-        if (!first_holder) nodes.push_back(',');
-        first_holder = false;
-        num(holds[next_hold++].pod);
-      }
-      nodes.append("]]");
-    }
-    nodes.append("]}");
-  }
-  nodes.push_back(']');
+size_t UiStateEncoder::StringIndex(const std::string& s) {
+  auto [it, inserted] = string_index_.try_emplace(s, strings_.size());
+  if (inserted) strings_.push_back(s);
+  return it->second;
+}
 
-  std::string out;
-  out.reserve(nodes.size() + 4096);
-  out.append("{\"types\":");
-  types.Write(&out);
-  out.append(",\"pods\":[");
-  for (size_t i = 0; i < pod_names.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendString(&out, pod_names[i]);
+size_t UiStateEncoder::KindIndex(const Kind& kind) {
+  auto [it, inserted] = kind_index_.try_emplace(kind, kinds_.size());
+  if (inserted) kinds_.push_back(kind);
+  return it->second;
+}
+
+std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::ClusterState& state,
+                                                              const state::NodeState& node) {
+  auto out = std::make_shared<std::string>();
+  std::string& o = *out;
+  o.reserve(128 + node.devices.size() * 64 + node.pods.size() * 24);
+  auto num = [&](int64_t v) { AppendNumber(&o, v); };
+  o.append("{\"name\":");
+  AppendString(&o, node.name);
+  o.append(",\"reason\":");
+  AppendString(&o, node.unusable_reason);
+  // The node's pods in key order (so grouped by namespace); a pod's number is its position.
+  std::vector<const std::string*> keys;
+  keys.reserve(node.pods.size());
+  for (const std::string& key : node.pods) keys.push_back(&key);
+  o.append(",\"pods\":[");
+  std::string_view group;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string_view key = *keys[i];
+    const std::string_view ns = NamespaceOf(key);
+    if (i == 0 || ns != group) {
+      if (i > 0) o.push_back(']');
+      if (i > 0) o.push_back(',');
+      o.push_back('[');
+      num(static_cast<int64_t>(StringIndex(std::string(ns))));
+      group = ns;
+    }
+    o.push_back(',');
+    AppendString(&o, key.substr(std::min(key.size(), ns.size() + 1)));
   }
-  out.push_back(']');
-  out.append(",\"nodes\":");
-  out.append(nodes);
-  out.append(",\"waiting\":[");
+  if (!keys.empty()) o.push_back(']');
+  o.push_back(']');
+  auto pod_number = [&](const std::string& key) {
+    auto it = std::lower_bound(keys.begin(), keys.end(), key,
+                               [](const std::string* k, const std::string& v) { return *k < v; });
+    return static_cast<int64_t>(it - keys.begin());
+  };
+  // Who holds each shared GPU: a share of it, or all of it when its annotation is unreadable.
+  const std::vector<std::vector<size_t>> holders =
+      state::PodsHoldingEachGpu(state, node, /*shared_only=*/true);
+  o.append(",\"gpus\":[");
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const model::GpuDevice& d = node.devices[i];
+    const state::DeviceUsage& u = node.usage[i];
+    if (i > 0) o.push_back(',');
+    o.push_back('[');
+    num(d.index);
+    o.push_back(',');
+    AppendString(&o, d.uuid);
+    o.push_back(',');
+    const int64_t type = static_cast<int64_t>(StringIndex(d.type));
+    const int64_t mode = static_cast<int64_t>(
+        StringIndex(d.healthy && u.Trusted() ? d.mode : d.mode + ",unhealthy"));
+    const int64_t slices = d.IsMig() ? node.mig_models[i].memory_slices() : 0;
+    num(static_cast<int64_t>(KindIndex(Kind{type, mode, static_cast<int64_t>(d.count),
+                                            static_cast<int64_t>(d.total_mem_mib),
+                                            static_cast<int64_t>(d.total_cores), slices})));
+    for (const int64_t v :
+         {static_cast<int64_t>(u.used), u.used_mem, static_cast<int64_t>(u.used_cores)}) {
+      o.push_back(',');
+      num(v);
+    }
+    o.append(",[");
+    for (size_t k = 0; k < node.instances[i].size(); ++k) {
+      const state::MigInstance& inst = node.instances[i][k];
+      if (k > 0) o.push_back(',');
+      o.push_back('[');
+      num(pod_number(inst.pod_key));
+      o.push_back(',');
+      num(static_cast<int64_t>(StringIndex(inst.profile_name)));
+      o.push_back(',');
+      num(inst.placement.start);
+      o.push_back(',');
+      num(inst.placement.size);
+      o.push_back(']');
+    }
+    o.append("],[");
+    for (size_t k = 0; k < holders[i].size(); ++k) {
+      if (k > 0) o.push_back(',');
+      num(static_cast<int64_t>(holders[i][k]));
+    }
+    o.append("]]");
+  }
+  o.append("]}");
+  return out;
+}
+
+UiStateEncoder::Snapshot UiStateEncoder::Collect(
+    const state::ClusterState& state, const std::map<std::string, std::string>& waiting) {
+  ++collects_;
+  bool changed = false;
+  last_encoded_ = 0;
+  Snapshot snap;
+  snap.nodes.reserve(state.node_list().size());
+  for (const state::NodeState* node : state.node_list()) {
+    Fragment& f = fragments_[node->name];
+    if (!f.json || f.stamp != node->change_stamp) {
+      f.json = EncodeNode(state, *node);
+      f.stamp = node->change_stamp;
+      ++last_encoded_;
+      changed = true;
+    }
+    f.seen = collects_;
+    snap.nodes.push_back(f.json);
+  }
+  if (fragments_.size() > snap.nodes.size()) {  // nodes went away
+    std::erase_if(fragments_, [&](const auto& entry) { return entry.second.seen != collects_; });
+    changed = true;
+  }
+  if (strings_.size() != tables_strings_ || kinds_.size() != tables_kinds_ || tables_.empty()) {
+    tables_ = "\"strings\":[";
+    for (size_t i = 0; i < strings_.size(); ++i) {
+      if (i > 0) tables_.push_back(',');
+      AppendString(&tables_, strings_[i]);
+    }
+    tables_.append("],\"kinds\":[");
+    for (size_t i = 0; i < kinds_.size(); ++i) {
+      if (i > 0) tables_.push_back(',');
+      tables_.push_back('[');
+      for (size_t k = 0; k < kinds_[i].size(); ++k) {
+        if (k > 0) tables_.push_back(',');
+        AppendNumber(&tables_, kinds_[i][k]);
+      }
+      tables_.push_back(']');
+    }
+    tables_.push_back(']');
+    tables_strings_ = strings_.size();
+    tables_kinds_ = kinds_.size();
+    changed = true;
+  }
+  snap.waiting.push_back('[');
   bool first = true;
   for (const auto& [pod, message] : waiting) {
-    if (!first) out.push_back(',');
+    if (!first) snap.waiting.push_back(',');
     first = false;
-    out.push_back('[');
-    AppendString(&out, pod);
-    out.push_back(',');
-    AppendString(&out, message);
-    out.push_back(']');
+    snap.waiting.push_back('[');
+    AppendString(&snap.waiting, pod);
+    snap.waiting.push_back(',');
+    AppendString(&snap.waiting, message);
+    snap.waiting.push_back(']');
   }
-  out.append("]}");
+  snap.waiting.push_back(']');
+  if (snap.waiting != last_waiting_) {
+    last_waiting_ = snap.waiting;
+    changed = true;
+  }
+  if (changed || version_ == 0) ++version_;
+  snap.version = version_;
+  snap.tables = tables_;
+  return snap;
+}
+
+std::string UiStateEncoder::Snapshot::Join() const {
+  size_t size = tables.size() + waiting.size() + 32;
+  for (const auto& n : nodes) size += n->size() + 1;
+  std::string out;
+  out.reserve(size);
+  out.push_back('{');
+  out.append(tables);
+  out.append(",\"nodes\":[");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.append(*nodes[i]);
+  }
+  out.append("],\"waiting\":");
+  out.append(waiting);
+  out.push_back('}');
   return out;
+}
+
+std::string EncodeUiState(const state::ClusterState& state,
+                          const std::map<std::string, std::string>& waiting) {
+  UiStateEncoder encoder;
+  return encoder.Collect(state, waiting).Join();
 }
 
 }  // namespace tessera::service

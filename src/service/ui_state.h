@@ -1,20 +1,77 @@
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/state/cluster_state.h"
 
 namespace tessera::service {
 
-// The /ui page's view of the cluster, as compact JSON (docs/ui.md): strings that repeat (pod
-// names, GPU types) are tables referenced by index, GPUs are arrays.
-//   {"types":[...], "pods":[...],
-//    "nodes":[{"name":..., "reason":..., "gpus":[[index, uuid, type#, mode, used, count,
-//              usedMiB, totalMiB, usedCores, totalCores, slices, [[pod#, profile, start, size]],
-//              [pod#...]], ...]}],
+// The /ui page's view of the cluster, as compact JSON (docs/ui.md). Strings that repeat
+// (namespaces, GPU types, modes, MIG profile names) are one table, GPUs of one shape one entry
+// of "kinds", and each node lists its own pods once, grouped by namespace:
+//   {"strings":[...], "kinds":[[type$, mode$, count, totalMiB, totalCores, slices], ...],
+//    "nodes":[{"name":..., "reason":..., "pods":[[ns$, name, name, ...], ...],
+//              "gpus":[[index, uuid, kind#, used, usedMiB, usedCores,
+//                       [[pod#, profile$, start, size], ...], [pod#, ...]], ...]}, ...],
 //    "waiting":[[pod, message], ...]}
-// `waiting`: pods the last filter placed nowhere, with its message.
+// $ indexes "strings"; pod# indexes the node's pods in order (the groups flattened). The last
+// GPU array holds the pods sharing a shared GPU (or holding it whole, when their annotation is
+// unreadable). `waiting`: pods the last filter placed nowhere, with its message.
+//
+// The encoder keeps each node's JSON and re-encodes only nodes whose NodeState::change_stamp
+// moved, so a poll costs about the nodes that changed, not the cluster. One encoder follows one
+// ClusterState; its caller serialises Collect (the service's lock); Join needs no lock.
+class UiStateEncoder {
+ public:
+  struct Snapshot {
+    uint64_t version = 0;  // moves whenever the body would change
+    std::string tables;    // `"strings":[...],"kinds":[...]`
+    std::vector<std::shared_ptr<const std::string>> nodes;
+    std::string waiting;  // the "waiting" array
+    std::string Join() const;
+  };
+
+  Snapshot Collect(const state::ClusterState& state,
+                   const std::map<std::string, std::string>& waiting);
+  // Nodes whose JSON the last Collect encoded (the others were reused).
+  size_t last_encoded() const { return last_encoded_; }
+
+ private:
+  struct Fragment {
+    uint64_t stamp = 0;
+    uint64_t seen = 0;  // the last Collect that listed the node
+    std::shared_ptr<const std::string> json;
+  };
+  using Kind = std::array<int64_t, 6>;
+
+  std::shared_ptr<const std::string> EncodeNode(const state::ClusterState& state,
+                                                const state::NodeState& node);
+  size_t StringIndex(const std::string& s);
+  size_t KindIndex(const Kind& kind);
+
+  // Append-only, so a kept fragment's indices stay right.
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, size_t> string_index_;
+  std::vector<Kind> kinds_;
+  std::map<Kind, size_t> kind_index_;
+  std::string tables_;
+  size_t tables_strings_ = 0;
+  size_t tables_kinds_ = 0;
+
+  std::unordered_map<std::string, Fragment> fragments_;
+  uint64_t collects_ = 0;
+  std::string last_waiting_;
+  uint64_t version_ = 0;
+  size_t last_encoded_ = 0;
+};
+
+// The state in one call, from scratch (tests and one-off callers).
 std::string EncodeUiState(const state::ClusterState& state,
                           const std::map<std::string, std::string>& waiting);
 

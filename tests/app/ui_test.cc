@@ -118,13 +118,49 @@ TEST_F(UiTest, PageAndStateRefuseQueriesAndTheStateIsCompactJson) {
   auto state = client.Get("/ui/state");
   ASSERT_TRUE(state);
   const Json j = Json::parse(state->body);
-  EXPECT_EQ(j["types"].size(), 2U);
   ASSERT_EQ(j["nodes"].size(), 2U);
-  const Json& mig = j["nodes"][0]["gpus"][0];
+  EXPECT_EQ(j["kinds"].size(), 2U);  // one A100 in MIG mode, one shared T4
+  const Json& node = j["nodes"][0];
+  EXPECT_EQ(node["name"], "mig-node");
+  // The node's pods, by namespace: [[namespace#, name...]].
+  ASSERT_EQ(node["pods"].size(), 1U);
+  EXPECT_EQ(j["strings"][node["pods"][0][0].get<size_t>()], "default");
+  EXPECT_EQ(node["pods"][0][1], "trainer");
+  const Json& mig = node["gpus"][0];
   EXPECT_EQ(mig[1], "GPU-mig");
-  EXPECT_EQ(mig[10], 8);  // memory slices
-  EXPECT_EQ(j["pods"][mig[11][0][0].get<size_t>()], "default/trainer");
-  EXPECT_EQ(mig[11][0][1], "3g.20gb");
+  const Json& kind = j["kinds"][mig[2].get<size_t>()];
+  EXPECT_EQ(j["strings"][kind[0].get<size_t>()], "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(kind[5], 8);  // memory slices
+  ASSERT_EQ(mig[6].size(), 1U);
+  EXPECT_EQ(mig[6][0][0], 0);  // the node's first pod, trainer
+  EXPECT_EQ(j["strings"][mig[6][0][1].get<size_t>()], "3g.20gb");
+  EXPECT_EQ(mig[6][0][2], 4);
+  EXPECT_EQ(mig[6][0][3], 4);
+  const Json& t4 = j["nodes"][1]["gpus"][0];
+  EXPECT_EQ(t4[4], 12000);             // used MiB
+  EXPECT_EQ(t4[7], Json::array({0}));  // notebook shares it
+}
+
+// The page polls: an unchanged state is a 304 without a body, a changed one a new ETag.
+TEST_F(UiTest, StateCarriesAnETagAndAnswers304UntilSomethingChanges) {
+  httplib::Client client("127.0.0.1", std::stoi(port_));
+  auto first = client.Get("/ui/state");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  const std::string etag = first->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  EXPECT_EQ(first->get_header_value("Cache-Control"), "no-cache");
+  auto same = client.Get("/ui/state", httplib::Headers{{"If-None-Match", etag}});
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->status, 304);
+  EXPECT_TRUE(same->body.empty());
+  // A pod that waits changes the state (the waiting list) and so the ETag.
+  ASSERT_TRUE(client.Post("/filter", kWaitingFilter, "application/json"));
+  auto changed = client.Get("/ui/state", httplib::Headers{{"If-None-Match", etag}});
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(changed->status, 200);
+  EXPECT_NE(changed->get_header_value("ETag"), etag);
+  EXPECT_NE(changed->body.find("default/waiting"), std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/sched/reasons.h"
 #include "core/sched/request.h"
 #include "core/sched/scheduler.h"
+#include "core/state/gpu_holders.h"
 
 namespace tessera::sched {
 namespace {
@@ -24,25 +25,14 @@ const ContainerRequest* ShownContainer(const PodRequest& request) {
   return first;
 }
 
-// Per GPU of `node`: the pods holding it.
+// Per GPU of `node`: the pods holding it, by key.
 std::vector<std::vector<std::string>> HoldersOf(const state::ClusterState& state,
                                                 const state::NodeState& node) {
+  const std::vector<std::string> keys(node.pods.begin(), node.pods.end());
   std::vector<std::vector<std::string>> holders(node.devices.size());
-  for (const std::string& key : node.pods) {
-    const state::PodReservation* r = state.pod(key);
-    if (r == nullptr) continue;
-    std::vector<bool> seen(node.devices.size(), false);
-    auto mark = [&](const std::string& uuid) {
-      const int dev = node.DeviceIndex(uuid);
-      if (dev >= 0 && !seen[dev]) {
-        seen[dev] = true;
-        holders[dev].push_back(key);
-      }
-    };
-    for (const auto& slot : r->devices) {
-      for (const auto& cd : slot) mark(cd.uuid);
-    }
-    for (const auto& uuid : r->held_gpus) mark(uuid);
+  const auto positions = state::PodsHoldingEachGpu(state, node);
+  for (size_t dev = 0; dev < positions.size(); ++dev) {
+    for (const size_t p : positions[dev]) holders[dev].push_back(keys[p]);
   }
   return holders;
 }

@@ -29,6 +29,8 @@ void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + 
 }  // namespace
 
 void ClusterState::RefreshSignature(NodeState& ns) {
+  // Every change to a node ends here.
+  ns.change_stamp = ++last_change_stamp_;
   ns.max_free_mem = 0;
   for (size_t i = 0; i < ns.devices.size() && i < ns.usage.size(); ++i) {
     ns.max_free_mem = std::max(ns.max_free_mem, ns.devices[i].total_mem_mib - ns.usage[i].used_mem);
@@ -96,7 +98,8 @@ ClusterState::ClusterState(const ClusterState& other)
       applied_(other.applied_),
       classes_(other.classes_),
       free_classes_(other.free_classes_),
-      classes_by_signature_(other.classes_by_signature_) {
+      classes_by_signature_(other.classes_by_signature_),
+      last_change_stamp_(other.last_change_stamp_) {
   RebuildNodeList();
 }
 

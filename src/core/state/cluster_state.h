@@ -85,6 +85,10 @@ struct NodeState {
   // A fixed pseudo-random position of the node (StableHash of its name), set by ClusterState:
   // the order in which the scheduler fills nodes that are equally good for a pod.
   uint64_t tie_order = 0;
+  // Changes whenever anything about the node or its usage does (a ClusterState-wide counter,
+  // so a node removed and added again never repeats a stamp): readers that keep something
+  // derived per node (the /ui state) redo only the nodes whose stamp moved.
+  uint64_t change_stamp = 0;
   std::vector<std::string> types_upper;          // per device, for type filters
   bool any_mig = false;                          // some device is in MIG mode
   int64_t max_free_mem = 0;                      // MiB, the most any one device has free
@@ -198,6 +202,7 @@ class ClusterState {
   std::vector<StateClass> classes_;                      // by NodeState::state_class
   std::vector<int> free_classes_;                        // ids with no member
   std::unordered_multimap<uint64_t, int> classes_by_signature_;
+  uint64_t last_change_stamp_ = 0;  // NodeState::change_stamp's source
 };
 
 }  // namespace tessera::state
