@@ -382,9 +382,9 @@ std::string ExtenderService::Prioritize(std::string_view body) {
     auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);
     if (admitted.ok()) {
       std::lock_guard lock(mu_);
-      // The node filter would choose scores highest; the pod's own reservation is not counted
-      // against it, so a re-scored pod keeps its node.
-      sched::Decision d = scheduler_.Evaluate(admitted->pod, &candidates, clocks_.unix_seconds());
+      // The node filter would choose scores highest: its own reservation (the filter's) is not
+      // in its way, so a pod scored after its filter gets the filter's node.
+      sched::Decision d = scheduler_.Preview(admitted->pod, &candidates, clocks_.unix_seconds());
       if (d.scheduled) chosen = d.node;
     }
   }

@@ -443,6 +443,24 @@ TEST_F(ServiceTest, PrioritizeScoresTheNodeFilterWouldChoose) {
   EXPECT_EQ(writer.patches, 0) << "prioritize reserves nothing";
 }
 
+// kube-scheduler scores a pod after filtering it, while the filter's reservation stands: the
+// reservation must not push the score away from the node the filter chose.
+TEST_F(ServiceTest, PrioritizeAfterFilterScoresTheFiltersNode) {
+  auto& s = MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 16000)}), NodeWith("n2", {SharingGpu("GPU-2", 32768)})});
+  auto pod = PodBuilder("ns/p").Container(1, 16000).Build();
+  Json f = Filter(pod, {"n1", "n2"});
+  ASSERT_EQ(f["NodeNames"].size(), 1U) << f;
+  const std::string chosen = f["NodeNames"][0];
+  // Counted against itself, the pod would no longer fit on a 16000 MiB GPU it fills.
+  ASSERT_EQ(chosen, "n1") << "the test needs the filter to fill n1";
+  Json r = Json::parse(s.Prioritize(FilterBody(pod, {"n1", "n2"})));
+  EXPECT_EQ(r, Json::parse(R"([{"Host":"n1","Score":10},{"Host":"n2","Score":0}])"));
+  // Scoring set the reservation aside and put it back: n1's GPU is still the pod's.
+  Json other = Filter(PodBuilder("ns/q").Container(1, 1000).Build(), {"n1"});
+  EXPECT_EQ(other["FailedNodes"]["n1"], "1/1 CardInsufficientMemory") << other;
+}
+
 std::string ReadTestData(const std::string& name) {
   std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/e2e/testdata/" + name);
   std::stringstream ss;

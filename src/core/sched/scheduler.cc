@@ -336,6 +336,14 @@ Decision Scheduler::EndSchedule(Decision decision, std::optional<state::PodReser
   return decision;
 }
 
+Decision Scheduler::Preview(const model::Pod& pod, const std::vector<std::string>* candidates,
+                            int64_t now_unix) {
+  std::optional<state::PodReservation> own = state_.RemovePod(pod.Key());
+  Decision decision = Evaluate(pod, candidates, now_unix);
+  if (own) state_.AddPod(std::move(*own));
+  return decision;
+}
+
 Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::string>* candidates,
                              int64_t now_unix) {
   std::optional<state::PodReservation> previous = BeginSchedule(pod);

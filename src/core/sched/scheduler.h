@@ -67,6 +67,12 @@ class Scheduler {
   Decision Schedule(const model::Pod& pod, std::span<const state::NodeState* const> candidates,
                     int64_t now_unix);
 
+  // What Schedule would decide now, reserving nothing (/prioritize): a reservation the pod
+  // already holds (its filter's) is set aside for the evaluation and put back, so it is not in
+  // its own way. The demand mix is not observed again: the filter before it did.
+  Decision Preview(const model::Pod& pod, const std::vector<std::string>* candidates,
+                   int64_t now_unix);
+
   // Releases a pod's devices; returns what it held.
   std::optional<state::PodReservation> Release(const std::string& pod_key) {
     return state_.RemovePod(pod_key);
