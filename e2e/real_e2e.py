@@ -160,6 +160,27 @@ def scenario(key: str, title: str, timeout: float):
     return register
 
 
+def check_serving_certificate(env: Env, secret_path: str, webhook_path: str, host: str):
+    """The Secret holds tls.crt/tls.key/ca.crt, the webhook trusts that CA, and the certificate
+    verifies against it for `host`. Returns the Secret and the webhook's caBundle."""
+    secret = env.kube.get(secret_path)
+    check(set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"},
+          f"secret keys {sorted(secret['data'])}")
+    bundle = env.kube.get(webhook_path)["webhooks"][0]["clientConfig"].get("caBundle")
+    check(bundle == secret["data"]["ca.crt"], "webhook caBundle != secret ca.crt")
+    with tempfile.TemporaryDirectory() as d:
+        for k in ("tls.crt", "ca.crt"):
+            with open(os.path.join(d, k), "wb") as f:
+                f.write(base64.b64decode(secret["data"][k]))
+        v = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(d, "ca.crt"),
+                            os.path.join(d, "tls.crt")], capture_output=True, text=True)
+        check(v.returncode == 0, f"serving cert does not verify: {v.stdout}{v.stderr}")
+        san = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
+                              os.path.join(d, "tls.crt")], capture_output=True, text=True)
+        check(f"DNS:{host}" in san.stdout, f"SANs: {san.stdout}")
+    return secret, bundle
+
+
 @scenario("h", "deploy/ manifests pass server-side dry-run; shipped configs load", 90)
 def s_manifests(env: Env, ns: str, group: str):
     c = env.cluster
@@ -199,23 +220,10 @@ def s_manifests(env: Env, ns: str, group: str):
         r = subprocess.run([c.deploy_path("gen-webhook-cert.sh")], env=env_vars,
                            capture_output=True, text=True, timeout=60)
         check(r.returncode == 0, f"gen-webhook-cert.sh failed:\n{r.stdout}{r.stderr}")
-        secret = env.kube.get(f"/api/v1/namespaces/{NAMESPACE}/secrets/tessera-tls")
-        check(set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"},
-              f"secret keys {sorted(secret['data'])}")
-        mwc = env.kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
-                           "/tessera-webhook")
-        bundle = mwc["webhooks"][0]["clientConfig"].get("caBundle")
-        check(bundle == secret["data"]["ca.crt"], "webhook caBundle != secret ca.crt")
-        with tempfile.TemporaryDirectory() as d:
-            for k in ("tls.crt", "ca.crt"):
-                with open(os.path.join(d, k), "wb") as f:
-                    f.write(base64.b64decode(secret["data"][k]))
-            v = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(d, "ca.crt"),
-                                os.path.join(d, "tls.crt")], capture_output=True, text=True)
-            check(v.returncode == 0, f"serving cert does not verify: {v.stdout}{v.stderr}")
-            san = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
-                                  os.path.join(d, "tls.crt")], capture_output=True, text=True)
-            check("DNS:tessera.tessera-system.svc" in san.stdout, f"SANs: {san.stdout}")
+        check_serving_certificate(env, f"/api/v1/namespaces/{NAMESPACE}/secrets/tessera-tls",
+                                  "/apis/admissionregistration.k8s.io/v1/"
+                                  "mutatingwebhookconfigurations/tessera-webhook",
+                                  "tessera.tessera-system.svc")
     finally:
         env.kube.delete("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
                         "tessera-webhook", grace0=False)
@@ -270,21 +278,8 @@ def s_helm_chart(env: Env, ns: str, group: str):
         cm = env.kube.get(f"/api/v1/namespaces/{rns}/configmaps/{release}-config")
         check(f"serverName: {release}.{rns}.svc" in cm["data"]["scheduler-config.yaml"],
               "scheduler-config.yaml does not verify the release's Service name")
-        secret = env.kube.get(secret_path)
-        check(set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"},
-              f"secret keys {sorted(secret['data'])}")
-        bundle = env.kube.get(mwc_path)["webhooks"][0]["clientConfig"].get("caBundle")
-        check(bundle == secret["data"]["ca.crt"], "webhook caBundle != secret ca.crt")
-        with tempfile.TemporaryDirectory() as d:
-            for k in ("tls.crt", "ca.crt"):
-                with open(os.path.join(d, k), "wb") as f:
-                    f.write(base64.b64decode(secret["data"][k]))
-            v = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(d, "ca.crt"),
-                                os.path.join(d, "tls.crt")], capture_output=True, text=True)
-            check(v.returncode == 0, f"serving cert does not verify: {v.stdout}{v.stderr}")
-            san = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
-                                  os.path.join(d, "tls.crt")], capture_output=True, text=True)
-            check(f"DNS:{release}.{rns}.svc" in san.stdout, f"SANs: {san.stdout}")
+        secret, bundle = check_serving_certificate(env, secret_path, mwc_path,
+                                                   f"{release}.{rns}.svc")
         # The shipped scheduler config, rendered for this release, loads in kube-scheduler.
         cfg = os.path.join(c.work, "chart-scheduler-config.yaml")
         with open(cfg, "w", encoding="utf-8") as f:
