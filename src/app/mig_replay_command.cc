@@ -15,6 +15,7 @@
 #include "sim/mig_replay/optimum_study.h"
 #include "sim/mig_replay/report.h"
 #include "sim/mig_replay/summary.h"
+#include "sim/mig_replay/upper_bound.h"
 #include "sim/replay/trace.h"
 
 namespace tessera::app {
@@ -163,7 +164,8 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
   if (!records.ok()) return Fail(records.error().message);
   const std::vector<SummaryRow> rows = Summarize(records.value());
   std::vector<std::string> columns = options.policies;
-  columns.emplace_back(kBoundGeometryFree);
+  columns.emplace_back(kReferencePooledSlices);
+  columns.emplace_back(kUpperBound);
   PrintSummaryTable(rows, columns);
 
   std::vector<OptimumCase> optimum;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/upper_bound.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -21,7 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The run's random stream: the seed alone decides the arrivals, so that every policy of a cell
-// (and the bound) sees the same sequence.
+// (and the reference and the bound) sees the same sequence.
 std::mt19937_64 ArrivalStream(uint64_t seed) { return std::mt19937_64(seed); }
 
 struct Task {
@@ -63,9 +64,21 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     arrivals = SamplePoissonArrivals(workload, warmup + measured, rate, rng);
   }
 
+  RunRecord r;
+  r.fleet = fleet;
+  r.workload = workload.name;
+  r.protocol = protocol.Name();
+  r.policy = policy;
+  r.seed = seed;
+  if (policy == kUpperBound) {  // computed from the arrivals, nothing placed
+    r.metrics = protocol.steady ? UpperBoundSteadyState(cluster, arrivals, warmup)
+                                : UpperBoundSaturation(cluster, arrivals);
+    r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+  }
   std::unique_ptr<MigPolicy> made;
   std::unique_ptr<Placer> placer;
-  if (policy == kBoundGeometryFree) {
+  if (policy == kReferencePooledSlices) {
     placer = std::make_unique<GeometryFreePlacer>(cluster);
   } else {
     auto p = MakeMigPolicy(policy, cluster);
@@ -73,12 +86,6 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     made = std::move(p.value());
     placer = std::make_unique<PolicyPlacer>(cluster, *made);
   }
-  RunRecord r;
-  r.fleet = fleet;
-  r.workload = workload.name;
-  r.protocol = protocol.Name();
-  r.policy = policy;
-  r.seed = seed;
   r.metrics = protocol.steady ? RunSteadyState(*placer, arrivals, warmup)
                               : RunSaturation(*placer, arrivals, options.stop_after_rejections);
   r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -100,7 +107,8 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
   if (options.saturation) protocols.push_back(Protocol{false, 0});
   for (double load : options.loads) protocols.push_back(Protocol{true, load});
   std::vector<std::string> policies = options.policies;
-  policies.emplace_back(kBoundGeometryFree);
+  policies.emplace_back(kReferencePooledSlices);
+  policies.emplace_back(kUpperBound);
 
   std::vector<Task> tasks;
   for (size_t f = 0; f < options.fleets.size(); ++f) {

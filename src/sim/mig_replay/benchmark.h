@@ -1,8 +1,9 @@
 #pragma once
 
 // The whole MIG benchmark: fleets x workloads x protocols (saturation, steady state at each
-// offered load) x policies (and the geometry-free bound) x seeds. Every run builds its own
-// MigCluster and draws its arrivals from its seed alone, so results do not depend on --jobs.
+// offered load) x policies (and the pooled-slices reference and the upper bound) x seeds. Every run
+// builds its own MigCluster and draws its arrivals from its seed alone, so results do not depend on
+// --jobs.
 
 #include <cstdint>
 #include <functional>
@@ -43,7 +44,7 @@ struct RunRecord {
   std::string fleet;
   std::string workload;
   std::string protocol;
-  std::string policy;  // or kBoundGeometryFree
+  std::string policy;  // or kReferencePooledSlices, kUpperBound
   uint64_t seed = 0;
   RunMetrics metrics;
   double wall_seconds = 0;

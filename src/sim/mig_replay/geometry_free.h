@@ -1,6 +1,7 @@
 #pragma once
 
-// The geometry-free reference ("bound-geometry-free", docs/mig-replay.md "Bounds"): the same
+// The geometry-free reference policy ("reference-pooled-slices", docs/mig-replay.md
+// "References and bounds"; not a bound: an online greedy meets another future): the same
 // arrivals and protocol, but each GPU is a pool of memory slices. A pod's instance fits a GPU
 // when its intended profile's memory and compute slice counts are at most the GPU's free ones,
 // wherever they are;
@@ -16,7 +17,7 @@
 
 namespace tessera::sim::mig_replay {
 
-inline constexpr std::string_view kBoundGeometryFree = "bound-geometry-free";
+inline constexpr std::string_view kReferencePooledSlices = "reference-pooled-slices";
 
 class GeometryFreePlacer : public Placer {
  public:

@@ -36,14 +36,15 @@ bool PolicyPlacer::Place(const std::string& key, int type) {
   return policy_.Place(cluster_, key, type);
 }
 
-int64_t PolicyPlacer::ServedSlices(int type) const {
-  // The intended profile's size on the first GPU of the fleet that has one: identical on every
-  // model with 8 memory slices; the mixed fleet holds only those.
-  for (int n = 0; n < cluster_.node_count(); ++n) {
-    const int profile = cluster_.Intended(n, 0, type);
+int64_t PolicyPlacer::ServedSlices(int type) const { return IntendedServedSlices(cluster_, type); }
+
+int64_t IntendedServedSlices(const MigCluster& cluster, int type) {
+  // The mixed fleet holds only models with 8 memory slices and the same profile sizes.
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const int profile = cluster.Intended(n, 0, type);
     if (profile < 0) continue;
-    return static_cast<int64_t>(SlicesOf(cluster_.nodes()[n]->mig_models[0], profile)) *
-           cluster_.workload().types[type].count;
+    return static_cast<int64_t>(SlicesOf(cluster.nodes()[n]->mig_models[0], profile)) *
+           cluster.workload().types[type].count;
   }
   return 0;
 }

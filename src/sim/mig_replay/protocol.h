@@ -74,6 +74,11 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
 // (intended profiles, times the count), over its GPUs: sizes the streams and the offered load.
 double ExpectedGpuShare(const MigCluster& cluster);
 
+// Memory slices of the intended profiles of one accepted request of `type`, summed: the demand
+// it serves, whatever profile a policy actually gives it (the intended profile on the first GPU
+// of the fleet that has one: identical on every model with 8 memory slices).
+int64_t IntendedServedSlices(const MigCluster& cluster, int type);
+
 // The pod key of the i-th arrival.
 std::string ArrivalKey(size_t i);
 

@@ -6,6 +6,7 @@
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/report.h"
 #include "sim/mig_replay/summary.h"
+#include "sim/mig_replay/upper_bound.h"
 #include "test_fleet.h"
 
 namespace tessera::sim::mig_replay {
@@ -35,10 +36,33 @@ TEST(MigBenchmark, SameSeedsGiveTheSameCsvWhateverTheJobs) {
   const std::string csv = SummaryCsv(Summarize(one.value()));
   EXPECT_EQ(csv, SummaryCsv(Summarize(again.value())));
   EXPECT_EQ(csv, SummaryCsv(Summarize(two.value())));
-  // 2 fleets x 1 workload x 2 protocols x (7 policies + bound) x 2 seeds.
-  EXPECT_EQ(one->size(), 2u * 2 * 8 * 2);
+  // 2 fleets x 1 workload x 2 protocols x (7 policies + reference + bound) x 2 seeds.
+  EXPECT_EQ(one->size(), 2u * 2 * 9 * 2);
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,steady-0.9,tessera,2,"));
-  EXPECT_THAT(csv, HasSubstr("mixed,small-heavy,saturation,bound-geometry-free,2,"));
+  EXPECT_THAT(csv, HasSubstr("mixed,small-heavy,saturation,reference-pooled-slices,2,"));
+  EXPECT_THAT(csv, HasSubstr("mixed,small-heavy,saturation,upper-bound,2,"));
+}
+
+// In every cell the upper bound is at or above every policy and the reference: acceptance
+// always, demand served at saturation.
+TEST(MigBenchmark, TheUpperBoundIsAtOrAboveEveryColumn) {
+  auto records = RunBenchmark(SmallBenchmark(), testing::Catalog());
+  ASSERT_TRUE(records.ok());
+  const std::vector<SummaryRow> rows = Summarize(records.value());
+  int cells = 0;
+  for (const SummaryRow& b : rows) {
+    if (b.policy != kUpperBound) continue;
+    ++cells;
+    for (const SummaryRow& r : rows) {
+      if (r.fleet != b.fleet || r.workload != b.workload || r.protocol != b.protocol) continue;
+      EXPECT_GE(b.acceptance.mean + 1e-9, r.acceptance.mean)
+          << b.fleet << " " << b.protocol << " " << r.policy;
+      if (b.protocol == "saturation") {
+        EXPECT_GE(b.served_slices.mean + 1e-9, r.served_slices.mean) << b.fleet << " " << r.policy;
+      }
+    }
+  }
+  EXPECT_EQ(cells, 4);  // 2 fleets x 2 protocols
 }
 
 TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
@@ -47,7 +71,8 @@ TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
   MigReportInput input;
   input.title = "t";
   input.policies = AllPolicyNames();
-  input.policies.emplace_back(kBoundGeometryFree);
+  input.policies.emplace_back(kReferencePooledSlices);
+  input.policies.emplace_back(kUpperBound);
   input.rows = Summarize(records.value());
   const std::string html = RenderMigHtmlReport(input);
   EXPECT_THAT(html, HasSubstr("<svg"));
