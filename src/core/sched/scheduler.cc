@@ -132,12 +132,6 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
     return Rejected(std::move(decision), prefs.error().message);
   }
   prefs->quota = state_.quotas().HeadroomFor(pod.ns);
-  if (const state::PodReservation* own = state_.pod(pod.Key()); own != nullptr && prefs->quota) {
-    // Re-evaluating a pod that holds a reservation (prioritize): its own use is not in the way.
-    const state::QuotaUse use = state::QuotaUseOf(own->devices, own->num_init);
-    if (prefs->quota->mem) *prefs->quota->mem += use.mem;
-    if (prefs->quota->cores) *prefs->quota->cores += use.cores;
-  }
   // Phase 2: filter every candidate node; phase 3: score the ones that fit.
   for (const std::string* name : unregistered) decision.failed_nodes[*name] = "node unregistered";
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());

@@ -663,6 +663,24 @@ TEST_F(SchedulerTest, QuotaCountsInitContainersAtTheirPeakWhenFitting) {
   EXPECT_TRUE(Schedule(over).scheduled);
 }
 
+// Preview (prioritize) sets the pod's own reservation aside: neither its GPU share nor its quota
+// use is in its way, and both are back afterwards.
+TEST_F(SchedulerTest, PreviewSetsThePodsOwnReservationAsideAndPutsItBack) {
+  AddNode("n1", {SharingGpu("GPU-A", 10000)});
+  state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "10000"}}});
+  auto pod = PodBuilder("team/p").Container(1, 10000).Build();
+  ASSERT_TRUE(Schedule(pod).scheduled);
+  const std::vector<std::string> n1 = {"n1"};
+  // Counted against itself it would fit neither the GPU nor the quota.
+  EXPECT_FALSE(scheduler_.Evaluate(pod, &n1, 0).scheduled);
+  Decision preview = scheduler_.Preview(pod, &n1, 0);
+  ASSERT_TRUE(preview.scheduled) << preview.message;
+  EXPECT_EQ(preview.node, "n1");
+  ASSERT_NE(state_.pod("team/p"), nullptr);
+  EXPECT_EQ(state_.node("n1")->usage[0].used_mem, 10000);
+  EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 0);
+}
+
 TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
   AddNode("n1", {RtxPro6000Mig("GPU-M")});
   // 8000 MiB asked, but the smallest profile (1g.24gb) holds about 24 GiB: that is what the pod
