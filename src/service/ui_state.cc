@@ -206,7 +206,7 @@ UiStateEncoder::Snapshot UiStateEncoder::Collect(
     last_waiting_ = snap.waiting;
     changed = true;
   }
-  if (changed || version_ == 0) ++version_;
+  if (changed) ++version_;  // always on the first call: the tables are new
   snap.version = version_;
   snap.tables = tables_;
   return snap;

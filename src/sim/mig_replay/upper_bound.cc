@@ -2,8 +2,35 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace tessera::sim::mig_replay {
+namespace {
+
+// The served slices of one request of each type (IntendedServedSlices), looked up once.
+std::vector<int64_t> SlicesByType(const MigCluster& cluster) {
+  std::vector<int64_t> out(cluster.workload().types.size());
+  for (size_t t = 0; t < out.size(); ++t) {
+    out[t] = IntendedServedSlices(cluster, static_cast<int>(t));
+  }
+  return out;
+}
+
+// The most items that fit in `budget` together (the cheapest ones), and what they use.
+template <class T>
+std::pair<int64_t, T> CheapestWithin(std::vector<T> costs, T budget) {
+  std::sort(costs.begin(), costs.end());
+  int64_t count = 0;
+  T used = 0;
+  for (const T c : costs) {
+    if (used + c > budget) break;
+    used += c;
+    ++count;
+  }
+  return {count, used};
+}
+
+}  // namespace
 
 int64_t UsableCapacity(const MigCluster& cluster) {
   const Workload& w = cluster.workload();
@@ -33,10 +60,11 @@ RunMetrics UpperBoundSaturation(const MigCluster& cluster, const std::vector<Arr
   RunMetrics m;
   m.arrived = static_cast<int64_t>(arrivals.size());
   const int64_t capacity = UsableCapacity(cluster);
+  const std::vector<int64_t> by_type = SlicesByType(cluster);
   std::vector<int64_t> sizes;
   sizes.reserve(arrivals.size());
   for (const Arrival& a : arrivals) {
-    const int64_t s = IntendedServedSlices(cluster, a.type);
+    const int64_t s = by_type[static_cast<size_t>(a.type)];
     if (s > 0) sizes.push_back(s);  // a request no GPU can hold is never accepted
   }
   // The largest subset sum within the capacity.
@@ -51,13 +79,7 @@ RunMetrics UpperBoundSaturation(const MigCluster& cluster, const std::vector<Arr
   while (best > 0 && reach[static_cast<size_t>(best)] == 0) --best;
   m.served_slices = best;
   // The most requests that fit: the smallest ones.
-  std::sort(sizes.begin(), sizes.end());
-  int64_t used = 0;
-  for (const int64_t s : sizes) {
-    if (used + s > capacity) break;
-    used += s;
-    ++m.accepted;
-  }
+  m.accepted = CheapestWithin(std::move(sizes), capacity).first;
   m.served_ratio = static_cast<double>(m.served_slices) /
                    static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
   return m;
@@ -72,21 +94,17 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
   m.arrived = static_cast<int64_t>(arrivals.size() - warmup);
   const double budget = static_cast<double>(UsableCapacity(cluster)) * (end - start);
   // Each measured request's cost: its demand times its time inside [start, end].
+  const std::vector<int64_t> by_type = SlicesByType(cluster);
   std::vector<double> costs;
   costs.reserve(arrivals.size() - warmup);
   for (size_t i = warmup; i < arrivals.size(); ++i) {
-    const int64_t s = IntendedServedSlices(cluster, arrivals[i].type);
+    const int64_t s = by_type[static_cast<size_t>(arrivals[i].type)];
     if (s == 0) continue;
     costs.push_back(static_cast<double>(s) *
                     std::min(arrivals[i].lifetime, end - arrivals[i].time));
   }
-  std::sort(costs.begin(), costs.end());
-  double used = 0;
-  for (const double c : costs) {
-    if (used + c > budget) break;
-    used += c;
-    ++m.accepted;
-  }
+  const auto [accepted, used] = CheapestWithin(std::move(costs), budget);
+  m.accepted = accepted;
   const double window = std::max(end - start, 1e-12);
   m.served_ratio =
       used / window / static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
