@@ -1,6 +1,7 @@
 #include "core/mig/layout.h"
 
 #include <algorithm>
+#include <bit>
 #include <tuple>
 
 #include "core/mig/layout_table.h"
@@ -38,6 +39,12 @@ GpuMigModel::GpuMigModel(const model::GpuDevice& device,
     max_count_.push_back(p.EffectiveMaxCount());
     for (const auto& pl : p.placements) memory_slices_ = std::max(memory_slices_, pl.end());
     compute_slices_ = std::max(compute_slices_, p.slice_count);
+  }
+  uint32_t widest = 0;
+  for (const auto& p : profiles_) {
+    if (p.placements.empty() || p.placements.front().size <= widest) continue;
+    widest = p.placements.front().size;
+    slice_gib_ = static_cast<double>(p.memory_mib) / widest / 1024.0;
   }
 }
 
@@ -194,6 +201,10 @@ void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profil
   double value = 0;
   const size_t n = std::min(profile_weights.size(), profiles_.size());
   for (size_t p = 0; p < n; ++p) value += profile_weights[p] * room[p];
+  // Room counts each profile on its own, so two layouts can keep the same room while one has a
+  // free slice nothing in the mix can cover (an A100-40GB 1g at slice 6 leaves slice 7 to the
+  // 3g at 4-7 it just blocked): that memory is lost until an instance leaves.
+  if (n > 0) value -= slice_gib_ * StrandedSlices(layout, profile_weights);
   int32_t best = 0;
   for (size_t p = 0; p < profiles_.size(); ++p) {
     if (allowed_[p] && room[p] > 0) best = std::max(best, profiles_[p].memory_mib);
@@ -208,6 +219,20 @@ double GpuMigModel::Placeability(const Layout& layout,
   int32_t largest = 0;
   Assess(layout, profile_weights, &value, &largest);
   return value;
+}
+
+uint32_t GpuMigModel::StrandedSlices(const Layout& layout,
+                                     const std::vector<double>& profile_weights) const {
+  uint32_t usable = 0;
+  const size_t n = std::min(profile_weights.size(), profiles_.size());
+  for (size_t p = 0; p < n; ++p) {
+    if (!(profile_weights[p] > 0) || !allowed_[p]) continue;
+    for (const auto& placement : profiles_[p].placements) {
+      if (CanPlace(layout, static_cast<int>(p), placement)) usable |= PlacementMask(placement);
+    }
+  }
+  const uint32_t all = memory_slices_ >= 32 ? ~0U : (1U << memory_slices_) - 1;
+  return static_cast<uint32_t>(std::popcount(all & ~layout.occupied & ~usable));
 }
 
 int32_t GpuMigModel::LargestPlaceable(const Layout& layout) const {

@@ -78,6 +78,9 @@ class GpuMigModel {
   uint32_t compute_slices() const { return compute_slices_; }
   // Memory of the largest allowed profile: what "100% of a MIG GPU" means.
   int32_t LargestProfileMemory() const;
+  // GiB of one memory slice (of the profile with the most slices, allowed or not): what makes
+  // slices of different models comparable.
+  double SliceGib() const { return slice_gib_; }
 
   // Whether an instance of `profile` at `placement` is legal on top of `layout` (rules R1-R5:
   // a listed placement, no overlap, instance limit, media engines).
@@ -103,10 +106,14 @@ class GpuMigModel {
                                                      const ArrangeGoal& goal,
                                                      ArrangeScore* score = nullptr) const;
 
-  // Sum over profiles of weight x room: with MigWeights, the memory slices that future
-  // requests, drawn from the demand mix, could still take on this GPU (each profile's room
-  // counted on its own).
+  // Sum over profiles of weight x room, minus the stranded memory (StrandedSlices x SliceGib)
+  // when weights are given: with MigWeights, the memory (GiB) that future requests, drawn from
+  // the demand mix, could still take on this GPU (each profile's room counted on its own),
+  // less the free memory none of them can ever use.
   double Placeability(const Layout& layout, const std::vector<double>& profile_weights) const;
+  // Free memory slices of `layout` that no placement still legal on it, of a profile with a
+  // positive weight, covers: memory no request of the mix can use until an instance leaves.
+  uint32_t StrandedSlices(const Layout& layout, const std::vector<double>& profile_weights) const;
   // Memory of the largest allowed profile that can still be placed (0 when none).
   int32_t LargestPlaceable(const Layout& layout) const;
   // Both at once (one table lookup).
@@ -139,6 +146,7 @@ class GpuMigModel {
   std::vector<int32_t> max_count_;          // per profile
   uint32_t memory_slices_ = 0;
   uint32_t compute_slices_ = 0;
+  double slice_gib_ = 0;
   std::shared_ptr<const LayoutTable> table_;
 };
 

@@ -85,9 +85,11 @@ const std::vector<double>& MigWeights::For(const mig::GpuMigModel& model) const 
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     std::vector<double> value = Shares(model);
+    // In GiB of memory slices, not slices: a slice of an RTX PRO 6000 holds 8 GiB, of an
+    // A100-40GB 5, and placeability is compared across the GPUs of a mixed fleet.
     for (size_t p = 0; p < value.size(); ++p) {
       const auto& placements = model.profiles()[p].placements;
-      value[p] *= placements.empty() ? 0 : placements.front().size;
+      value[p] *= placements.empty() ? 0 : placements.front().size * model.SliceGib();
     }
     it = cache_.emplace(key, std::move(value)).first;
   }

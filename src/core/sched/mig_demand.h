@@ -59,15 +59,15 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
 
 // One scheduling decision's view of the mix: for each MIG model (by its rules), the share of
 // future requests that would take each of its profiles — the prior and the observed mix
-// combined as (strength x prior + counts) / (strength + total) — weighted by the profile's
-// memory slices, so that placeability measures capacity rather than a count (measured against
-// the count in docs/placement.md). Built per decision, cached per model inside it; not shared
-// between threads.
+// combined as (strength x prior + counts) / (strength + total) — weighted by the memory of the
+// profile's slices (GiB), so that placeability measures capacity rather than a count (measured
+// against the count in docs/placement.md), in the same unit on every model of a mixed fleet. Built
+// per decision, cached per model inside it; not shared between threads.
 class MigWeights {
  public:
   MigWeights(const MigDemandMix& mix, const MigPrior& prior);
-  // Per profile of the model: its share of future requests times its memory slices, the value
-  // of one more placeable instance (mig::ArrangeGoal::profile_weights).
+  // Per profile of the model: its share of future requests times the GiB of its memory slices,
+  // the value of one more placeable instance (mig::ArrangeGoal::profile_weights).
   const std::vector<double>& For(const mig::GpuMigModel& model) const;
   // The shares alone (they sum to at most 1).
   std::vector<double> Shares(const mig::GpuMigModel& model) const;

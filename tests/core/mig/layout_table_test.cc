@@ -109,12 +109,40 @@ TEST(PlaceabilityTest, OneGLeavesTheFourGPlacementFree) {
   ArrangeScore score;
   auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, goal, &score);
   ASSERT_TRUE(arranged.has_value());
-  // A 1g in slices 4-6 keeps 4g@0; one in 0-3 would not.
+  // A 1g in slices 4-6 keeps 4g@0; one in 0-3 would not. Slice 7 is stranded either way (no 1g
+  // or 4g covers it), which costs its memory.
   EXPECT_GE((*arranged)[0].placement.start, 4U);
-  EXPECT_DOUBLE_EQ(score.placeability, 0.5 * 6 + 0.5 * 1);
+  EXPECT_DOUBLE_EQ(score.placeability, 0.5 * 6 + 0.5 * 1 - model.SliceGib() * 1);
   auto greedy = model.Arrange(Layout{}, {InstanceDemand{4000, 0}});
   ASSERT_TRUE(greedy.has_value());
   EXPECT_EQ((*greedy)[0].placement.start, 0U);
+}
+
+// Room counts each profile on its own; stranded slices see what it misses. With 1g and 3g in the
+// mix, a 1g at slice 6 keeps the same room as one at slice 0 (six 1g, one 3g) but leaves slice 7
+// to the 3g at 4-7 it blocked; at slice 0 the 3g at 4-7 still covers it.
+TEST(PlaceabilityTest, AOneGDoesNotStrandTheLastSliceOfAnA100) {
+  GpuMigModel model(testing::A100Mig("GPU-a"), nullptr);
+  std::vector<double> weights(model.profiles().size(), 0.0);
+  weights[model.ProfileIndex("1g.5gb")] = 0.6;
+  weights[model.ProfileIndex("3g.20gb")] = 0.8;
+  Layout at6;
+  model.Place(at6, model.ProfileIndex("1g.5gb"), {6, 1});
+  Layout at0;
+  model.Place(at0, model.ProfileIndex("1g.5gb"), {0, 1});
+  EXPECT_EQ(model.StrandedSlices(at6, weights), 1U);
+  EXPECT_EQ(model.StrandedSlices(at0, weights), 0U);
+  EXPECT_EQ(model.StrandedSlices(Layout{}, weights), 0U);
+  // Without a 3g in the mix, slice 7 is of no use to anything placeable.
+  std::vector<double> only_1g(model.profiles().size(), 0.0);
+  only_1g[model.ProfileIndex("1g.5gb")] = 1;
+  EXPECT_EQ(model.StrandedSlices(Layout{}, only_1g), 1U);
+  EXPECT_GT(model.Placeability(at0, weights), model.Placeability(at6, weights));
+  ArrangeScore score;
+  auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, {&weights, false}, &score);
+  ASSERT_TRUE(arranged.has_value());
+  EXPECT_LE((*arranged)[0].placement.start, 3U);
+  EXPECT_NEAR(model.SliceGib(), 40192.0 / 8 / 1024, 1e-12);
 }
 
 // A100-80GB and H100-80GB have the same profile names and placements but different memory per

@@ -67,10 +67,10 @@ TEST(MigWeightsTest, PriorAndObservationsCombine) {
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("7g.40gb")], 0.25);
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("3g.20gb")], 0);
   EXPECT_DOUBLE_EQ(w[model.ProfileIndex("1g.10gb")], 0);  // 1g, but not the smallest
-  // What placeability counts: the share times the profile's memory slices.
+  // What placeability counts: the share times the GiB of the profile's memory slices.
   const auto& value = weights.For(model);
-  EXPECT_DOUBLE_EQ(value[model.ProfileIndex("1g.5gb")], 0.75 * 1);
-  EXPECT_DOUBLE_EQ(value[model.ProfileIndex("7g.40gb")], 0.25 * 8);
+  EXPECT_DOUBLE_EQ(value[model.ProfileIndex("1g.5gb")], 0.75 * 1 * model.SliceGib());
+  EXPECT_DOUBLE_EQ(value[model.ProfileIndex("7g.40gb")], 0.25 * 8 * model.SliceGib());
 }
 
 class MigNodeScoringTest : public ::testing::Test {
