@@ -297,10 +297,25 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   return decision;
 }
 
+bool Scheduler::FirstSight(const model::Pod& pod) {
+  // Enough to cover every pod pending at once on a large cluster; an older one seen again
+  // counts again, which only matters after thousands of other pods.
+  constexpr size_t kRemembered = 16384;
+  std::string id = pod.uid.empty() ? pod.Key() : pod.uid;
+  if (!observed_.insert(id).second) return false;
+  observed_order_.push_back(std::move(id));
+  if (observed_order_.size() > kRemembered) {
+    observed_.erase(observed_order_.front());
+    observed_order_.pop_front();
+  }
+  return true;
+}
+
 std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& pod) {
   // A pod filtered again gives up its earlier reservation first (as HAMi does), but gets it back
   // if it now fits nowhere: nothing reserved is lost on an error path.
   std::optional<state::PodReservation> previous = state_.RemovePod(pod.Key());
+  if (!FirstSight(pod)) return previous;
   if (auto request = DerivePodRequest(pod, state_.config().nvidia); request.ok()) {
     std::string type;
     if (const std::string* t = pod.Annotation(std::string(model::annotations::kUseGpuType))) {

@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,7 +88,8 @@ class Scheduler {
   // it off. Placements are the same either way.
   void set_explain_failures(bool on) { explain_failures_ = on; }
 
-  // The demand mix the fragmentation score uses. Schedule() observes every GPU pod it sees;
+  // The demand mix the fragmentation score uses. Schedule() observes every GPU pod it sees, once
+  // per pod (retries of a pending pod are not new demand);
   // callers may add what the scheduler does not see (a prior, CPU-only pods in a replay).
   void ObserveDemand(const DemandShape& shape, double weight = 1.0) { mix_.Observe(shape, weight); }
   const DemandMix& demand_mix() const { return mix_; }
@@ -104,6 +107,8 @@ class Scheduler {
   // Schedule's first half (give up the pod's earlier reservation, observe its shape) and second
   // half (reserve the decision, or restore the earlier reservation).
   std::optional<state::PodReservation> BeginSchedule(const model::Pod& pod);
+  // Whether the pod's demand has not been observed yet (and remembers it).
+  bool FirstSight(const model::Pod& pod);
   Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);
 
   state::ClusterState& state_;
@@ -111,6 +116,10 @@ class Scheduler {
   DemandMix mix_;
   MigDemandMix mig_mix_;
   bool explain_failures_ = true;
+  // Pods whose demand was observed (uid, or key without one), oldest first, bounded: kube-
+  // scheduler filters a pending pod again on every retry, and one pod is one request of the mix.
+  std::set<std::string> observed_;
+  std::deque<std::string> observed_order_;
 };
 
 }  // namespace tessera::sched

@@ -695,6 +695,18 @@ TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
   EXPECT_LT(*state_.quotas().HeadroomFor("team")->mem, 30000 - 8000);
 }
 
+// kube-scheduler filters a pending pod again on every retry; the pod is still one request of the
+// demand mix, or pods that wait (the large ones) would crowd out the rest of it.
+TEST_F(SchedulerTest, APendingPodRetriedCountsOnceInTheDemandMix) {
+  AddNode("n1", {RtxPro6000Mig("GPU-M")});
+  const model::Pod big = PodBuilder("ns/big").Container(1, 200000).MigMode().Build();
+  for (int retry = 0; retry < 3; ++retry) EXPECT_FALSE(Schedule(big).scheduled);
+  EXPECT_DOUBLE_EQ(scheduler_.mig_demand_mix().total(), 1.0);
+  EXPECT_EQ(scheduler_.demand_mix().version(), 1U);
+  ASSERT_TRUE(Schedule(PodBuilder("ns/small").Container(1, 8000).MigMode().Build()).scheduled);
+  EXPECT_NEAR(scheduler_.mig_demand_mix().total(), 1.0 * 0.9995 + 1.0, 1e-9);
+}
+
 TEST_F(SchedulerTest, AnInvalidVgpuModeDoesNotCountInTheMigDemand) {
   AddNode("n1", {RtxPro6000Mig("GPU-M")});
   Decision d = Schedule(
