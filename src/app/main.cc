@@ -148,17 +148,17 @@ int main(int argc, char** argv) {
   replay
       ->add_option("--fleet", mig_options.fleets,
                    "--mig: fleets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, b200-180gb, "
-                   "rtx-pro-6000, mixed; default all)")
+                   "rtx-pro-6000, mixed, mixed-rtx; default all)")
       ->delimiter(',');
   replay
       ->add_option("--workload", mig_options.workloads,
-                   "--mig: workloads (uniform, small-heavy, large-heavy, openb; default the "
-                   "synthetic mixes, and openb when --trace is given)")
+                   "--mig: workloads (uniform, small-heavy, large-heavy, memory-mix, openb; "
+                   "default all but openb, and openb when --trace is given)")
       ->delimiter(',');
   replay->add_option("--trace", mig_options.trace_csv, "--mig: openb pod list CSV");
   replay
       ->add_option("--nodes-per-fleet", mig_options.nodes_per_fleet,
-                   "--mig: nodes per fleet (8 GPUs each)")
+                   "--mig: nodes per fleet (8 GPUs each; 2 on mixed-rtx)")
       ->capture_default_str();
   replay->add_option("--loads", mig_options.loads, "--mig: steady-state offered loads")
       ->delimiter(',')
@@ -169,6 +169,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   replay->add_flag("--no-optimum", mig_options.skip_optimum,
                    "--mig: skip the offline-optimum study on tiny instances");
+  replay->add_flag("--no-pending", mig_options.skip_pending,
+                   "--mig: skip the steady state with a pending queue (pending-L protocols)");
   replay->add_option("--reference", replay_options.reference_csv,
                      "Published summary CSV to compare with (fgd_expected_summary.csv)");
   replay->add_option("--tie-break", replay_options.tie_break, "first (the paper) or uniform")

@@ -67,10 +67,14 @@ class ProgressBar {
 };
 
 // One line per cell: at saturation the demand served (memory slices of the intended profiles
-// held, % of all), in steady state the acceptance rate: the headline of each protocol.
+// held, % of all), in steady state the acceptance rate, with a pending queue the pods ever
+// placed: the headline of each protocol. A policy without a row (the bound where it is not
+// defined) prints "-".
 void PrintSummaryTable(const std::vector<SummaryRow>& rows,
                        const std::vector<std::string>& policies) {
-  std::printf("saturation: demand served (%% of memory slices); steady-L: acceptance %%\n");
+  std::printf(
+      "saturation: demand served (%% of memory slices); steady-L: acceptance %%; pending-L: pods "
+      "ever placed %%\n");
   std::printf("%-13s %-12s %-11s", "fleet", "workload", "protocol");
   for (const auto& p : policies) {
     std::printf(" %*s", std::max<int>(7, static_cast<int>(p.size())), p.c_str());
@@ -80,11 +84,16 @@ void PrintSummaryTable(const std::vector<SummaryRow>& rows,
     if (r.policy != policies.front()) continue;
     std::printf("%-13s %-12s %-11s", r.fleet.c_str(), r.workload.c_str(), r.protocol.c_str());
     for (const auto& p : policies) {
+      const int width = std::max<int>(7, static_cast<int>(p.size()));
       const SummaryRow* row = FindRow(rows, r.fleet, r.workload, r.protocol, p);
-      const double value = row == nullptr               ? 0.0
-                           : r.protocol == "saturation" ? row->served_slices.mean
-                                                        : row->acceptance.mean;
-      std::printf(" %*.1f", std::max<int>(7, static_cast<int>(p.size())), value);
+      if (row == nullptr) {
+        std::printf(" %*s", width, "-");
+        continue;
+      }
+      const double value = r.protocol == "saturation"           ? row->served_slices.mean
+                           : r.protocol.starts_with("pending-") ? row->ever_placed.mean
+                                                                : row->acceptance.mean;
+      std::printf(" %*.1f", width, value);
     }
     std::printf("\n");
   }
@@ -120,7 +129,8 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
 
   const std::vector<std::string> workload_names = {
       std::string(kWorkloadUniform), std::string(kWorkloadSmallHeavy),
-      std::string(kWorkloadLargeHeavy), std::string(kWorkloadOpenb)};
+      std::string(kWorkloadLargeHeavy), std::string(kWorkloadMemoryMix),
+      std::string(kWorkloadOpenb)};
   auto chosen = Select(o.workloads, workload_names, "--workload");
   if (!chosen.ok()) return Fail(chosen.error().message);
   std::vector<std::string> notes;
@@ -134,6 +144,7 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
     if (name == kWorkloadLargeHeavy) {
       options.workloads.push_back(MakeSyntheticWorkload(SyntheticMix::kLargeHeavy));
     }
+    if (name == kWorkloadMemoryMix) options.workloads.push_back(MakeMemoryMixWorkload());
     if (name != kWorkloadOpenb) continue;
     if (o.trace_csv.empty()) {
       if (!o.workloads.empty())
@@ -154,6 +165,7 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
   options.seeds = seeds.value();
   options.nodes_per_fleet = o.nodes_per_fleet;
   options.loads = o.loads;
+  options.pending_queue = !o.skip_pending;
   options.stop_after_rejections = o.stop_after_rejections;
   options.jobs = o.jobs;
 
@@ -206,8 +218,8 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
     char params[256];
     std::snprintf(
         params, sizeof(params),
-        "%d nodes per fleet, seeds %s, offered loads %s, saturation stops after %d "
-        "consecutive rejections.",
+        "%d nodes per fleet, seeds %s, offered loads %s (steady state%s), saturation stops after "
+        "%d consecutive rejections.",
         o.nodes_per_fleet, o.seeds.c_str(),
         [&] {
           std::string s;
@@ -215,7 +227,7 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
           return s;
         }()
             .c_str(),
-        o.stop_after_rejections);
+        o.skip_pending ? "" : " and pending queue", o.stop_after_rejections);
     report.notes = notes;
     report.notes.emplace_back(params);
     report.policies = columns;

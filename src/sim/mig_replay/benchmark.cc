@@ -38,8 +38,24 @@ struct Task {
 std::string Protocol::Name() const {
   if (!steady) return "saturation";
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "steady-%.2g", load);
+  std::snprintf(buf, sizeof(buf), "%s-%.2g", pending ? "pending" : "steady", load);
   return buf;
+}
+
+bool RunsOn(const FleetSpec& fleet, const Workload& workload, const mig::GpuModelCatalog& catalog) {
+  if (NamesMemory(workload)) return true;
+  uint32_t compute_slices = 0;
+  for (const auto& name : fleet.models) {
+    const mig::GpuModelSpec* spec = catalog.Find(name);
+    if (spec == nullptr) continue;  // BuildFleetNodes names it
+    if (compute_slices != 0 && spec->compute_slices != compute_slices) return false;
+    compute_slices = spec->compute_slices;
+  }
+  return true;
+}
+
+bool HasUpperBound(const Protocol& protocol, const MigCluster& cluster) {
+  return !protocol.pending && cluster.UniformSlices();
 }
 
 Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,
@@ -71,6 +87,10 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
   r.policy = policy;
   r.seed = seed;
   if (policy == kUpperBound) {  // computed from the arrivals, nothing placed
+    if (!HasUpperBound(protocol, cluster)) {
+      r.skipped = true;
+      return r;
+    }
     r.metrics = protocol.steady ? UpperBoundSteadyState(cluster, arrivals, warmup)
                                 : UpperBoundSaturation(cluster, arrivals);
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -86,8 +106,13 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     made = std::move(p.value());
     placer = std::make_unique<PolicyPlacer>(cluster, *made);
   }
-  r.metrics = protocol.steady ? RunSteadyState(*placer, arrivals, warmup)
-                              : RunSaturation(*placer, arrivals, options.stop_after_rejections);
+  if (protocol.pending) {
+    r.metrics = RunPendingQueue(*placer, arrivals, warmup);
+  } else if (protocol.steady) {
+    r.metrics = RunSteadyState(*placer, arrivals, warmup);
+  } else {
+    r.metrics = RunSaturation(*placer, arrivals, options.stop_after_rejections);
+  }
   r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
 }
@@ -105,7 +130,10 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
   }
   std::vector<Protocol> protocols;
   if (options.saturation) protocols.push_back(Protocol{false, 0});
-  for (double load : options.loads) protocols.push_back(Protocol{true, load});
+  for (double load : options.loads) protocols.push_back(Protocol{true, load, false});
+  if (options.pending_queue) {
+    for (double load : options.loads) protocols.push_back(Protocol{true, load, true});
+  }
   std::vector<std::string> policies = options.policies;
   policies.emplace_back(kReferencePooledSlices);
   policies.emplace_back(kUpperBound);
@@ -113,6 +141,7 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
   std::vector<Task> tasks;
   for (size_t f = 0; f < options.fleets.size(); ++f) {
     for (size_t w = 0; w < options.workloads.size(); ++w) {
+      if (!RunsOn(*FindFleet(options.fleets[f]), options.workloads[w], catalog)) continue;
       for (size_t p = 0; p < protocols.size(); ++p) {
         for (const auto& policy : policies) {
           for (uint64_t seed : options.seeds) tasks.push_back(Task{f, w, p, policy, seed});
@@ -139,6 +168,7 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
   out.reserve(tasks.size());
   for (auto& r : results) {
     if (!r->ok()) return r->error();
+    if (r->value().skipped) continue;
     out.push_back(std::move(r->value()));
   }
   return out;

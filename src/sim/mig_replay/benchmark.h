@@ -1,9 +1,9 @@
 #pragma once
 
-// The whole MIG benchmark: fleets x workloads x protocols (saturation, steady state at each
-// offered load) x policies (and the pooled-slices reference and the upper bound) x seeds. Every run
-// builds its own MigCluster and draws its arrivals from its seed alone, so results do not depend on
-// --jobs.
+// The whole MIG benchmark: fleets x workloads x protocols (saturation; steady state, and steady
+// state with a pending queue, at each offered load) x policies (and the pooled-slices reference
+// and, where it is defined, the upper bound) x seeds. Every run builds its own MigCluster and
+// draws its arrivals from its seed alone, so results do not depend on --jobs.
 
 #include <cstdint>
 #include <functional>
@@ -26,6 +26,7 @@ struct BenchmarkOptions {
   int nodes_per_fleet = 16;
   bool saturation = true;
   std::vector<double> loads = {0.6, 0.9, 1.2};  // steady state: offered load per cell
+  bool pending_queue = true;                    // also protocol (c) at each of `loads`
   double stream_factor = 1.5;       // protocol (a): requests worth 1.5x the cluster's slices
   int stop_after_rejections = 100;  // protocol (a): consecutive rejections that end a run
   double warmup_lifetimes = 3;      // protocol (b): arrivals in 3 mean lifetimes fill the cluster
@@ -33,12 +34,22 @@ struct BenchmarkOptions {
   int jobs = 1;
 };
 
-// One protocol of a cell: saturation (load 0) or steady state at an offered load.
+// One protocol of a cell: saturation (load 0), or steady state at an offered load, with refused
+// pods dropped (b) or kept waiting (c, `pending`).
 struct Protocol {
   bool steady = false;
   double load = 0;
-  std::string Name() const;  // "saturation", "steady-0.9"
+  bool pending = false;
+  std::string Name() const;  // "saturation", "steady-0.9", "pending-0.9"
 };
+
+// Whether the benchmark runs `workload` on `fleet`: a share of a GPU means the same on every
+// model only when all have the same compute slices; memory requests run anywhere.
+bool RunsOn(const FleetSpec& fleet, const Workload& workload, const mig::GpuModelCatalog& catalog);
+// Whether the upper bound is reported for a protocol on a fleet: not for the pending queue
+// (waiting pods are placed later, which the bound does not model) nor where served slices depend
+// on where a pod goes (MigCluster::UniformSlices).
+bool HasUpperBound(const Protocol& protocol, const MigCluster& cluster);
 
 struct RunRecord {
   std::string fleet;
@@ -46,6 +57,7 @@ struct RunRecord {
   std::string protocol;
   std::string policy;  // or kReferencePooledSlices, kUpperBound
   uint64_t seed = 0;
+  bool skipped = false;  // the upper bound where HasUpperBound is false: no metrics
   RunMetrics metrics;
   double wall_seconds = 0;
 };
@@ -53,7 +65,8 @@ struct RunRecord {
 // Called with (runs done, runs in all) from worker threads, one call at a time.
 using ProgressFn = std::function<void(int done, int total)>;
 
-// Runs every (fleet, workload, protocol, policy, seed); records come back in that order.
+// Runs every (fleet, workload, protocol, policy, seed) where the workload RunsOn the fleet;
+// records come back in that order, without the skipped bounds.
 Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
                                             const mig::GpuModelCatalog& catalog,
                                             const ProgressFn& progress = {});

@@ -11,13 +11,28 @@ MigCluster::MigCluster(const std::vector<model::Node>& nodes, const Workload& wo
   for (const auto& node : nodes) state_.UpsertNode(node);
   type_count_ = workload_.types.size();
   // ClusterState keeps nodes in a std::map: these pointers stay valid while it lives.
+  std::vector<int> first_sizes;  // intended sizes on the first GPU, per type
+  uint32_t first_slices = 0;
   for (const auto& node : nodes) {
     const state::NodeState* ns = state_.node(node.name);
+    node_index_.emplace(node.name, static_cast<int>(nodes_.size()));
     nodes_.push_back(ns);
     first_gpu_.push_back(gpu_count_);
     for (size_t d = 0; d < ns->devices.size(); ++d) {
       const mig::GpuMigModel& gpu = ns->mig_models[d];
-      for (const auto& type : workload_.types) intended_.push_back(IntendedProfile(gpu, type));
+      std::vector<int> sizes;
+      for (const auto& type : workload_.types) {
+        const int profile = IntendedProfile(gpu, type);
+        intended_.push_back(profile);
+        sizes.push_back(
+            profile < 0 ? -1 : static_cast<int>(gpu.profiles()[profile].placements.front().size));
+      }
+      if (gpu_count_ == 0) {
+        first_sizes = sizes;
+        first_slices = gpu.memory_slices();
+      }
+      uniform_slices_ =
+          uniform_slices_ && sizes == first_sizes && gpu.memory_slices() == first_slices;
       total_memory_slices_ += gpu.memory_slices();
       total_compute_slices_ += gpu.compute_slices();
       ++gpu_count_;
@@ -47,6 +62,24 @@ void MigCluster::Commit(const std::string& key, int node, const std::vector<Inst
     r.mig.push_back(std::move(m));
   }
   state_.AddPod(std::move(r));
+}
+
+int64_t MigCluster::ServedSlices(const std::string& key, int type) const {
+  const state::PodReservation* pod = state_.pod(key);
+  if (pod == nullptr) return 0;
+  const auto node = node_index_.find(pod->node);
+  if (node == node_index_.end()) return 0;
+  const state::NodeState& ns = *nodes_[node->second];
+  int64_t total = 0;
+  for (const codec::MigAllocation& m : pod->mig) {
+    for (size_t d = 0; d < ns.devices.size(); ++d) {
+      if (ns.devices[d].uuid != m.gpu_uuid) continue;
+      const int profile = Intended(node->second, static_cast<int>(d), type);
+      if (profile >= 0) total += ns.mig_models[d].profiles()[profile].placements.front().size;
+      break;
+    }
+  }
+  return total;
 }
 
 bool AnyPlacement(const mig::GpuMigModel& gpu, const mig::Layout& layout, int profile) {

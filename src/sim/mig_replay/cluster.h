@@ -4,6 +4,8 @@
 // so that the production scheduler and the baselines see, change and are measured on exactly
 // the same representation (NodeState::mig_models for the rules, usage[i].layout for occupancy).
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,12 @@ class MigCluster {
   // one codec::MigAllocation per instance, accounted with the profile's memory and cores).
   void Commit(const std::string& key, int node, const std::vector<InstancePick>& picks);
   void Release(const std::string& key) { state_.RemovePod(key); }
+  // Memory slices of the intended profiles of type `type` on the GPUs placed pod `key` holds, one
+  // per instance; 0 when it is not placed.
+  int64_t ServedSlices(const std::string& key, int type) const;
+  // Whether every GPU has the same memory slices and every request type the same intended size
+  // on each (served slices then do not depend on where a pod went).
+  bool UniformSlices() const { return uniform_slices_; }
 
   int gpu_count() const { return gpu_count_; }
   int64_t total_memory_slices() const { return total_memory_slices_; }
@@ -56,12 +64,14 @@ class MigCluster {
   state::ClusterState state_;
   Workload workload_;
   std::vector<const state::NodeState*> nodes_;
+  std::map<std::string, int, std::less<>> node_index_;  // node name -> index in nodes_
   std::vector<int> first_gpu_;  // per node: index of its first GPU in the flat GPU order
   size_t type_count_ = 0;
   std::vector<int> intended_;  // [gpu][type]
   int gpu_count_ = 0;
   int64_t total_memory_slices_ = 0;
   int64_t total_compute_slices_ = 0;
+  bool uniform_slices_ = true;
 };
 
 // Whether `profile` has a legal placement on top of `layout`.

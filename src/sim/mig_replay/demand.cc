@@ -11,7 +11,27 @@ uint32_t ComputeSlicesNeeded(const RequestType& type, uint32_t compute_slices) {
   return static_cast<uint32_t>(c < 1 ? 1 : c);
 }
 
+namespace {
+
+int IntendedByMemory(const mig::GpuMigModel& gpu, int32_t memory_mib) {
+  int best = -1;
+  for (int p = 0; p < static_cast<int>(gpu.profiles().size()); ++p) {
+    if (!gpu.Allowed(p)) continue;
+    const model::MigProfile& profile = gpu.profiles()[p];
+    if (profile.memory_mib < memory_mib) continue;
+    if (best < 0 ||
+        std::pair(profile.memory_mib, profile.slice_count) <
+            std::pair(gpu.profiles()[best].memory_mib, gpu.profiles()[best].slice_count)) {
+      best = p;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 int IntendedProfile(const mig::GpuMigModel& gpu, const RequestType& type) {
+  if (type.memory_mib > 0) return IntendedByMemory(gpu, type.memory_mib);
   const uint32_t needed = ComputeSlicesNeeded(type, gpu.compute_slices());
   int best = -1;
   for (int p = 0; p < static_cast<int>(gpu.profiles().size()); ++p) {
@@ -56,6 +76,36 @@ Workload MakeSyntheticWorkload(SyntheticMix mix) {
   }
   w.probabilities = std::move(p);
   return w;
+}
+
+Workload MakeMemoryMixWorkload() {
+  // The smallest profile of at least this memory: on A100-40GB 1g.5gb, 3g.20gb, 7g.40gb; on
+  // H100-80GB 1g.10gb, 2g.20gb, 3g.40gb; on RTX PRO 6000 1g.24gb, 1g.24gb, 2g.48gb.
+  struct Entry {
+    int32_t memory_mib;
+    int32_t count;
+    double probability;
+  };
+  static constexpr Entry kEntries[] = {{4000, 1, 0.45},  {4000, 2, 0.15},  {19000, 1, 0.15},
+                                       {19000, 2, 0.05}, {40000, 1, 0.15}, {40000, 2, 0.05}};
+  Workload w;
+  w.name = std::string(kWorkloadMemoryMix);
+  for (const Entry& e : kEntries) {
+    RequestType t;
+    t.memory_mib = e.memory_mib;
+    t.count = e.count;
+    t.label = std::to_string(e.memory_mib) + "MiB x" + std::to_string(e.count);
+    w.types.push_back(std::move(t));
+    w.probabilities.push_back(e.probability);
+  }
+  return w;
+}
+
+bool NamesMemory(const Workload& workload) {
+  for (const auto& t : workload.types) {
+    if (t.memory_mib <= 0) return false;
+  }
+  return !workload.types.empty();
 }
 
 Result<Workload> MakeOpenbWorkload(const std::vector<replay::TracePod>& pods) {

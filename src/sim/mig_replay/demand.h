@@ -1,9 +1,12 @@
 #pragma once
 
-// What the benchmark asks for (docs/mig-replay.md, "Workloads"). A request is a compute share
-// of one GPU, kept as a fraction so that one request means the same thing on every model of a
-// mixed fleet, and a count of instances. On a model with S compute slices it needs
-// c = ceil(share * S) slices and maps to the smallest profile with at least c.
+// What the benchmark asks for (docs/mig-replay.md, "Workloads"). A request is a count of
+// instances and either a compute share of one GPU or an amount of memory. A share is kept as a
+// fraction so that one request means the same thing on every model of a fleet of 7-slice GPUs:
+// on a model with S compute slices it needs c = ceil(share * S) slices and maps to the smallest
+// profile with at least c. A memory request (what users of nvidia.com/gpumem write) maps to the
+// smallest profile with at least that memory on every model, so it also spans fleets that mix
+// 7-slice and 4-slice GPUs (the RTX PRO 6000).
 
 #include <cstdint>
 #include <random>
@@ -20,15 +23,18 @@ namespace tessera::sim::mig_replay {
 struct RequestType {
   int32_t share_num = 1;  // compute share of one GPU: share_num / share_den, in (0, 1]
   int32_t share_den = 7;
-  int32_t count = 1;  // instances, on one node (a multi-GPU pod asks for whole GPUs)
-  std::string label;  // "3/7", "milli 300", "7/7 x4"
+  int32_t count = 1;       // instances, on one node (a multi-GPU pod asks for whole GPUs)
+  std::string label;       // "3/7", "milli 300", "7/7 x4", "19000MiB x2"
+  int32_t memory_mib = 0;  // > 0: the request names memory per instance and the share is unused
   bool operator==(const RequestType&) const = default;
 };
 
 // ceil(share * compute_slices), at least 1.
 uint32_t ComputeSlicesNeeded(const RequestType& type, uint32_t compute_slices);
-// The intended profile of `type` on a GPU: the allowed profile with the fewest compute slices
-// (then the least memory) that has at least ComputeSlicesNeeded; -1 when none.
+// The intended profile of `type` on a GPU: for a share, the allowed profile with the fewest
+// compute slices (then the least memory) that has at least ComputeSlicesNeeded; for memory, the
+// allowed profile with the least memory (then the fewest compute slices) that has at least
+// memory_mib, as the scheduler orders eligible profiles; -1 when none.
 int IntendedProfile(const mig::GpuMigModel& gpu, const RequestType& type);
 
 // The request types of a workload and how often each occurs.
@@ -43,9 +49,16 @@ inline constexpr std::string_view kWorkloadUniform = "uniform";
 inline constexpr std::string_view kWorkloadSmallHeavy = "small-heavy";
 inline constexpr std::string_view kWorkloadLargeHeavy = "large-heavy";
 inline constexpr std::string_view kWorkloadOpenb = "openb";
+inline constexpr std::string_view kWorkloadMemoryMix = "memory-mix";
 
 // Profile sizes 1g, 2g, 3g, 4g, 7g (shares 1/7 ... 7/7) with the mix's probabilities.
 Workload MakeSyntheticWorkload(SyntheticMix mix);
+// Memory requests of about 4 GB, 19 GB and 40 GB per instance, one or two instances, mostly
+// small (issue 12's mixed-fleet workload).
+Workload MakeMemoryMixWorkload();
+// Whether every request type names memory (such a workload runs on any fleet; a share-based one
+// only where all models have the same compute slices).
+bool NamesMemory(const Workload& workload);
 // The openb pod list mapped to MIG requests: a sharing pod (gpu_milli < 1000) asks for one
 // instance of share gpu_milli/1000; a whole-GPU pod for num_gpu instances of share 1; CPU-only
 // pods are dropped. Types are the distinct (share, count) pairs weighted by their pod counts.

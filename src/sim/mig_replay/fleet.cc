@@ -17,9 +17,9 @@ bool PlainProfileName(const std::string& name) {
 }  // namespace
 
 const std::vector<FleetSpec>& AllFleets() {
-  // The mixed fleet holds the models whose profiles are sevenths of a GPU. A 4-slice model (RTX
-  // PRO 6000) cannot join it: no single (gpumem-percentage, gpucores) request selects the
-  // intended profile on both kinds (docs/mig-replay.md, "The tessera policy").
+  // "mixed" holds the models whose profiles are sevenths of a GPU, so share-based requests
+  // mean the same on each. "mixed-rtx" adds the 4-slice RTX PRO 6000 to two 7-slice models, two
+  // GPUs per node: only requests that name memory map to a profile on every one of them.
   static const std::vector<FleetSpec> fleets = {
       {"a100-40gb", {"A100-40GB"}, 8},
       {"a100-80gb", {"A100-80GB"}, 8},
@@ -28,6 +28,7 @@ const std::vector<FleetSpec>& AllFleets() {
       {"b200-180gb", {"B200-180GB"}, 8},
       {"rtx-pro-6000", {"RTX-PRO-6000-Blackwell-96GB"}, 8},
       {"mixed", {"A100-40GB", "A100-80GB", "H100-SXM5-80GB", "H200-141GB", "B200-180GB"}, 8},
+      {"mixed-rtx", {"A100-40GB", "H100-SXM5-80GB", "RTX-PRO-6000-Blackwell-96GB"}, 2},
   };
   return fleets;
 }

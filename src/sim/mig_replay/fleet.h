@@ -1,7 +1,7 @@
 #pragma once
 
-// The GPU fleets of the MIG benchmark (docs/mig-replay.md): clusters of one GPU model, and a
-// mixed fleet. Nodes are built as the simulator's shorthand MIG nodes (sim/scenario.h), every GPU
+// The GPU fleets of the MIG benchmark (docs/mig-replay.md): clusters of one GPU model, and two
+// mixed fleets. Nodes are built as the simulator's shorthand MIG nodes (sim/scenario.h), every GPU
 // in MIG mode with the benchmark's profile set.
 
 #include <string>
@@ -15,7 +15,7 @@
 namespace tessera::sim::mig_replay {
 
 struct FleetSpec {
-  std::string name;                 // "a100-40gb", "mixed"
+  std::string name;                 // "a100-40gb", "mixed", "mixed-rtx"
   std::vector<std::string> models;  // catalog model ids; nodes cycle through them in this order
   int gpus_per_node = 8;
 };

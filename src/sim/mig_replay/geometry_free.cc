@@ -117,12 +117,13 @@ Snapshot GeometryFreePlacer::Measure() const {
   return s;
 }
 
-int64_t GeometryFreePlacer::ServedSlices(int type) const {
-  for (size_t g = 0; g < pools_.size(); ++g) {
-    const int need = Need(static_cast<int>(g), type);
-    if (need >= 0) return static_cast<int64_t>(need) * cluster_.workload().types[type].count;
-  }
-  return 0;
+int64_t GeometryFreePlacer::ServedSlices(const std::string& key, int /*type*/) const {
+  // A pool takes exactly the intended profile's slices, so what it holds is what it serves.
+  const auto it = held_.find(key);
+  if (it == held_.end()) return 0;
+  int64_t total = 0;
+  for (const Held& h : it->second) total += h.slices;
+  return total;
 }
 
 }  // namespace tessera::sim::mig_replay

@@ -26,7 +26,7 @@ class GeometryFreePlacer : public Placer {
   bool Place(const std::string& key, int type) override;
   void Release(const std::string& key) override;
   Snapshot Measure() const override;
-  int64_t ServedSlices(int type) const override;
+  int64_t ServedSlices(const std::string& key, int type) const override;
   int64_t TotalSlices() const override { return cluster_.total_memory_slices(); }
 
  private:

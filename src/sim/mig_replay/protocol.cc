@@ -1,5 +1,7 @@
 #include "sim/mig_replay/protocol.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -36,10 +38,7 @@ bool PolicyPlacer::Place(const std::string& key, int type) {
   return policy_.Place(cluster_, key, type);
 }
 
-int64_t PolicyPlacer::ServedSlices(int type) const { return IntendedServedSlices(cluster_, type); }
-
 int64_t IntendedServedSlices(const MigCluster& cluster, int type) {
-  // The mixed fleet holds only models with 8 memory slices and the same profile sizes.
   for (int n = 0; n < cluster.node_count(); ++n) {
     const int profile = cluster.Intended(n, 0, type);
     if (profile < 0) continue;
@@ -57,7 +56,7 @@ RunMetrics RunSaturation(Placer& placer, const std::vector<Arrival>& arrivals,
   for (size_t i = 0; i < arrivals.size(); ++i) {
     if (placer.Place(ArrivalKey(i), arrivals[i].type)) {
       ++m.accepted;
-      m.served_slices += placer.ServedSlices(arrivals[i].type);
+      m.served_slices += placer.ServedSlices(ArrivalKey(i), arrivals[i].type);
       consecutive = 0;
     } else if (stop_after_rejections > 0 && ++consecutive >= stop_after_rejections) {
       break;
@@ -79,8 +78,8 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
     const Arrival& a = arrivals[i];
     while (!departures.empty() && departures.top().first <= a.time) {
       const size_t leaving = departures.top().second;
+      resident_served -= placer.ServedSlices(ArrivalKey(leaving), arrivals[leaving].type);
       placer.Release(ArrivalKey(leaving));
-      resident_served -= placer.ServedSlices(arrivals[leaving].type);
       departures.pop();
     }
     const bool measured = i >= warmup;
@@ -91,10 +90,85 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
     }
     if (!placer.Place(ArrivalKey(i), a.type)) continue;
     departures.emplace(a.time + a.lifetime, i);
-    resident_served += placer.ServedSlices(a.type);
+    const int64_t served = placer.ServedSlices(ArrivalKey(i), a.type);
+    resident_served += served;
     if (measured) {
       ++m.accepted;
-      m.served_slices += placer.ServedSlices(a.type);
+      m.served_slices += served;
+    }
+  }
+  if (m.arrived > 0) {
+    m.snapshot = Scaled(sum, 1.0 / static_cast<double>(m.arrived));
+    m.served_ratio =
+        served_sum / static_cast<double>(m.arrived) / static_cast<double>(placer.TotalSlices());
+  }
+  return m;
+}
+
+RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals, size_t warmup,
+                           bool skip_failed_types) {
+  using Departure = std::pair<double, size_t>;  // (time, arrival index)
+  std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
+  std::vector<size_t> waiting;  // arrival indices, oldest first
+  RunMetrics m;
+  Snapshot sum;
+  int64_t resident_served = 0;
+  double served_sum = 0;
+  int type_count = 0;
+  for (const Arrival& a : arrivals) type_count = std::max(type_count, a.type + 1);
+  std::vector<uint8_t> failed(static_cast<size_t>(type_count), 0);
+
+  // Places arrival i at time `now`; false when it does not fit.
+  const auto place = [&](size_t i, double now) {
+    const Arrival& a = arrivals[i];
+    if (!placer.Place(ArrivalKey(i), a.type)) return false;
+    departures.emplace(now + a.lifetime, i);
+    const int64_t served = placer.ServedSlices(ArrivalKey(i), a.type);
+    resident_served += served;
+    if (i >= warmup) {
+      ++m.ever_placed;
+      m.wait_sum += now - a.time;
+      m.served_slices += served;
+    }
+    return true;
+  };
+  const auto retry_waiting = [&](double now) {
+    std::fill(failed.begin(), failed.end(), 0);
+    std::vector<size_t> still;
+    still.reserve(waiting.size());
+    for (const size_t i : waiting) {
+      const int type = arrivals[i].type;
+      if (skip_failed_types && failed[type] != 0) {
+        still.push_back(i);
+        continue;
+      }
+      if (!place(i, now)) {
+        failed[type] = 1;
+        still.push_back(i);
+      }
+    }
+    waiting.swap(still);
+  };
+
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    const Arrival& a = arrivals[i];
+    while (!departures.empty() && departures.top().first <= a.time) {
+      const auto [when, leaving] = departures.top();
+      departures.pop();
+      resident_served -= placer.ServedSlices(ArrivalKey(leaving), arrivals[leaving].type);
+      placer.Release(ArrivalKey(leaving));
+      if (!waiting.empty()) retry_waiting(when);
+    }
+    const bool measured = i >= warmup;
+    if (measured) {
+      Accumulate(sum, placer.Measure());
+      served_sum += static_cast<double>(resident_served);
+      ++m.arrived;
+    }
+    if (place(i, a.time)) {
+      if (measured) ++m.accepted;
+    } else {
+      waiting.push_back(i);
     }
   }
   if (m.arrived > 0) {

@@ -20,9 +20,10 @@ class Placer {
   virtual bool Place(const std::string& key, int type) = 0;
   virtual void Release(const std::string& key) = 0;
   virtual Snapshot Measure() const = 0;
-  // Memory slices of the intended profiles of an accepted pod of `type`, summed (the demand it
-  // serves, whatever profile a policy actually gave it).
-  virtual int64_t ServedSlices(int type) const = 0;
+  // Memory slices of the intended profiles of the accepted pod `key` (of `type`) on the GPUs it
+  // got, summed: the demand it serves, whatever profile a policy actually gave it. Asked while
+  // the pod is placed.
+  virtual int64_t ServedSlices(const std::string& key, int type) const = 0;
   virtual int64_t TotalSlices() const = 0;
 };
 
@@ -34,7 +35,9 @@ class PolicyPlacer : public Placer {
   bool Place(const std::string& key, int type) override;
   void Release(const std::string& key) override { cluster_.Release(key); }
   Snapshot Measure() const override { return probe_.Measure(); }
-  int64_t ServedSlices(int type) const override;
+  int64_t ServedSlices(const std::string& key, int type) const override {
+    return cluster_.ServedSlices(key, type);
+  }
   int64_t TotalSlices() const override { return cluster_.total_memory_slices(); }
 
  private:
@@ -52,6 +55,17 @@ struct RunMetrics {
   // saturation or averaged like `snapshot`: the demand served, where memory_slice_ratio also
   // counts what a policy allocated beyond the intended profile.
   double served_ratio = 0;
+  // Pending-queue protocol (c) only: of the `arrived` requests, those placed at some point of the
+  // run (on arrival or after waiting), and their summed wait from arrival to placement, in mean
+  // lifetimes.
+  int64_t ever_placed = 0;
+  double wait_sum = 0;
+  double mean_wait() const {
+    return ever_placed == 0 ? 0 : wait_sum / static_cast<double>(ever_placed);
+  }
+  double ever_placed_ratio() const {
+    return arrived == 0 ? 0 : static_cast<double>(ever_placed) / static_cast<double>(arrived);
+  }
   double acceptance() const {
     return arrived == 0 ? 0 : static_cast<double>(accepted) / static_cast<double>(arrived);
   }
@@ -70,13 +84,27 @@ RunMetrics RunSaturation(Placer& placer, const std::vector<Arrival>& arrivals,
 // the rest.
 RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, size_t warmup);
 
+// Protocol (c), steady state with a pending queue: the arrivals of (b), but a request that does
+// not fit waits. After every departure the waiting requests are tried again, oldest first, as
+// kube-scheduler requeues unschedulable pods on a cluster event (what `tessera simulate` does);
+// a new arrival is tried at once. A request placed after waiting leaves a lifetime after its
+// placement. The run ends at the last arrival. Over the arrivals after `warmup`: `accepted` are
+// those placed on arrival, `ever_placed` those placed by the end, with their waits; the snapshot
+// and served ratio are averaged as in (b).
+// With `skip_failed_types`, once a waiting request of a type fails in a retry round the later
+// ones of that type are not tried in that round: the round only adds pods, so they would fail
+// too under a policy whose refusals are monotone in occupancy (checked against the full retry
+// in tests, for every policy); it keeps a long queue from costing a full pass per departure.
+RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals, size_t warmup,
+                           bool skip_failed_types = true);
+
 // Average fraction of a GPU's memory slices one request of the workload occupies on `cluster`
 // (intended profiles, times the count), over its GPUs: sizes the streams and the offered load.
 double ExpectedGpuShare(const MigCluster& cluster);
 
-// Memory slices of the intended profiles of one accepted request of `type`, summed: the demand
-// it serves, whatever profile a policy actually gives it (the intended profile on the first GPU
-// of the fleet that has one: identical on every model with 8 memory slices).
+// Memory slices of the intended profiles of one accepted request of `type`, summed, on the first
+// GPU of the fleet that has one: what ServedSlices gives on a fleet whose models all have the same
+// memory slices and profile sizes (every fleet but mixed-rtx; see UniformSlices).
 int64_t IntendedServedSlices(const MigCluster& cluster, int type);
 
 // The pod key of the i-th arrival.

@@ -50,7 +50,7 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
     groups[it->second].push_back(&r);
   }
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<double> acc, served, mem, comp, gpus, stranded, frag;
+    std::vector<double> acc, served, mem, comp, gpus, stranded, frag, ever, wait;
     double wall = 0;
     for (const RunRecord* r : groups[i]) {
       const Snapshot& s = r->metrics.snapshot;
@@ -61,6 +61,8 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
       gpus.push_back(100 * s.gpus_in_use_ratio);
       stranded.push_back(100 * s.stranded_ratio);
       frag.push_back(100 * s.fragmentation_ratio);
+      ever.push_back(100 * r->metrics.ever_placed_ratio());
+      wait.push_back(r->metrics.mean_wait());
       wall += r->wall_seconds;
     }
     SummaryRow& row = rows[i];
@@ -72,6 +74,8 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
     row.gpus_in_use = StatsOf(gpus);
     row.stranded = StatsOf(stranded);
     row.fragmentation = StatsOf(frag);
+    row.ever_placed = StatsOf(ever);
+    row.wait = StatsOf(wait);
     row.wall_seconds = wall / static_cast<double>(groups[i].size());
   }
   return rows;
@@ -79,17 +83,18 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
 
 std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
   std::string out = "fleet,workload,protocol,policy,n_seeds";
-  for (const char* m :
-       {"acceptance_pct", "served_slices_pct", "memory_slices_pct", "compute_slices_pct",
-        "gpus_in_use_pct", "stranded_slices_pct", "fragmentation_pct"}) {
+  for (const char* m : {"acceptance_pct", "served_slices_pct", "memory_slices_pct",
+                        "compute_slices_pct", "gpus_in_use_pct", "stranded_slices_pct",
+                        "fragmentation_pct", "ever_placed_pct", "wait_lifetimes"}) {
     out += std::string(",") + m + "_mean," + m + "_std";
   }
   out += "\n";
   for (const SummaryRow& r : rows) {
     out += r.fleet + "," + r.workload + "," + r.protocol + "," + r.policy + "," +
            std::to_string(r.n_seeds);
-    for (const MeanStd* m : {&r.acceptance, &r.served_slices, &r.memory_slices, &r.compute_slices,
-                             &r.gpus_in_use, &r.stranded, &r.fragmentation}) {
+    for (const MeanStd* m :
+         {&r.acceptance, &r.served_slices, &r.memory_slices, &r.compute_slices, &r.gpus_in_use,
+          &r.stranded, &r.fragmentation, &r.ever_placed, &r.wait}) {
       out += "," + Fixed(m->mean) + "," + Fixed(m->std);
     }
     out += "\n";
@@ -101,7 +106,7 @@ std::string RunsCsv(const std::vector<RunRecord>& records) {
   std::string out =
       "fleet,workload,protocol,policy,seed,arrived,accepted,served_slices,acceptance_pct,"
       "served_slices_pct,memory_slices_pct,compute_slices_pct,gpus_in_use_pct,stranded_slices_pct,"
-      "fragmentation_pct,wall_seconds\n";
+      "fragmentation_pct,ever_placed,ever_placed_pct,wait_lifetimes,wall_seconds\n";
   for (const RunRecord& r : records) {
     const Snapshot& s = r.metrics.snapshot;
     out += r.fleet + "," + r.workload + "," + r.protocol + "," + r.policy + "," +
@@ -110,7 +115,9 @@ std::string RunsCsv(const std::vector<RunRecord>& records) {
            "," + Fixed(100 * r.metrics.acceptance()) + "," + Fixed(100 * r.metrics.served_ratio) +
            "," + Fixed(100 * s.memory_slice_ratio) + "," + Fixed(100 * s.compute_slice_ratio) +
            "," + Fixed(100 * s.gpus_in_use_ratio) + "," + Fixed(100 * s.stranded_ratio) + "," +
-           Fixed(100 * s.fragmentation_ratio) + "," + Fixed(r.wall_seconds) + "\n";
+           Fixed(100 * s.fragmentation_ratio) + "," + std::to_string(r.metrics.ever_placed) + "," +
+           Fixed(100 * r.metrics.ever_placed_ratio()) + "," + Fixed(r.metrics.mean_wait()) + "," +
+           Fixed(r.wall_seconds) + "\n";
   }
   return out;
 }

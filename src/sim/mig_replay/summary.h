@@ -29,6 +29,10 @@ struct SummaryRow {
   MeanStd gpus_in_use;
   MeanStd stranded;
   MeanStd fragmentation;
+  // Pending-queue protocol only (0 elsewhere): requests ever placed, % of arrivals, and their mean
+  // wait from arrival to placement, in mean lifetimes.
+  MeanStd ever_placed;
+  MeanStd wait;
   double wall_seconds = 0;  // mean per run (not written to summary.csv: it varies)
 };
 

@@ -38,7 +38,11 @@ class TesseraMigPolicy : public MigPolicy {
     model::Container c;
     c.name = "main";
     c.limits["nvidia.com/gpu"] = std::to_string(cluster.workload().types[type].count);
-    c.limits["nvidia.com/gpumem-percentage"] = std::to_string(r.mem_percent);
+    if (r.mem_mib > 0) {
+      c.limits["nvidia.com/gpumem"] = std::to_string(r.mem_mib);
+    } else {
+      c.limits["nvidia.com/gpumem-percentage"] = std::to_string(r.mem_percent);
+    }
     if (r.cores > 0) c.limits["nvidia.com/gpucores"] = std::to_string(r.cores);
     pod.containers.push_back(std::move(c));
     // Schedule reserves the decision in the state it holds: cluster_.state().

@@ -4,7 +4,9 @@ namespace tessera::sim::mig_replay {
 
 int SmallestEligibleProfile(const mig::GpuMigModel& gpu, const TesseraMigRequest& request) {
   // sched/fit.cc MemoryRequest: a percentage of a MIG GPU is of its largest allowed profile.
-  const int64_t mem = static_cast<int64_t>(gpu.LargestProfileMemory()) * request.mem_percent / 100;
+  const int64_t mem = request.mem_mib > 0 ? request.mem_mib
+                                          : static_cast<int64_t>(gpu.LargestProfileMemory()) *
+                                                request.mem_percent / 100;
   const std::vector<int> eligible =
       gpu.EligibleProfiles(mig::InstanceDemand{static_cast<int32_t>(mem), request.cores});
   return eligible.empty() ? -1 : eligible.front();
@@ -15,14 +17,23 @@ Result<TesseraMigRequest> ResolveTesseraRequest(const std::vector<const mig::Gpu
   std::vector<int> intended;
   intended.reserve(gpus.size());
   for (const mig::GpuMigModel* gpu : gpus) intended.push_back(IntendedProfile(*gpu, type));
+  const auto selects_intended = [&](const TesseraMigRequest& request) {
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      if (SmallestEligibleProfile(*gpus[i], request) != intended[i]) return false;
+    }
+    return true;
+  };
+  if (type.memory_mib > 0) {
+    const TesseraMigRequest request{0, 0, type.memory_mib};
+    if (selects_intended(request)) return request;
+    return Error{"request " + type.label + ": nvidia.com/gpumem " +
+                 std::to_string(type.memory_mib) +
+                 " does not select its intended profile on every GPU model of the fleet"};
+  }
   for (int32_t mem_percent = 1; mem_percent <= 100; ++mem_percent) {
     for (int32_t cores = 0; cores <= 100; ++cores) {
-      const TesseraMigRequest request{mem_percent, cores};
-      bool all = true;
-      for (size_t i = 0; i < gpus.size() && all; ++i) {
-        all = SmallestEligibleProfile(*gpus[i], request) == intended[i];
-      }
-      if (all) return request;
+      const TesseraMigRequest request{mem_percent, cores, 0};
+      if (selects_intended(request)) return request;
     }
   }
   return Error{"request " + type.label + " (" + std::to_string(type.share_num) + "/" +

@@ -13,6 +13,7 @@ namespace tessera::sim::mig_replay {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 BenchmarkOptions SmallBenchmark() {
   BenchmarkOptions o;
@@ -36,8 +37,11 @@ TEST(MigBenchmark, SameSeedsGiveTheSameCsvWhateverTheJobs) {
   const std::string csv = SummaryCsv(Summarize(one.value()));
   EXPECT_EQ(csv, SummaryCsv(Summarize(again.value())));
   EXPECT_EQ(csv, SummaryCsv(Summarize(two.value())));
-  // 2 fleets x 1 workload x 2 protocols x (7 policies + reference + bound) x 2 seeds.
-  EXPECT_EQ(one->size(), 2u * 2 * 9 * 2);
+  // 2 fleets x 1 workload x 2 seeds x (saturation and steady-0.9 with 7 policies, the reference
+  // and the bound; pending-0.9 without the bound).
+  EXPECT_EQ(one->size(), 2u * 2 * (9 + 9 + 8));
+  EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,pending-0.9,tessera,2,"));
+  EXPECT_THAT(csv, Not(HasSubstr("pending-0.9,upper-bound")));
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,steady-0.9,tessera,2,"));
   EXPECT_THAT(csv, HasSubstr("mixed,small-heavy,saturation,reference-pooled-slices,2,"));
   EXPECT_THAT(csv, HasSubstr("mixed,small-heavy,saturation,upper-bound,2,"));

@@ -90,5 +90,30 @@ TEST(MigDemand, SamplingIsSeeded) {
   }
 }
 
+// A memory request maps to the smallest profile with that memory on each model, so one request
+// spans 7-slice and 4-slice GPUs (the mixed-rtx fleet).
+TEST(MigDemand, MemoryRequestsMapToTheSmallestProfileWithThatMemory) {
+  const Workload w = MakeMemoryMixWorkload();
+  ASSERT_TRUE(NamesMemory(w));
+  EXPECT_FALSE(NamesMemory(MakeSyntheticWorkload(SyntheticMix::kUniform)));
+  std::vector<std::string> a100, h100, rtx;
+  for (const RequestType& t : w.types) {
+    a100.push_back(IntendedName("A100-40GB", t));
+    h100.push_back(IntendedName("H100-SXM5-80GB", t));
+    rtx.push_back(IntendedName("RTX-PRO-6000-Blackwell-96GB", t));
+  }
+  EXPECT_THAT(
+      a100, ::testing::ElementsAre("1g.5gb", "1g.5gb", "3g.20gb", "3g.20gb", "7g.40gb", "7g.40gb"));
+  EXPECT_THAT(h100, ::testing::ElementsAre("1g.10gb", "1g.10gb", "2g.20gb", "2g.20gb", "3g.40gb",
+                                           "3g.40gb"));
+  EXPECT_THAT(rtx, ::testing::ElementsAre("1g.24gb", "1g.24gb", "1g.24gb", "1g.24gb", "2g.48gb",
+                                          "2g.48gb"));
+  double sum = 0;
+  for (double p : w.probabilities) sum += p;
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  // More than 40 GB fits no A100-40GB profile.
+  EXPECT_EQ(IntendedName("A100-40GB", RequestType{1, 1, 1, "big", 41000}), "none");
+}
+
 }  // namespace
 }  // namespace tessera::sim::mig_replay

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/mig_replay/benchmark.h"
 #include "sim/mig_replay/policy.h"
 #include "test_fleet.h"
 
@@ -33,9 +34,15 @@ std::vector<RequestType> OpenbLikeTypes() {
 }
 
 TEST(TesseraMigRequest, SelectsTheIntendedProfileOnEveryModelOfEveryFleet) {
-  Workload w = MakeSyntheticWorkload(SyntheticMix::kUniform);
-  for (const auto& t : OpenbLikeTypes()) w.types.push_back(t);
+  Workload shares = MakeSyntheticWorkload(SyntheticMix::kUniform);
+  for (const auto& t : OpenbLikeTypes()) shares.types.push_back(t);
+  const Workload memory = MakeMemoryMixWorkload();
   for (const FleetSpec& spec : AllFleets()) {
+    // Shares only where the benchmark runs them (one compute-slice count); memory everywhere.
+    Workload w = memory;
+    if (RunsOn(spec, shares, testing::Catalog())) {
+      w.types.insert(w.types.end(), shares.types.begin(), shares.types.end());
+    }
     std::vector<std::unique_ptr<MigCluster>> keep;
     const auto gpus = FleetGpus(spec, keep, w);
     for (const RequestType& type : w.types) {
