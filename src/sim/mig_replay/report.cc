@@ -198,6 +198,10 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
   const auto fleets = Distinct(input.rows, &SummaryRow::fleet);
   const auto workloads = Distinct(input.rows, &SummaryRow::workload);
   const auto protocols = Distinct(input.rows, &SummaryRow::protocol);
+  std::vector<std::string> pending;  // the pending-queue protocols
+  for (const auto& pr : protocols) {
+    if (pr.starts_with("pending-")) pending.push_back(pr);
+  }
   std::ostringstream html;
   html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(input.title)
        << "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
@@ -221,7 +225,19 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
                            (steady ? ": demand served, % of memory slices (time average)"
                                    : ": demand served at saturation, % of memory slices"),
                        input.rows, w, pr, fleets, input.policies, &SummaryRow::served_slices);
+      if (pr.starts_with("pending-")) {
+        html << BarChart(w + ", " + pr + ": pods ever placed, % of arrivals", input.rows, w, pr,
+                         fleets, input.policies, &SummaryRow::ever_placed);
+      }
     }
+  }
+  if (!pending.empty()) {
+    html << "<h2>Pods ever placed, pending queue (% of arrivals)</h2>\n"
+         << Table(input.rows, fleets, workloads, pending, input.policies,
+                  &SummaryRow::ever_placed, true);
+    html << "<h2>Mean wait from arrival to placement, pending queue (mean lifetimes)</h2>\n"
+         << Table(input.rows, fleets, workloads, pending, input.policies, &SummaryRow::wait,
+                  false);
   }
   html << "<h2>Acceptance rate (%)</h2>\n"
        << Table(input.rows, fleets, workloads, protocols, input.policies, &SummaryRow::acceptance,

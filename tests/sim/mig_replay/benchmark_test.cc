@@ -81,6 +81,8 @@ TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
   const std::string html = RenderMigHtmlReport(input);
   EXPECT_THAT(html, HasSubstr("<svg"));
   for (const auto& p : input.policies) EXPECT_THAT(html, HasSubstr(p));
+  EXPECT_THAT(html, HasSubstr("Pods ever placed, pending queue"));
+  EXPECT_THAT(html, HasSubstr("small-heavy, pending-0.9: pods ever placed"));
 }
 
 TEST(MigBenchmark, UnknownFleetIsAnError) {
