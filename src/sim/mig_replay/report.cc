@@ -233,11 +233,10 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
   }
   if (!pending.empty()) {
     html << "<h2>Pods ever placed, pending queue (% of arrivals)</h2>\n"
-         << Table(input.rows, fleets, workloads, pending, input.policies,
-                  &SummaryRow::ever_placed, true);
+         << Table(input.rows, fleets, workloads, pending, input.policies, &SummaryRow::ever_placed,
+                  true);
     html << "<h2>Mean wait from arrival to placement, pending queue (mean lifetimes)</h2>\n"
-         << Table(input.rows, fleets, workloads, pending, input.policies, &SummaryRow::wait,
-                  false);
+         << Table(input.rows, fleets, workloads, pending, input.policies, &SummaryRow::wait, false);
   }
   html << "<h2>Acceptance rate (%)</h2>\n"
        << Table(input.rows, fleets, workloads, protocols, input.policies, &SummaryRow::acceptance,
