@@ -37,6 +37,10 @@ GpuMigModel::GpuMigModel(const model::GpuDevice& device,
     placements_high_first_.push_back(std::move(high_first));
     media_.push_back(p.media());
     max_count_.push_back(p.EffectiveMaxCount());
+    std::vector<uint32_t> masks;
+    masks.reserve(p.placements.size());
+    for (const auto& pl : p.placements) masks.push_back(PlacementMask(pl));
+    placement_masks_.push_back(std::move(masks));
     for (const auto& pl : p.placements) memory_slices_ = std::max(memory_slices_, pl.end());
     compute_slices_ = std::max(compute_slices_, p.slice_count);
   }
@@ -204,7 +208,7 @@ void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profil
   // Room counts each profile on its own, so two layouts can keep the same room while one has a
   // free slice nothing in the mix can cover (an A100-40GB 1g at slice 6 leaves slice 7 to the
   // 3g at 4-7 it just blocked): that memory is lost until an instance leaves.
-  if (n > 0) value -= slice_gib_ * StrandedSlices(layout, profile_weights);
+  if (n > 0) value -= slice_gib_ * StrandedGiven(layout, profile_weights, room);
   int32_t best = 0;
   for (size_t p = 0; p < profiles_.size(); ++p) {
     if (allowed_[p] && room[p] > 0) best = std::max(best, profiles_[p].memory_mib);
@@ -223,12 +227,20 @@ double GpuMigModel::Placeability(const Layout& layout,
 
 uint32_t GpuMigModel::StrandedSlices(const Layout& layout,
                                      const std::vector<double>& profile_weights) const {
+  return StrandedGiven(layout, profile_weights, Room(layout));
+}
+
+uint32_t GpuMigModel::StrandedGiven(const Layout& layout,
+                                    const std::vector<double>& profile_weights,
+                                    const ProfileRoom& room) const {
+  // A profile with room passes its count and media rules (they do not depend on the placement),
+  // so its legal placements are exactly those clear of the occupied slices.
   uint32_t usable = 0;
   const size_t n = std::min(profile_weights.size(), profiles_.size());
   for (size_t p = 0; p < n; ++p) {
-    if (!(profile_weights[p] > 0) || !allowed_[p]) continue;
-    for (const auto& placement : profiles_[p].placements) {
-      if (CanPlace(layout, static_cast<int>(p), placement)) usable |= PlacementMask(placement);
+    if (!(profile_weights[p] > 0) || !allowed_[p] || room[p] == 0) continue;
+    for (const uint32_t mask : placement_masks_[p]) {
+      if ((layout.occupied & mask) == 0) usable |= mask;
     }
   }
   const uint32_t all = memory_slices_ >= 32 ? ~0U : (1U << memory_slices_) - 1;

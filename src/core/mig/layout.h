@@ -138,12 +138,16 @@ class GpuMigModel {
                                                          const std::vector<InstanceDemand>& demands,
                                                          const ArrangeGoal* goal,
                                                          ArrangeScore* score) const;
+  // StrandedSlices with the layout's room already looked up.
+  uint32_t StrandedGiven(const Layout& layout, const std::vector<double>& profile_weights,
+                         const ProfileRoom& room) const;
 
   std::vector<model::MigProfile> profiles_;
   std::vector<bool> allowed_;
   std::vector<std::vector<model::Placement>> placements_high_first_;  // per profile
-  std::vector<model::MediaEngines> media_;  // per profile, parsed once from the name
-  std::vector<int32_t> max_count_;          // per profile
+  std::vector<model::MediaEngines> media_;              // per profile, parsed once from the name
+  std::vector<int32_t> max_count_;                      // per profile
+  std::vector<std::vector<uint32_t>> placement_masks_;  // per profile, per placement
   uint32_t memory_slices_ = 0;
   uint32_t compute_slices_ = 0;
   double slice_gib_ = 0;
