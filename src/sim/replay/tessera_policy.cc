@@ -90,7 +90,10 @@ class TesseraPolicy : public Policy {
           d.count = 1000;  // the trace has no task limit per GPU
           d.total_mem_mib = kMibPerGpu;
           d.total_cores = 100;
-          d.type = cluster.model_names()[cluster.ModelId(i)];
+          // HAMi's NVIDIA backend takes only register entries whose type names NVIDIA; the
+          // trace's models ("T4", "V100M16") do not, and a pod's gpu_spec still matches them
+          // (nvidia.com/use-gputype matches a part of the type).
+          d.type = "NVIDIA-" + cluster.model_names()[cluster.ModelId(i)];
           d.mode = "hami-core";
           d.healthy = true;
           gpus.push_back(std::move(d));

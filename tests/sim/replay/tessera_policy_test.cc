@@ -1,0 +1,91 @@
+#include "sim/replay/tessera_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/replay/runner.h"
+
+namespace tessera::sim::replay {
+namespace {
+
+// Trace models as the openb node list names them: none of them says "NVIDIA".
+std::vector<TraceNode> TraceModelNodes() {
+  std::vector<TraceNode> nodes;
+  const char* models[] = {"T4", "P100", "V100M16", "G2"};
+  for (int i = 0; i < 24; ++i) {
+    const int gpus = i % 2 == 0 ? 8 : 2;
+    nodes.push_back({"node-" + std::to_string(i), gpus * 12000, gpus * 65536, gpus, models[i % 4]});
+  }
+  return nodes;
+}
+
+std::vector<TracePod> EveryKindOfPod() {
+  std::mt19937_64 rng(11);
+  std::vector<TracePod> pods;
+  for (int i = 0; i < 100; ++i) {
+    TracePod pod;
+    pod.name = "pod-" + std::to_string(i);
+    pod.cpu_milli = 1000 + 1000 * static_cast<int64_t>(rng() % 6);
+    pod.memory_mib = 2048;
+    switch (i % 4) {
+      case 0:
+        break;  // CPU-only
+      case 1:
+        pod.num_gpu = 1;
+        pod.gpu_milli = 250 + 250 * static_cast<int64_t>(rng() % 3);
+        break;
+      case 2:
+        pod.num_gpu = 1;
+        pod.gpu_milli = 1000;
+        pod.gpu_spec = {rng() % 2 == 0 ? "T4" : "V100M16"};
+        break;
+      default:
+        pod.num_gpu = 2;
+        pod.gpu_milli = 1000;
+    }
+    pods.push_back(pod);
+  }
+  return pods;
+}
+
+TEST(TesseraReplayPolicy, PlacesPodsOfEveryKindOnTraceModels) {
+  // The cluster has room for every pod: at tune 0 (no inflation) nothing may fail.
+  PolicyFactories extra;
+  extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
+  auto runs = RunReplay(TraceModelNodes(), EveryKindOfPod(), "tessera", {1}, 0, 1, &extra);
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  const SeedResult& run = runs->front();
+  EXPECT_EQ(run.scheduled, run.pods);
+  for (int64_t failed : run.failed_by_kind) EXPECT_EQ(failed, 0);
+}
+
+TEST(TesseraReplayPolicy, HonoursTheModelAPodAccepts) {
+  // Three one-GPU V100M16 pods on a cluster with two V100M16 GPUs: one must fail, although
+  // T4 GPUs are free.
+  const std::vector<TraceNode> nodes = {{"a", 64000, 262144, 2, "T4"},
+                                        {"b", 64000, 262144, 2, "V100M16"}};
+  std::vector<TracePod> pods;
+  for (int i = 0; i < 3; ++i) {
+    TracePod pod;
+    pod.name = "p" + std::to_string(i);
+    pod.cpu_milli = 1000;
+    pod.memory_mib = 1024;
+    pod.num_gpu = 1;
+    pod.gpu_milli = 1000;
+    pod.gpu_spec = {"V100M16"};
+    pods.push_back(pod);
+  }
+  PolicyFactories extra;
+  extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
+  auto runs = RunReplay(nodes, pods, "tessera", {1}, 0, 1, &extra);
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  EXPECT_EQ(runs->front().scheduled, 2);
+  EXPECT_EQ(runs->front().failed_by_kind[static_cast<int>(PodKind::kOneGpu)], 1);
+}
+
+}  // namespace
+}  // namespace tessera::sim::replay
