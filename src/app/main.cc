@@ -130,8 +130,12 @@ int main(int argc, char** argv) {
                    "Run the MIG placement benchmark instead (--nodes and --pods not needed)");
   auto* nodes_option = replay->add_option("--nodes", replay_options.nodes_csv,
                                           "Node list CSV (required without --mig)");
-  auto* pods_option = replay->add_option("--pods", replay_options.pods_csv,
-                                         "Pod list CSV (required without --mig)");
+  auto* pods_option =
+      replay
+          ->add_option("--pods", replay_options.pods_csv,
+                       "Pod list CSVs, or a folder for every *pod_list*.csv in it (required "
+                       "without --mig)")
+          ->delimiter(',');
   auto* policy_option =
       replay
           ->add_option(
@@ -173,6 +177,8 @@ int main(int argc, char** argv) {
                    "--mig: skip the steady state with a pending queue (pending-L protocols)");
   replay->add_option("--reference", replay_options.reference_csv,
                      "Published summary CSV to compare with (fgd_expected_summary.csv)");
+  replay->add_flag("--no-bound", replay_options.skip_bound,
+                   "Skip the LP upper bound on the allocation at 130% (docs/replay.md)");
   replay->add_option("--tie-break", replay_options.tie_break, "first (the paper) or uniform")
       ->check(CLI::IsMember({"first", "uniform"}));
 

@@ -10,7 +10,8 @@ namespace tessera::app {
 
 struct ReplayOptions {
   std::string nodes_csv;
-  std::string pods_csv;
+  // Pod list CSVs; a directory stands for every *pod_list*.csv in it.
+  std::vector<std::string> pods_csv;
   std::vector<std::string> policies;
   std::string seeds = "42-51";
   double tune = 1.3;
@@ -18,6 +19,7 @@ struct ReplayOptions {
   int jobs = 1;
   std::string reference_csv;  // published summary to compare with; optional
   std::string tie_break = "first";
+  bool skip_bound = false;  // --no-bound: skip the LP upper bound
 };
 
 // "42-51", "1,2,3" or a mix; errors name --seeds.

@@ -24,32 +24,6 @@ const std::vector<double>& SeriesOf(const SeedResult& run, std::string_view metr
   return run.series.gpu_alloc_pct;
 }
 
-struct MeanStd {
-  double mean = std::numeric_limits<double>::quiet_NaN();
-  double std = 0;
-  int n = 0;
-};
-
-MeanStd Stats(const std::vector<double>& values) {
-  MeanStd out;
-  double sum = 0;
-  for (double v : values) {
-    if (std::isnan(v)) continue;
-    sum += v;
-    ++out.n;
-  }
-  if (out.n == 0) return out;
-  out.mean = sum / out.n;
-  if (out.n > 1) {
-    double squares = 0;
-    for (double v : values) {
-      if (!std::isnan(v)) squares += (v - out.mean) * (v - out.mean);
-    }
-    out.std = std::sqrt(squares / (out.n - 1));
-  }
-  return out;
-}
-
 MeanStd StatsAt(const std::vector<SeedResult>& runs, std::string_view metric, int pct) {
   std::vector<double> values;
   for (const SeedResult& run : runs) {
@@ -58,7 +32,7 @@ MeanStd StatsAt(const std::vector<SeedResult>& runs, std::string_view metric, in
                          ? series[pct]
                          : std::numeric_limits<double>::quiet_NaN());
   }
-  return Stats(values);
+  return SampleMeanStd(values);
 }
 
 std::string Fixed(double value, int decimals) {
@@ -210,6 +184,26 @@ std::string PublishedPolicyLabel(std::string_view policy) {
       {"fgd", "06-FGD"}};
   auto it = labels.find(policy);
   return std::string(it == labels.end() ? policy : it->second);
+}
+
+MeanStd SampleMeanStd(const std::vector<double>& values) {
+  MeanStd out;
+  double sum = 0;
+  for (double v : values) {
+    if (std::isnan(v)) continue;
+    sum += v;
+    ++out.n;
+  }
+  if (out.n == 0) return out;
+  out.mean = sum / out.n;
+  if (out.n > 1) {
+    double squares = 0;
+    for (double v : values) {
+      if (!std::isnan(v)) squares += (v - out.mean) * (v - out.mean);
+    }
+    out.std = std::sqrt(squares / (out.n - 1));
+  }
+  return out;
 }
 
 std::string WorkloadName(std::string_view pod_csv_path) {

@@ -1,7 +1,9 @@
 #include "sim/replay/trace.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -296,6 +298,31 @@ Result<std::vector<TracePod>> LoadTracePods(const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return text.error();
   return ParseTracePods(*text, path);
+}
+
+Result<std::vector<std::string>> ExpandPodLists(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_regular_file() && name.find("pod_list") != std::string::npos &&
+          name.size() > 4 && name.compare(name.size() - 4, 4, ".csv") == 0) {
+        found.push_back(entry.path().string());
+      }
+    }
+    if (ec) return Error{"--pods " + path + ": " + ec.message()};
+    if (found.empty()) return Error{"--pods " + path + ": no *pod_list*.csv in this folder"};
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  if (out.empty()) return Error{"--pods: no pod list given"};
+  return out;
 }
 
 }  // namespace tessera::sim::replay

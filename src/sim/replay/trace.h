@@ -52,4 +52,8 @@ Result<std::vector<TraceNode>> ParseTraceNodes(std::string_view text, std::strin
 Result<std::vector<TracePod>> LoadTracePods(const std::string& path);
 Result<std::vector<TracePod>> ParseTracePods(std::string_view text, std::string_view source);
 
+// Pod list paths with every folder among them replaced by its *pod_list*.csv files, sorted.
+// Errors name the folder: unreadable, or holding no pod list.
+Result<std::vector<std::string>> ExpandPodLists(const std::vector<std::string>& paths);
+
 }  // namespace tessera::sim::replay
