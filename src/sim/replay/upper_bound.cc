@@ -241,6 +241,7 @@ Result<AllocationBound> AllocationUpperBound(const std::vector<TraceNode>& nodes
   glp_set_obj_dir(lp.get(), GLP_MAX);
   // The per-GPU requests, largest first, and the ways to fill one GPU with them.
   std::vector<int64_t> sizes;
+  sizes.reserve(types.size());
   for (const PodType& p : types) sizes.push_back(p.gpu_milli);
   std::sort(sizes.begin(), sizes.end(), std::greater<>());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());

@@ -18,7 +18,8 @@ std::vector<TraceNode> TraceModelNodes() {
   const char* models[] = {"T4", "P100", "V100M16", "G2"};
   for (int i = 0; i < 24; ++i) {
     const int gpus = i % 2 == 0 ? 8 : 2;
-    nodes.push_back({"node-" + std::to_string(i), gpus * 12000, gpus * 65536, gpus, models[i % 4]});
+    nodes.push_back({"node-" + std::to_string(i), int64_t{gpus} * 12000, int64_t{gpus} * 65536,
+                     gpus, models[i % 4]});
   }
   return nodes;
 }

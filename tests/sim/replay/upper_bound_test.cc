@@ -119,8 +119,8 @@ std::vector<TraceNode> MixedNodes() {
   std::vector<TraceNode> nodes;
   for (int i = 0; i < 30; ++i) {
     const int gpus = i % 3 == 0 ? 8 : (i % 3 == 1 ? 2 : 4);
-    nodes.push_back({"node-" + std::to_string(100 + i), gpus * 3000, gpus * 32768, gpus,
-                     i % 4 == 0 ? "V100M16" : "T4"});
+    nodes.push_back({"node-" + std::to_string(100 + i), int64_t{gpus} * 3000, int64_t{gpus} * 32768,
+                     gpus, i % 4 == 0 ? "V100M16" : "T4"});
   }
   return nodes;
 }
