@@ -270,8 +270,9 @@ std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterStat
       free_run.metric.push_back(Gauge(labels, run));
       largest.metric.push_back(
           Gauge(labels, static_cast<double>(model.LargestPlaceable(use.layout)) * kMiB));
-      placeability.metric.push_back(
-          Gauge(labels, model.Placeability(use.layout, weights.For(model))));
+      placeability.metric.push_back(Gauge(
+          labels,
+          model.Placeability(use.layout, weights.For(model), weights.StrandedSliceValue(model))));
     }
   }
   MetricFamily mig_frag{"tessera_cluster_mig_fragmentation_ratio",

@@ -200,7 +200,8 @@ std::string GpuMigModel::RulesKey() const {
 }
 
 void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profile_weights,
-                         double* placeability, int32_t* largest) const {
+                         double* placeability, int32_t* largest,
+                         double stranded_slice_value) const {
   const ProfileRoom room = Room(layout);
   double value = 0;
   const size_t n = std::min(profile_weights.size(), profiles_.size());
@@ -208,7 +209,10 @@ void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profil
   // Room counts each profile on its own, so two layouts can keep the same room while one has a
   // free slice nothing in the mix can cover (an A100-40GB 1g at slice 6 leaves slice 7 to the
   // 3g at 4-7 it just blocked): that memory is lost until an instance leaves.
-  if (n > 0) value -= slice_gib_ * StrandedGiven(layout, profile_weights, room);
+  if (n > 0) {
+    value -= (stranded_slice_value < 0 ? slice_gib_ : stranded_slice_value) *
+             StrandedGiven(layout, profile_weights, room);
+  }
   int32_t best = 0;
   for (size_t p = 0; p < profiles_.size(); ++p) {
     if (allowed_[p] && room[p] > 0) best = std::max(best, profiles_[p].memory_mib);
@@ -217,11 +221,11 @@ void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profil
   *largest = best;
 }
 
-double GpuMigModel::Placeability(const Layout& layout,
-                                 const std::vector<double>& profile_weights) const {
+double GpuMigModel::Placeability(const Layout& layout, const std::vector<double>& profile_weights,
+                                 double stranded_slice_value) const {
   double value = 0;
   int32_t largest = 0;
-  Assess(layout, profile_weights, &value, &largest);
+  Assess(layout, profile_weights, &value, &largest, stranded_slice_value);
   return value;
 }
 
@@ -325,7 +329,8 @@ class ArrangeSearch {
     if (i == options_.size()) {
       Objective o{model_.LargestFreeRun(layout), layout.compute_used, memory, 0, 0};
       if (goal_ != nullptr)
-        model_.Assess(layout, *goal_->profile_weights, &o.placeability, &o.largest);
+        model_.Assess(layout, *goal_->profile_weights, &o.placeability, &o.largest,
+                      goal_->stranded_slice_value);
       const bool better =
           goal_ != nullptr ? o.BetterThan(best_objective_, *goal_) : o.BetterThan(best_objective_);
       if (!found_ || better) {
@@ -389,7 +394,7 @@ std::optional<std::vector<InstanceChoice>> GpuMigModel::ArrangeWith(
       static const std::vector<double> kNoWeights;
       *score = ArrangeScore{0, 0, 0, base.compute_used};
       Assess(base, goal != nullptr ? *goal->profile_weights : kNoWeights, &score->placeability,
-             &score->largest);
+             &score->largest, goal != nullptr ? goal->stranded_slice_value : -1);
     }
     return std::vector<InstanceChoice>{};
   }

@@ -55,6 +55,9 @@ struct ArrangeGoal {
   // in total), and placeability only chooses among those. On: a larger profile may be chosen
   // when it leaves more placeability.
   bool allow_larger_profiles = false;
+  // What each free memory slice that no profile of the mix can cover takes off placeability
+  // (MigWeights::StrandedSliceValue); below 0: the slice's GiB (SliceGib()).
+  double stranded_slice_value = -1;
 };
 
 // How good an arrangement is, for comparing arrangements on different GPUs of a node.
@@ -110,7 +113,9 @@ class GpuMigModel {
   // when weights are given: with MigWeights, the memory (GiB) that future requests, drawn from
   // the demand mix, could still take on this GPU (each profile's room counted on its own),
   // less the free memory none of them can ever use.
-  double Placeability(const Layout& layout, const std::vector<double>& profile_weights) const;
+  // `stranded_slice_value` < 0 counts each stranded slice as its GiB.
+  double Placeability(const Layout& layout, const std::vector<double>& profile_weights,
+                      double stranded_slice_value = -1) const;
   // Free memory slices of `layout` that no placement still legal on it, of a profile with a
   // positive weight, covers: memory no request of the mix can use until an instance leaves.
   uint32_t StrandedSlices(const Layout& layout, const std::vector<double>& profile_weights) const;
@@ -118,7 +123,7 @@ class GpuMigModel {
   int32_t LargestPlaceable(const Layout& layout) const;
   // Both at once (one table lookup).
   void Assess(const Layout& layout, const std::vector<double>& profile_weights,
-              double* placeability, int32_t* largest) const;
+              double* placeability, int32_t* largest, double stranded_slice_value = -1) const;
 
   // Longest run of free memory slices.
   uint32_t LargestFreeRun(const Layout& layout) const;

@@ -77,23 +77,34 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength) {
 }
 
 MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior)
-    : entries_(mix.Entries()), total_(mix.total()), prior_(prior) {}
+    : entries_(mix.Entries()), total_(mix.total()), prior_(prior) {
+  for (const auto& [key, count] : entries_)
+    (key.mem_mib > 0 ? memory_mass_ : fraction_mass_) += count;
+}
 
-const std::vector<double>& MigWeights::For(const mig::GpuMigModel& model) const {
+const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model) const {
   const void* key = model.table() != nullptr ? static_cast<const void*>(model.table())
                                              : static_cast<const void*>(&model);
   auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    std::vector<double> value = Shares(model);
-    // In GiB of memory slices, not slices: a slice of an RTX PRO 6000 holds 8 GiB, of an
-    // A100-40GB 5, and placeability is compared across the GPUs of a mixed fleet.
-    for (size_t p = 0; p < value.size(); ++p) {
-      const auto& placements = model.profiles()[p].placements;
-      value[p] *= placements.empty() ? 0 : placements.front().size * model.SliceGib();
-    }
-    it = cache_.emplace(key, std::move(value)).first;
+  if (it != cache_.end()) return it->second;
+  // The unit follows what the requests name. Memory values a slice by its GiB: a slice of an
+  // RTX PRO 6000 holds 8 GiB, of an A100-40GB 5, and placeability is compared across the GPUs
+  // of a mixed fleet. A fraction of a GPU (a percentage) gets the same fraction of any model,
+  // so a slice is worth its share of the GPU: in GiB, room on a big GPU would be worth more to
+  // such pods than the same room on a small one, steering them to the small GPUs. A mix of
+  // both blends the two by how many requests name each; with no requests seen yet, GiB.
+  const double memory_unit = model.SliceGib();
+  const double fraction_unit =
+      model.memory_slices() > 0 ? kGpuAsGib / static_cast<double>(model.memory_slices()) : 0;
+  const double mass = memory_mass_ + fraction_mass_;
+  const double unit =
+      mass > 0 ? (memory_mass_ * memory_unit + fraction_mass_ * fraction_unit) / mass : memory_unit;
+  ModelWeights value{Shares(model), unit};
+  for (size_t p = 0; p < value.profile_weights.size(); ++p) {
+    const auto& placements = model.profiles()[p].placements;
+    value.profile_weights[p] *= placements.empty() ? 0 : placements.front().size * unit;
   }
-  return it->second;
+  return cache_.emplace(key, std::move(value)).first->second;
 }
 
 std::vector<double> MigWeights::Shares(const mig::GpuMigModel& model) const {

@@ -59,24 +59,46 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
 
 // One scheduling decision's view of the mix: for each MIG model (by its rules), the share of
 // future requests that would take each of its profiles — the prior and the observed mix
-// combined as (strength x prior + counts) / (strength + total) — weighted by the memory of the
-// profile's slices (GiB), so that placeability measures capacity rather than a count (measured
-// against the count in docs/placement.md), in the same unit on every model of a mixed fleet. Built
-// per decision, cached per model inside it; not shared between threads.
+// combined as (strength x prior + counts) / (strength + total) — weighted by the size of the
+// profile, so that placeability measures capacity rather than a count (measured against the
+// count in docs/placement.md). The unit follows what the requests name: for memory
+// (nvidia.com/gpumem), the GiB of the profile's slices, the same on every model of a mixed
+// fleet; for a fraction of a GPU (nvidia.com/gpumem-percentage), the profile's fraction of its
+// GPU, a whole GPU counted as kGpuAsGib; a mix of both, the blend by request counts. Built per
+// decision, cached per model inside it; not shared between threads.
 class MigWeights {
  public:
+  // One whole GPU, for requests that name a fraction of it: only a mix of both kinds depends on
+  // this scale.
+  static constexpr double kGpuAsGib = 80.0;
+
   MigWeights(const MigDemandMix& mix, const MigPrior& prior);
-  // Per profile of the model: its share of future requests times the GiB of its memory slices,
+  // Per profile of the model: its share of future requests times its size in the units above,
   // the value of one more placeable instance (mig::ArrangeGoal::profile_weights).
-  const std::vector<double>& For(const mig::GpuMigModel& model) const;
+  const std::vector<double>& For(const mig::GpuMigModel& model) const {
+    return Lookup(model).profile_weights;
+  }
+  // What one free slice that no profile of the mix can cover costs, in the same unit
+  // (mig::ArrangeGoal::stranded_slice_value).
+  double StrandedSliceValue(const mig::GpuMigModel& model) const {
+    return Lookup(model).stranded_slice_value;
+  }
   // The shares alone (they sum to at most 1).
   std::vector<double> Shares(const mig::GpuMigModel& model) const;
 
  private:
+  struct ModelWeights {
+    std::vector<double> profile_weights;
+    double stranded_slice_value = 0;
+  };
+  const ModelWeights& Lookup(const mig::GpuMigModel& model) const;
+
   std::vector<std::pair<MigDemandKey, double>> entries_;
   double total_ = 0;
+  double memory_mass_ = 0;    // observed requests naming memory
+  double fraction_mass_ = 0;  // observed requests naming a fraction of a GPU
   const MigPrior& prior_;
-  mutable std::map<const void*, std::vector<double>> cache_;  // by layout table (or model)
+  mutable std::map<const void*, ModelWeights> cache_;  // by layout table (or model)
 };
 
 }  // namespace tessera::sched

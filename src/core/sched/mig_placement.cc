@@ -60,7 +60,8 @@ class PlanSearch {
       after_.resize(n);
       for (int dev : devices_) {
         const mig::GpuMigModel& model = node.mig_models[dev];
-        goals_[dev] = mig::ArrangeGoal{&goal_->weights->For(model), goal_->allow_larger_profiles};
+        goals_[dev] = mig::ArrangeGoal{&goal_->weights->For(model), goal_->allow_larger_profiles,
+                                       goal_->weights->StrandedSliceValue(model)};
         before_[dev] = cache_->Get(model, node.usage[dev].layout, {}, goals_[dev]).score;
         after_[dev] = before_[dev];
       }

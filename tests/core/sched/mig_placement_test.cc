@@ -73,6 +73,42 @@ TEST(MigWeightsTest, PriorAndObservationsCombine) {
   EXPECT_DOUBLE_EQ(value[model.ProfileIndex("7g.40gb")], 0.25 * 8 * model.SliceGib());
 }
 
+TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
+  mig::GpuMigModel a100(A100Mig("GPU-a"), nullptr);                // 8 memory slices of about 5 GiB
+  mig::GpuMigModel rtx(testing::RtxPro6000Mig("GPU-r"), nullptr);  // 12 of about 8 GiB
+  auto no_prior = ParseMigPrior("", 0);
+  ASSERT_TRUE(no_prior.ok());
+  const int a100_1g = a100.ProfileIndex("1g.5gb");
+  const int rtx_1g = rtx.ProfileIndex("1g.24gb");  // 3 memory slices
+
+  // A percentage: a profile is worth its fraction of the GPU (a whole GPU as kGpuAsGib), on
+  // every model alike; so is a stranded slice.
+  MigDemandMix fractions(1.0);
+  fractions.Observe(MigDemandKey{0, 10, 0}, 4);  // -> 1g.5gb on the A100, 1g.24gb on the RTX
+  const MigWeights by_fraction(fractions, *no_prior);
+  EXPECT_DOUBLE_EQ(by_fraction.For(a100)[a100_1g], 1.0 / 8 * MigWeights::kGpuAsGib);
+  EXPECT_DOUBLE_EQ(by_fraction.For(rtx)[rtx_1g], 3.0 / 12 * MigWeights::kGpuAsGib);
+  EXPECT_DOUBLE_EQ(by_fraction.StrandedSliceValue(a100), MigWeights::kGpuAsGib / 8);
+  EXPECT_DOUBLE_EQ(by_fraction.StrandedSliceValue(rtx), MigWeights::kGpuAsGib / 12);
+
+  // Memory: a profile is worth the GiB of its slices.
+  MigDemandMix memory(1.0);
+  memory.Observe(MigDemandKey{4000, 0, 0}, 4);
+  const MigWeights by_memory(memory, *no_prior);
+  EXPECT_DOUBLE_EQ(by_memory.For(a100)[a100_1g], a100.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.For(rtx)[rtx_1g], 3 * rtx.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.StrandedSliceValue(rtx), rtx.SliceGib());
+
+  // Both kinds: the units blend by request count (one memory request, three percentages).
+  MigDemandMix both(1.0);
+  both.Observe(MigDemandKey{4000, 0, 0}, 1);
+  both.Observe(MigDemandKey{0, 10, 0}, 3);
+  const MigWeights blended(both, *no_prior);
+  const double unit = (1 * a100.SliceGib() + 3 * MigWeights::kGpuAsGib / 8) / 4;
+  EXPECT_DOUBLE_EQ(blended.StrandedSliceValue(a100), unit);
+  EXPECT_DOUBLE_EQ(blended.For(a100)[a100_1g], 1.0 * unit);  // every request takes the 1g
+}
+
 class MigNodeScoringTest : public ::testing::Test {
  protected:
   MigNodeScoringTest() : state_(config::SchedulerConfig{}) {}
