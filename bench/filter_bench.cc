@@ -8,7 +8,8 @@
 //   fill      0 empty; 1 uniform80: round(0.8 * C) pods on every node, where C is how many of the
 //             benchmarked pods one empty node takes (every node still fits and is scored);
 //             2 packed80: round(0.8 * nodes) nodes full (C pods), the rest empty, which is what
-//             the default binpack policy converges to (full nodes are rejected).
+//             the default binpack policy converges to (full nodes are rejected);
+//             3 full (BM_FilterDecisionNothingFits only): C pods on every node.
 //   distinct  0: nodes in the same state share one evaluation (the scheduler's equivalence
 //             cache; here all nodes of one fill level are identical, the best case);
 //             1: the probe pod carries nvidia.com/nouse-gpuuuid naming a GPU that does not exist,
@@ -45,7 +46,7 @@
 namespace tessera {
 namespace {
 
-enum class Fill { kEmpty = 0, kUniform80 = 1, kPacked80 = 2 };
+enum class Fill { kEmpty = 0, kUniform80 = 1, kPacked80 = 2, kFull = 3 };
 
 const char* FillName(Fill f) {
   switch (f) {
@@ -55,6 +56,8 @@ const char* FillName(Fill f) {
       return "uniform80";
     case Fill::kPacked80:
       return "packed80";
+    case Fill::kFull:
+      return "full";
   }
   return "?";
 }
@@ -104,6 +107,8 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
     per_node_uniform = static_cast<int>(std::lround(0.8 * c->capacity));
   } else if (fill == Fill::kPacked80) {
     full_nodes = static_cast<int>(std::lround(0.8 * nodes));
+  } else if (fill == Fill::kFull) {
+    per_node_uniform = c->capacity;
   }
   for (int i = 0; i < nodes && c->error.empty(); ++i) {
     const int count =
@@ -183,6 +188,33 @@ void BM_FilterDecisionUnderQuota(benchmark::State& state, Kind kind) {
   c.state.RemoveQuota(probe.ns, "bench");
 }
 
+// A decision that fits nowhere (every node full): what kube-scheduler's filter gets for a pod that
+// waits, with every node's HAMi reason and whether preemption could help there
+// (ResolvableByPreemption, worked out once per evaluated state).
+void BM_FilterDecisionNothingFits(benchmark::State& state, Kind kind) {
+  const int nodes = static_cast<int>(state.range(0));
+  const bool distinct = state.range(1) != 0;
+  Cluster& c = GetCluster(kind, nodes, Fill::kFull);
+  const model::Pod probe = MakePod("probe", kind, distinct);
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
+  if (d.scheduled) {
+    state.SkipWithError("the probe pod fits on a full node");
+    return;
+  }
+  for (auto _ : state) {
+    d = c.scheduler->Evaluate(probe, nullptr, kNow);
+    benchmark::DoNotOptimize(d);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string("full") + (distinct ? ",distinct" : ",cached"));
+  state.counters["failed"] = static_cast<double>(d.failed_nodes.size());
+  state.counters["unresolvable"] = static_cast<double>(d.unresolvable_nodes.size());
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"nodes", "fill", "distinct"});
   b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2}, {0, 1}});
@@ -195,6 +227,14 @@ BENCHMARK_CAPTURE(BM_FilterDecisionUnderQuota, sharing, Kind::kSharing)
     ->Arg(5000)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecision, mig, Kind::kMig)->Apply(Args);
+BENCHMARK_CAPTURE(BM_FilterDecisionNothingFits, sharing, Kind::kSharing)
+    ->ArgNames({"nodes", "distinct"})
+    ->ArgsProduct({{1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FilterDecisionNothingFits, mig, Kind::kMig)
+    ->ArgNames({"nodes", "distinct"})
+    ->ArgsProduct({{1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessera

@@ -314,7 +314,7 @@ def s_helm_chart(env: Env, ns: str, group: str):
 
 
 @scenario("b", "sharing node: a fitting pod binds (annotations, /metrics); gpu: 2 on a "
-               "one-GPU node -> NodeInsufficientDevice", 60)
+               "one-GPU node -> NodeInsufficientDevice, unresolvable by preemption", 60)
 def s_insufficient_device(env: Env, ns: str, group: str):
     env.require_main()
     uuid = "GPU-b0000000-0000-0000-0000-000000000001"
@@ -346,6 +346,10 @@ def s_insufficient_device(env: Env, ns: str, group: str):
     msg = env.wait_unschedulable(ns, "two-gpus", 30)
     say(f"two-gpus: {msg}")
     check("NodeInsufficientDevice" in msg, f"message lacks NodeInsufficientDevice: {msg!r}")
+    # No eviction gives a one-GPU node a second GPU: the extender says so
+    # (FailedAndUnresolvableNodes), and kube-scheduler does not look for victims there.
+    check("Preemption is not helpful" in msg and "No preemption victims" not in msg,
+          f"preemption should be ruled out on {group}-n1: {msg!r}")
 
 
 @scenario("a", "MIG RTX PRO 6000: two gpu:2 pods get 4 distinct 1g.24gb placements; a third "

@@ -252,8 +252,13 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
     return result;
   }
   if (!decision->scheduled) {
-    result.failed_nodes = decision->failed_nodes;
-    if (result.failed_nodes.empty()) {
+    // Nodes where evicting pods cannot make room go where kube-scheduler's preemption skips them
+    // (HAMi puts every node in FailedNodes, so preemption may evict pods for nothing).
+    for (const auto& [node, reason] : decision->failed_nodes) {
+      (decision->unresolvable_nodes.contains(node) ? result.failed_and_unresolvable
+                                                   : result.failed_nodes)[node] = reason;
+    }
+    if (result.failed_nodes.empty() && result.failed_and_unresolvable.empty()) {
       // No candidate at all: kube-scheduler needs a reason somewhere.
       result.error = decision->message.empty() ? "no nodes to choose from" : decision->message;
     }

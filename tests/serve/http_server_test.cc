@@ -98,7 +98,9 @@ TEST(HttpServer, ExplainSaysWhyAFilteredPodFitsNowhereInTextAndJson) {
   pod.annotations["nvidia.com/vgpu-mode"] = "hami-core";
   auto filtered = client.Post("/filter", FilterBody(pod), "application/json");
   ASSERT_TRUE(filtered);
-  ASSERT_FALSE(Json::parse(filtered->body)["FailedNodes"].empty()) << filtered->body;
+  // Neither node can ever hold it: preemption cannot help on either.
+  ASSERT_EQ(Json::parse(filtered->body)["FailedAndUnresolvableNodes"].size(), 2U)
+      << filtered->body;
 
   auto text = client.Get("/explain?pod=default/huge");
   ASSERT_TRUE(text);

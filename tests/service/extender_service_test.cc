@@ -425,10 +425,25 @@ TEST_F(ServiceTest, MalformedNodeDoesNotPoisonOthers) {
       << metrics;
 }
 
+TEST_F(ServiceTest, NodesWhereEvictionsCouldMakeRoomStayInFailedNodes) {
+  MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 32768)}), NodeWith("n2", {SharingGpu("GPU-2", 4096)})});
+  ASSERT_EQ(Filter(PodBuilder("ns/big").Container(1, 30000).Build(), {"n1"})["NodeNames"],
+            Json::parse(R"(["n1"])"));
+  Json r = Filter(PodBuilder("ns/p").Container(1, 8000).Build(), {"n1", "n2"});
+  // The same reason on both; only n1 would fit the pod once its pods were evicted.
+  EXPECT_EQ(r["FailedNodes"], Json::parse(R"({"n1": "1/1 CardInsufficientMemory"})")) << r.dump();
+  EXPECT_EQ(r["FailedAndUnresolvableNodes"], Json::parse(R"({"n2": "1/1 CardInsufficientMemory"})"))
+      << r.dump();
+  EXPECT_EQ(r["Error"], "");
+}
+
 TEST_F(ServiceTest, UnschedulablePodGetsPerNodeReasonsAndAnEvent) {
   MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   Json r = Filter(PodBuilder("ns/p").Container(2, 1000).Build(), {"n1"});
-  EXPECT_EQ(r["FailedNodes"]["n1"], "NodeInsufficientDevice");
+  // No eviction gives the node a second GPU: preemption is ruled out there.
+  EXPECT_EQ(r["FailedAndUnresolvableNodes"]["n1"], "NodeInsufficientDevice") << r.dump();
+  EXPECT_TRUE(r["FailedNodes"].is_null()) << r.dump();
   ASSERT_FALSE(writer.events.empty());
   EXPECT_EQ(writer.events.back(),
             "ns/p Warning FilteringFailed: 1 nodes NodeInsufficientDevice(n1)");
@@ -644,7 +659,9 @@ TEST_F(ServiceTest, PlacementMetricsDescribeSlicesStrandingReasonsAndReservation
       Filter(PodBuilder("ns/whole-cores").Container(1, 2000, 100).Build(), {"s1"})["NodeNames"][0],
       "s1");
   Json refused = Filter(PodBuilder("ns/huge").Container(1, 40000).Build(), {"s1"});
-  ASSERT_EQ(refused["FailedNodes"]["s1"], "1/1 CardInsufficientMemory") << refused.dump();
+  // More than the GPU holds: unresolvable by preemption.
+  ASSERT_EQ(refused["FailedAndUnresolvableNodes"]["s1"], "1/1 CardInsufficientMemory")
+      << refused.dump();
   clock.now += std::chrono::seconds(7);
   const std::string text = s.metrics().Render(s.StateFamilies());
   auto has = [&](const std::string& line) {
@@ -755,7 +772,8 @@ TEST_F(ServiceTest, NodeWithoutAllocatableGpusGetsNoPodsAfterTheGracePeriod) {
   EXPECT_EQ(s.CheckNodeLiveness(), 1u);
   auto third = PodBuilder("ns/r").Container(1, 1000).Build();
   Json r = Filter(third, {"n1"});
-  EXPECT_EQ(r["FailedNodes"]["n1"],
+  // Evicting pods does not bring the device plugin back: no preemption there.
+  EXPECT_EQ(r["FailedAndUnresolvableNodes"]["n1"],
             "node unregistered: no live device plugin (allocatable nvidia.com/gpu is 0)")
       << r.dump();
   EXPECT_TRUE(Holds("ns/p")) << "pods already there keep their devices";
@@ -783,7 +801,7 @@ TEST_F(ServiceTest, NodeLabelSelectorLeavesOtherNodesUnregistered) {
   auto& s = MakeSynced({in, out});
   auto pod = PodBuilder("ns/p").Container(1, 1000).Build();
   Json r = Filter(pod, {"out"});
-  EXPECT_EQ(r["FailedNodes"]["out"], "node unregistered") << r.dump();
+  EXPECT_EQ(r["FailedAndUnresolvableNodes"]["out"], "node unregistered") << r.dump();
   EXPECT_EQ(Filter(pod, {"in", "out"})["NodeNames"][0], "in");
   // Relabelled: it is registered from the next update on.
   out.labels["gpu"] = "on";

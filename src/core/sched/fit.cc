@@ -522,4 +522,18 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
   return fit;
 }
 
+bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& request,
+                            const PodPreferences& prefs) {
+  if (!node.usable()) return false;
+  // The node as it would be with every pod evicted: the same devices, nothing in use.
+  state::NodeState empty = node;
+  for (state::DeviceUsage& u : empty.usage) u = state::DeviceUsage{};
+  for (auto& held : empty.instances) held.clear();
+  empty.pods.clear();
+  empty.cpu_used_milli = 0;
+  PodPreferences without_quota = prefs;
+  without_quota.quota.reset();
+  return FitPodOnNode(empty, request, without_quota).fits;
+}
+
 }  // namespace tessera::sched

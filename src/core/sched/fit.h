@@ -47,6 +47,13 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
                      const PodPreferences& prefs, const std::vector<double>* device_rank = nullptr,
                      const MigGoal* mig_goal = nullptr);
 
+// Whether preemption could make room: false when the pod would not fit even if every pod on the
+// node were gone (wrong GPU type or UUID, unhealthy or cordoned GPUs, too few GPUs, too little
+// memory on any GPU). The namespace's quota is left out: evicting its pods frees it too.
+// kube-scheduler skips such nodes when it preempts (FailedAndUnresolvableNodes).
+bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& request,
+                            const PodPreferences& prefs);
+
 // A cheap necessary condition for FitPodOnNode: false only when FitPodOnNode would not fit the
 // pod (each container needs as many GPUs passing HAMi's per-GPU checks against the node's
 // current usage as it asks for). Always true on nodes with MIG GPUs. Says nothing of the reason.

@@ -133,7 +133,10 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   }
   prefs->quota = state_.quotas().HeadroomFor(pod.ns);
   // Phase 2: filter every candidate node; phase 3: score the ones that fit.
-  for (const std::string* name : unregistered) decision.failed_nodes[*name] = "node unregistered";
+  for (const std::string* name : unregistered) {
+    decision.failed_nodes[*name] = "node unregistered";
+    decision.unresolvable_nodes.insert(*name);
+  }
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
   const int64_t cpu_milli = model::PodCpuRequestMilli(pod);
   const std::vector<WeightedShape>& target = mix_.Target();
@@ -244,9 +247,13 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
       return Rejected(std::move(decision), "0/" + std::to_string(total_nodes) +
                                                " nodes are available (reasons not collected).");
     }
+    // Whether preemption could help, worked out once per evaluation (nodes in one state class
+    // share it).
+    std::vector<int8_t> resolvable(evaluated.size(), -1);
     for (const auto& [ns, index] : failures) {
       if (index == kNone) {
         decision.failed_nodes[ns->name] = ns->unusable_reason;
+        decision.unresolvable_nodes.insert(ns->name);
         continue;
       }
       Evaluated& e = evaluated[index];
@@ -257,6 +264,11 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
         fit.fits = false;  // the exact plan said so; only HAMi's reason is wanted
       }
       decision.failed_nodes[ns->name] = fit.reason;
+      if (resolvable[index] < 0) {
+        resolvable[index] =
+            ResolvableByPreemption(*e.representative, request.value(), prefs.value()) ? 1 : 0;
+      }
+      if (resolvable[index] == 0) decision.unresolvable_nodes.insert(ns->name);
     }
     std::string message = FormatPodMessage(decision.failed_nodes, total_nodes);
     return Rejected(std::move(decision), message);

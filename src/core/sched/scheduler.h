@@ -36,9 +36,12 @@ struct Decision {
   std::vector<std::vector<GrantedDevice>> containers;  // per slot
   std::map<std::string, std::string> annotations;      // to write on the pod
   std::map<std::string, std::string> failed_nodes;     // node -> HAMi reason string
-  std::string message;                                 // kube-scheduler style, when not scheduled
-  bool invalid_request = false;                        // the pod itself is malformed
-  bool passthrough = false;                            // no GPU request: not this scheduler's
+  // The failed nodes where preemption cannot help either (ResolvableByPreemption is false):
+  // the extender reports them as FailedAndUnresolvableNodes.
+  std::set<std::string> unresolvable_nodes;
+  std::string message;           // kube-scheduler style, when not scheduled
+  bool invalid_request = false;  // the pod itself is malformed
+  bool passthrough = false;      // no GPU request: not this scheduler's
   state::PodReservation reservation;
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "core/codec/mig_allocations.h"
 #include "core/codec/pod_devices.h"
@@ -100,6 +101,48 @@ TEST_F(SchedulerTest, NonMigRequestKeepsThePhysicalCountCheck) {
   EXPECT_FALSE(d.scheduled);
   EXPECT_EQ(d.failed_nodes.at("node-b"), "NodeInsufficientDevice");
   EXPECT_EQ(d.message, "0/1 nodes are available: 1 NodeInsufficientDevice.");
+}
+
+TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
+  // Room that evicting pods would free: resolvable. Everything else: unresolvable.
+  AddNode("full", {SharingGpu("GPU-full", 32768)});
+  ASSERT_TRUE(Schedule(PodBuilder("default/big").Container(1, 30000).Build()).scheduled);
+  AddNode("mig-full", {RtxPro6000Mig("GPU-r")});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Schedule(PodBuilder("default/m" + std::to_string(i))
+                             .MigMode()
+                             .Annotation("nvidia.com/use-gpuuuid", "GPU-r")
+                             .Container(2, 20000)
+                             .Build())
+                    .scheduled);
+  }
+  AddNode("small", {SharingGpu("GPU-small", 4096)});
+  model::GpuDevice sick = SharingGpu("GPU-sick", 32768);
+  sick.healthy = false;
+  AddNode("sick", {sick});
+  const std::vector<std::string> candidates = {"full", "mig-full", "small", "sick", "ghost"};
+  Decision d = scheduler_.Schedule(PodBuilder("default/p").Container(1, 8000).Build(), &candidates,
+                                   1700000000);
+  ASSERT_FALSE(d.scheduled);
+  EXPECT_EQ(d.failed_nodes.at("full"), "1/1 CardInsufficientMemory");
+  EXPECT_EQ(d.failed_nodes.at("small"), "1/1 CardInsufficientMemory");
+  EXPECT_EQ(d.failed_nodes.at("ghost"), "node unregistered");
+  EXPECT_EQ(d.unresolvable_nodes, (std::set<std::string>{"small", "sick", "ghost"}));
+  // The same reason on both: only the node emptied of pods tells them apart.
+
+  // A MIG GPU full of instances: evicting them makes room.
+  Decision mig = scheduler_.Schedule(PodBuilder("default/q").MigMode().Container(1, 8000).Build(),
+                                     &candidates, 1700000000);
+  ASSERT_FALSE(mig.scheduled);
+  EXPECT_FALSE(mig.unresolvable_nodes.contains("mig-full")) << mig.failed_nodes.at("mig-full");
+  EXPECT_TRUE(mig.unresolvable_nodes.contains("small"));  // not a MIG GPU
+
+  // More GPUs than the node has: no eviction helps.
+  Decision two = scheduler_.Schedule(PodBuilder("default/two").Container(2, 1000).Build(),
+                                     &candidates, 1700000000);
+  ASSERT_FALSE(two.scheduled);
+  EXPECT_TRUE(two.unresolvable_nodes.contains("full"));
+  EXPECT_EQ(two.failed_nodes.at("full"), "NodeInsufficientDevice");
 }
 
 TEST_F(SchedulerTest, HamiCoreModeOnAMigNodeIsATypeMismatch) {
