@@ -99,8 +99,7 @@ TEST(HttpServer, ExplainSaysWhyAFilteredPodFitsNowhereInTextAndJson) {
   auto filtered = client.Post("/filter", FilterBody(pod), "application/json");
   ASSERT_TRUE(filtered);
   // Neither node can ever hold it: preemption cannot help on either.
-  ASSERT_EQ(Json::parse(filtered->body)["FailedAndUnresolvableNodes"].size(), 2U)
-      << filtered->body;
+  ASSERT_EQ(Json::parse(filtered->body)["FailedAndUnresolvableNodes"].size(), 2U) << filtered->body;
 
   auto text = client.Get("/explain?pod=default/huge");
   ASSERT_TRUE(text);
