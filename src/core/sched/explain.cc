@@ -147,7 +147,6 @@ ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Po
     e.error = prefs.error().message;
     return draft;
   }
-  PodPreferences unlimited = *prefs;  // "when empty" asks about the hardware, not the quota
   prefs->quota = live.quotas().HeadroomFor(pod.ns);
   const ContainerRequest* shown = ShownContainer(*request);
 
@@ -205,24 +204,20 @@ ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Po
   }
   e.message = FormatPodMessage(failed, static_cast<int>(live.node_list().size()));
 
-  // Could the node hold the pod with nothing on it? Nodes alike but for UUIDs (one spec id)
-  // answer alike.
+  // Could the node hold the pod with nothing on it (the quota aside)? Nodes alike but for UUIDs
+  // (one spec id) answer alike, unless the pod names UUIDs.
   std::map<int, bool> empty_answer;
   bool any_when_empty = false;
   for (NodeExplanation& n : e.nodes) {
     const state::NodeState* ns = live.node(n.name);
     if (ns == nullptr || !ns->usable()) continue;
-    auto cached = ns->spec_id >= 0 ? empty_answer.find(ns->spec_id) : empty_answer.end();
+    auto cached =
+        cacheable && ns->spec_id >= 0 ? empty_answer.find(ns->spec_id) : empty_answer.end();
     if (cached != empty_answer.end()) {
       n.fits_when_empty = cached->second;
     } else {
-      state::NodeState empty = *ns;
-      for (auto& u : empty.usage) u = state::DeviceUsage{};
-      for (auto& i : empty.instances) i.clear();
-      empty.pods.clear();
-      empty.cpu_used_milli = 0;
-      n.fits_when_empty = FitPodOnNode(empty, *request, unlimited).fits;
-      if (ns->spec_id >= 0) empty_answer[ns->spec_id] = n.fits_when_empty;
+      n.fits_when_empty = ResolvableByPreemption(*ns, *request, *prefs);
+      if (cacheable && ns->spec_id >= 0) empty_answer[ns->spec_id] = n.fits_when_empty;
     }
     any_when_empty = any_when_empty || n.fits_when_empty;
     if (n.fits_when_empty && static_cast<int>(draft.candidates.size()) < limits.max_nodes) {

@@ -247,9 +247,17 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
       return Rejected(std::move(decision), "0/" + std::to_string(total_nodes) +
                                                " nodes are available (reasons not collected).");
     }
-    // Whether preemption could help, worked out once per evaluation (nodes in one state class
-    // share it).
-    std::vector<int8_t> resolvable(evaluated.size(), -1);
+    // Whether preemption could help: emptied of pods, nodes alike but for UUIDs (one spec id)
+    // are the same node to a pod without UUID filters, so they share the answer.
+    std::map<int, bool> resolvable_by_spec;
+    auto resolvable = [&](const state::NodeState& node) {
+      if (node.spec_id < 0 || !cacheable) {
+        return ResolvableByPreemption(node, request.value(), prefs.value());
+      }
+      auto [it, inserted] = resolvable_by_spec.try_emplace(node.spec_id, false);
+      if (inserted) it->second = ResolvableByPreemption(node, request.value(), prefs.value());
+      return it->second;
+    };
     for (const auto& [ns, index] : failures) {
       if (index == kNone) {
         decision.failed_nodes[ns->name] = ns->unusable_reason;
@@ -264,11 +272,7 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
         fit.fits = false;  // the exact plan said so; only HAMi's reason is wanted
       }
       decision.failed_nodes[ns->name] = fit.reason;
-      if (resolvable[index] < 0) {
-        resolvable[index] =
-            ResolvableByPreemption(*e.representative, request.value(), prefs.value()) ? 1 : 0;
-      }
-      if (resolvable[index] == 0) decision.unresolvable_nodes.insert(ns->name);
+      if (!resolvable(*ns)) decision.unresolvable_nodes.insert(ns->name);
     }
     std::string message = FormatPodMessage(decision.failed_nodes, total_nodes);
     return Rejected(std::move(decision), message);

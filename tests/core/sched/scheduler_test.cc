@@ -145,6 +145,22 @@ TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
   EXPECT_EQ(two.failed_nodes.at("full"), "NodeInsufficientDevice");
 }
 
+TEST_F(SchedulerTest, AUuidFilterTellsApartNodesThatAreAlikeButForUuids) {
+  // Two full nodes of one spec: only the one with the named GPU could take the pod after
+  // evictions (the per-spec answer must not be shared across them).
+  AddNode("a", {SharingGpu("GPU-a", 32768)});
+  AddNode("b", {SharingGpu("GPU-b", 32768)});
+  ASSERT_TRUE(Schedule(PodBuilder("default/fa").Container(1, 30000).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/fb").Container(1, 30000).Build()).scheduled);
+  for (const char* filter : {"nvidia.com/use-gpuuuid", "nvidia.com/nouse-gpuuuid"}) {
+    Decision d =
+        Schedule(PodBuilder("default/p").Annotation(filter, "GPU-b").Container(1, 8000).Build());
+    ASSERT_FALSE(d.scheduled);
+    const std::string refused = std::string(filter) == "nvidia.com/use-gpuuuid" ? "a" : "b";
+    EXPECT_EQ(d.unresolvable_nodes, std::set<std::string>{refused}) << filter;
+  }
+}
+
 TEST_F(SchedulerTest, HamiCoreModeOnAMigNodeIsATypeMismatch) {
   AddNode("node-a", {RtxPro6000Mig("GPU-r")});
   Decision d = Schedule(PodBuilder("default/p")
