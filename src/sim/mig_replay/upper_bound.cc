@@ -1,7 +1,11 @@
 #include "sim/mig_replay/upper_bound.h"
 
+#include <glpk.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 namespace tessera::sim::mig_replay {
@@ -30,7 +34,72 @@ std::pair<int64_t, T> CheapestWithin(std::vector<T> costs, T budget) {
   return {count, used};
 }
 
+using ProblemPtr = std::unique_ptr<glp_prob, decltype(&glp_delete_prob)>;
+
 }  // namespace
+
+double IntervalAcceptanceBound(std::vector<ResidentRequest> requests, int64_t capacity) {
+  std::erase_if(requests,
+                [&](const ResidentRequest& r) { return r.size <= 0 || r.size > capacity; });
+  if (requests.empty() || capacity <= 0) return 0;
+  // The instants where the resident set changes, in order; a request of zero length gets the
+  // next instant as its end so that it holds its capacity for a moment.
+  std::vector<double> instants;
+  instants.reserve(2 * requests.size());
+  for (const ResidentRequest& r : requests) {
+    instants.push_back(r.start);
+    instants.push_back(r.end);
+  }
+  std::sort(instants.begin(), instants.end());
+  instants.erase(std::unique(instants.begin(), instants.end()), instants.end());
+  instants.push_back(instants.back() + 1);  // after every end
+  auto index = [&](double t) {
+    return static_cast<int>(std::lower_bound(instants.begin(), instants.end(), t) -
+                            instants.begin());
+  };
+  const int points = static_cast<int>(instants.size());
+
+  ProblemPtr lp(glp_create_prob(), &glp_delete_prob);
+  glp_set_obj_dir(lp.get(), GLP_MAX);
+  // One row per instant: what flows in minus what flows out; the capacity enters at the first
+  // and leaves at the last.
+  glp_add_rows(lp.get(), points);
+  const auto cap = static_cast<double>(capacity);
+  for (int k = 0; k < points; ++k) {
+    const double b = k == 0 ? -cap : (k == points - 1 ? cap : 0);
+    glp_set_row_bnds(lp.get(), k + 1, GLP_FX, b, b);
+  }
+  std::vector<int> rows{0};
+  std::vector<int> cols{0};
+  std::vector<double> values{0};
+  int column = 0;
+  auto arc = [&](int from, int to, double upper, double worth) {
+    ++column;
+    glp_add_cols(lp.get(), 1);
+    glp_set_col_bnds(lp.get(), column, GLP_DB, 0, upper);
+    glp_set_obj_coef(lp.get(), column, worth);
+    rows.push_back(from + 1), cols.push_back(column), values.push_back(-1);
+    rows.push_back(to + 1), cols.push_back(column), values.push_back(1);
+  };
+  for (int k = 0; k + 1 < points; ++k) arc(k, k + 1, cap, 0);  // the time line
+  for (const ResidentRequest& r : requests) {
+    const int from = index(r.start);
+    const int to = std::max(index(r.end), from + 1);
+    const auto size = static_cast<double>(r.size);
+    arc(from, to, size, 1 / size);
+  }
+  glp_load_matrix(lp.get(), static_cast<int>(rows.size()) - 1, rows.data(), cols.data(),
+                  values.data());
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  const int terminal = glp_term_out(GLP_OFF);  // per thread: GLPK keeps its state in TLS
+  const int rc = glp_simplex(lp.get(), &parm);
+  glp_term_out(terminal);
+  if (rc != 0 || glp_get_status(lp.get()) != GLP_OPT) return -1;
+  return glp_get_obj_val(lp.get());
+}
 
 int64_t UsableCapacity(const MigCluster& cluster) {
   const Workload& w = cluster.workload();
@@ -105,6 +174,17 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
   }
   const auto [accepted, used] = CheapestWithin(std::move(costs), budget);
   m.accepted = accepted;
+  std::vector<ResidentRequest> resident;
+  resident.reserve(arrivals.size() - warmup);
+  for (size_t i = warmup; i < arrivals.size(); ++i) {
+    const Arrival& a = arrivals[i];
+    resident.push_back(
+        {a.time, std::min(a.time + a.lifetime, end), by_type[static_cast<size_t>(a.type)]});
+  }
+  const double interval = IntervalAcceptanceBound(std::move(resident), UsableCapacity(cluster));
+  if (interval >= 0) {
+    m.accepted = std::min(m.accepted, static_cast<int64_t>(std::floor(interval + 1e-6)));
+  }
   const double window = std::max(end - start, 1e-12);
   m.served_ratio =
       used / window / static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));

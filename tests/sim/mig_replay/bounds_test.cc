@@ -127,6 +127,26 @@ TEST(MigUpperBound, SaturationBoundsEveryPolicyTheReferenceAndTheOptimum) {
   }
 }
 
+TEST(IntervalAcceptanceBound, KeepsTheCapacityAtEveryInstant) {
+  // Capacity 8. Two requests of 8 that overlap: one fits at a time; with a third of 8 after
+  // both, two in all. Integrated over the window (length 3, budget 24) all three would fit.
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 2, 8}, {1, 3, 8}, {3, 4, 8}}, 8), 2.0, 1e-9);
+  // Small requests fill what a large one leaves: two 2s beside a 4 in 8 slices; with a third 2
+  // the smallest go first and half the 4 is left.
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 1, 4}, {0, 1, 2}, {0, 1, 2}}, 8), 3.0, 1e-9);
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 1, 4}, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}}, 8), 3.5, 1e-9);
+  // Partly: three 4s at once in 8 slices count 2.
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 1, 4}, {0, 1, 4}, {0, 1, 4}}, 8), 2.0, 1e-9);
+  // The fractional relaxation: a 6 and a 4 at once in 8: the 4, and a third of the 6.
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 1, 6}, {0, 1, 4}}, 8), 1.0 + 4.0 / 6, 1e-9);
+  // A request of zero length still needs its slices at its instant; one that fits nowhere
+  // counts nothing.
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 2, 8}, {1, 1, 8}}, 8), 1.0, 1e-9);
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 1, 9}}, 8), 0.0, 1e-9);
+  // Back to back is not overlapping.
+  EXPECT_NEAR(IntervalAcceptanceBound({{0, 1, 8}, {1, 2, 8}}, 8), 2.0, 1e-9);
+}
+
 TEST(MigUpperBound, SteadyStateAcceptanceBoundsEveryPolicy) {
   for (SyntheticMix mix : {SyntheticMix::kUniform, SyntheticMix::kLargeHeavy}) {
     const Workload w = MakeSyntheticWorkload(mix);
