@@ -205,19 +205,19 @@ ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Po
   e.message = FormatPodMessage(failed, static_cast<int>(live.node_list().size()));
 
   // Could the node hold the pod with nothing on it (the quota aside)? Nodes alike but for UUIDs
-  // (one spec id) answer alike, unless the pod names UUIDs.
+  // (one spec id) answer alike, unless the pod's UUID filters name one of the node's GPUs.
   std::map<int, bool> empty_answer;
   bool any_when_empty = false;
   for (NodeExplanation& n : e.nodes) {
     const state::NodeState* ns = live.node(n.name);
     if (ns == nullptr || !ns->usable()) continue;
-    auto cached =
-        cacheable && ns->spec_id >= 0 ? empty_answer.find(ns->spec_id) : empty_answer.end();
+    const bool shared = ns->spec_id >= 0 && !NamesAnyGpuOf(*prefs, *ns);
+    auto cached = shared ? empty_answer.find(ns->spec_id) : empty_answer.end();
     if (cached != empty_answer.end()) {
       n.fits_when_empty = cached->second;
     } else {
       n.fits_when_empty = ResolvableByPreemption(*ns, *request, *prefs);
-      if (cacheable && ns->spec_id >= 0) empty_answer[ns->spec_id] = n.fits_when_empty;
+      if (shared) empty_answer[ns->spec_id] = n.fits_when_empty;
     }
     any_when_empty = any_when_empty || n.fits_when_empty;
     if (n.fits_when_empty && static_cast<int>(draft.candidates.size()) < limits.max_nodes) {

@@ -536,4 +536,17 @@ bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& requ
   return FitPodOnNode(empty, request, without_quota).fits;
 }
 
+bool NamesAnyGpuOf(const PodPreferences& prefs, const state::NodeState& node) {
+  if (prefs.use_uuids.empty() && prefs.nouse_uuids.empty()) return false;
+  for (const model::GpuDevice& d : node.devices) {
+    if (std::find(prefs.use_uuids.begin(), prefs.use_uuids.end(), d.uuid) !=
+            prefs.use_uuids.end() ||
+        std::find(prefs.nouse_uuids.begin(), prefs.nouse_uuids.end(), d.uuid) !=
+            prefs.nouse_uuids.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace tessera::sched

@@ -54,6 +54,10 @@ NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
 bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& request,
                             const PodPreferences& prefs);
 
+// Whether the pod's UUID filters (nvidia.com/use-gpuuuid, nouse-gpuuuid) name a GPU of the node:
+// if not, they act on it as on every node of its spec id.
+bool NamesAnyGpuOf(const PodPreferences& prefs, const state::NodeState& node);
+
 // A cheap necessary condition for FitPodOnNode: false only when FitPodOnNode would not fit the
 // pod (each container needs as many GPUs passing HAMi's per-GPU checks against the node's
 // current usage as it asks for). Always true on nodes with MIG GPUs. Says nothing of the reason.

@@ -248,15 +248,20 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
                                                " nodes are available (reasons not collected).");
     }
     // Whether preemption could help: emptied of pods, nodes alike but for UUIDs (one spec id)
-    // are the same node to a pod without UUID filters, so they share the answer.
-    std::map<int, bool> resolvable_by_spec;
+    // are the same node, unless the pod's UUID filters name one of the node's GPUs. Looked up
+    // by spec id in a vector: this runs for every refused node.
+    std::vector<int8_t> resolvable_by_spec;
     auto resolvable = [&](const state::NodeState& node) {
-      if (node.spec_id < 0 || !cacheable) {
+      if (node.spec_id < 0 || NamesAnyGpuOf(prefs.value(), node)) {
         return ResolvableByPreemption(node, request.value(), prefs.value());
       }
-      auto [it, inserted] = resolvable_by_spec.try_emplace(node.spec_id, false);
-      if (inserted) it->second = ResolvableByPreemption(node, request.value(), prefs.value());
-      return it->second;
+      const auto spec = static_cast<size_t>(node.spec_id);
+      if (spec >= resolvable_by_spec.size()) resolvable_by_spec.resize(spec + 1, -1);
+      if (resolvable_by_spec[spec] < 0) {
+        resolvable_by_spec[spec] =
+            ResolvableByPreemption(node, request.value(), prefs.value()) ? 1 : 0;
+      }
+      return resolvable_by_spec[spec] == 1;
     };
     for (const auto& [ns, index] : failures) {
       if (index == kNone) {
