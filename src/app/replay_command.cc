@@ -133,7 +133,9 @@ Result<TraceRow> ReplayOneTrace(const ReplayOptions& o, const std::vector<TraceN
     auto solved = UpperBoundPerSeed(nodes, pods.value(), seeds, o.tune);
     if (!solved.ok()) return Error{workload + ": " + solved.error().message};
     bounds = std::move(solved.value());
-    const std::vector<SummaryRow> bound_rows = SummarizeBounds(workload, bounds);
+    // The stream ends at --tune x the capacity (130%); the bound is for that point.
+    const int end_pct = o.tune > 0 ? static_cast<int>(std::lround(o.tune * 100)) : kMaxArrivedPct;
+    const std::vector<SummaryRow> bound_rows = SummarizeBounds(workload, bounds, end_pct);
     row.bound = {std::string(kUpperBoundLabel), bound_rows[0].mean, bound_rows[0].std};
     row.offline_packing = {std::string(kOfflinePackingLabel), bound_rows[1].mean,
                            bound_rows[1].std};

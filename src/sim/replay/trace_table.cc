@@ -115,7 +115,8 @@ std::string TraceTableCsv(const std::vector<TraceRow>& rows) {
 }
 
 std::vector<SummaryRow> SummarizeBounds(const std::string& workload,
-                                        const std::vector<AllocationBound>& bounds) {
+                                        const std::vector<AllocationBound>& bounds,
+                                        int arrived_pct) {
   std::vector<double> bound;
   std::vector<double> packing;
   for (const AllocationBound& b : bounds) {
@@ -126,7 +127,7 @@ std::vector<SummaryRow> SummarizeBounds(const std::string& workload,
   for (const auto& [label, values] :
        {std::pair{kUpperBoundLabel, bound}, std::pair{kOfflinePackingLabel, packing}}) {
     const MeanStd s = SampleMeanStd(values);
-    rows.push_back({workload, std::string(label), std::string(kMetricAllocation), kMaxArrivedPct,
+    rows.push_back({workload, std::string(label), std::string(kMetricAllocation), arrived_pct,
                     s.mean, s.std, s.n});
   }
   return rows;

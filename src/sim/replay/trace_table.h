@@ -39,9 +39,10 @@ std::string TraceTableMarkdown(const std::vector<TraceRow>& rows);
 std::string TraceTableCsv(const std::vector<TraceRow>& rows);
 
 // The bound and the offline packing over seeds as summary rows (policies kUpperBoundLabel and
-// kOfflinePackingLabel, allocation at 130%).
+// kOfflinePackingLabel) at the stream's end: `arrived_pct` is 130 with the protocol's --tune.
 std::vector<SummaryRow> SummarizeBounds(const std::string& workload,
-                                        const std::vector<AllocationBound>& bounds);
+                                        const std::vector<AllocationBound>& bounds,
+                                        int arrived_pct = kMaxArrivedPct);
 // workload,seed,gpu_alloc_pct_bound,offline_packing_pct,node_classes,pod_types,solve_seconds.
 std::string BoundsCsv(const std::string& workload, const std::vector<uint64_t>& seeds,
                       const std::vector<AllocationBound>& bounds);

@@ -62,6 +62,8 @@ TEST(TraceTable, SummarizesTheBoundsOverSeeds) {
   EXPECT_EQ(rows[1].policy, kOfflinePackingLabel);
   EXPECT_DOUBLE_EQ(rows[1].mean, 96.5);
   EXPECT_THAT(BoundsCsv("w", {42, 43}, bounds), HasSubstr("w,43,98.000,97.000,"));
+  // With another --tune the stream, and so the bound, ends elsewhere.
+  EXPECT_EQ(SummarizeBounds("w", bounds, 100)[0].arrived_pct, 100);
 }
 
 TEST(ExpandPodLists, AFolderStandsForItsPodListsInNameOrder) {
