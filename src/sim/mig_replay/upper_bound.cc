@@ -1,12 +1,12 @@
 #include "sim/mig_replay/upper_bound.h"
 
-#include <glpk.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <utility>
+
+#include "sim/replay/glpk_problem.h"
 
 namespace tessera::sim::mig_replay {
 namespace {
@@ -34,20 +34,6 @@ std::pair<int64_t, T> CheapestWithin(std::vector<T> costs, T budget) {
   return {count, used};
 }
 
-using ProblemPtr = std::unique_ptr<glp_prob, decltype(&glp_delete_prob)>;
-
-// GLPK keeps an environment per thread and frees it only when asked: each solve frees it when
-// done (declared before the problem, so the problem goes first), or a worker thread's would
-// leak at its exit.
-struct GlpkEnvironment {
-  GlpkEnvironment() = default;
-  GlpkEnvironment(const GlpkEnvironment&) = delete;
-  GlpkEnvironment& operator=(const GlpkEnvironment&) = delete;
-  GlpkEnvironment(GlpkEnvironment&&) = delete;
-  GlpkEnvironment& operator=(GlpkEnvironment&&) = delete;
-  ~GlpkEnvironment() { glp_free_env(); }
-};
-
 }  // namespace
 
 double IntervalAcceptanceBound(std::vector<ResidentRequest> requests, int64_t capacity) {
@@ -71,8 +57,8 @@ double IntervalAcceptanceBound(std::vector<ResidentRequest> requests, int64_t ca
   };
   const int points = static_cast<int>(instants.size());
 
-  const GlpkEnvironment environment;
-  ProblemPtr lp(glp_create_prob(), &glp_delete_prob);
+  const replay::GlpkEnvironment environment;
+  replay::GlpkProblem lp(glp_create_prob(), &glp_delete_prob);
   glp_set_obj_dir(lp.get(), GLP_MAX);
   // One row per instant: what flows in minus what flows out; the capacity enters at the first
   // and leaves at the last.

@@ -1,7 +1,5 @@
 #include "sim/replay/upper_bound.h"
 
-#include <glpk.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -11,6 +9,7 @@
 #include <tuple>
 
 #include "sim/replay/cluster.h"
+#include "sim/replay/glpk_problem.h"
 #include "sim/replay/workload.h"
 
 namespace tessera::sim::replay {
@@ -77,20 +76,6 @@ bool OneFits(const PodType& pod, const NodeClass& node) {
   return pod.gpu_spec.empty() ||
          std::find(pod.gpu_spec.begin(), pod.gpu_spec.end(), node.model) != pod.gpu_spec.end();
 }
-
-using ProblemPtr = std::unique_ptr<glp_prob, decltype(&glp_delete_prob)>;
-
-// GLPK keeps an environment per thread and frees it only when asked: each solve frees it when
-// done (declared before the problem, so the problem goes first), or a worker thread's would
-// leak at its exit.
-struct GlpkEnvironment {
-  GlpkEnvironment() = default;
-  GlpkEnvironment(const GlpkEnvironment&) = delete;
-  GlpkEnvironment& operator=(const GlpkEnvironment&) = delete;
-  GlpkEnvironment(GlpkEnvironment&&) = delete;
-  GlpkEnvironment& operator=(GlpkEnvironment&&) = delete;
-  ~GlpkEnvironment() { glp_free_env(); }
-};
 
 // The LP's x[t][k], by (type, class); what an offline packing tries to follow.
 using LpShares = std::vector<std::vector<double>>;
@@ -250,7 +235,7 @@ Result<AllocationBound> AllocationUpperBound(const std::vector<TraceNode>& nodes
   if (capacity_milli == 0 || types.empty()) return bound;
 
   const GlpkEnvironment environment;
-  ProblemPtr lp(glp_create_prob(), &glp_delete_prob);
+  GlpkProblem lp(glp_create_prob(), &glp_delete_prob);
   glp_set_obj_dir(lp.get(), GLP_MAX);
   // The per-GPU requests, largest first, and the ways to fill one GPU with them.
   std::vector<int64_t> sizes;
