@@ -87,16 +87,7 @@ double IntervalAcceptanceBound(std::vector<ResidentRequest> requests, int64_t ca
     const auto size = static_cast<double>(r.size);
     arc(from, to, size, 1 / size);
   }
-  glp_load_matrix(lp.get(), static_cast<int>(rows.size()) - 1, rows.data(), cols.data(),
-                  values.data());
-  glp_smcp parm;
-  glp_init_smcp(&parm);
-  parm.msg_lev = GLP_MSG_OFF;
-  parm.presolve = GLP_ON;
-  const int terminal = glp_term_out(GLP_OFF);  // per thread: GLPK keeps its state in TLS
-  const int rc = glp_simplex(lp.get(), &parm);
-  glp_term_out(terminal);
-  if (rc != 0 || glp_get_status(lp.get()) != GLP_OPT) return -1;
+  if (!replay::SolveQuietly(lp.get(), rows, cols, values, /*scale=*/false)) return -1;
   return glp_get_obj_val(lp.get());
 }
 

@@ -5,6 +5,7 @@
 #include <glpk.h>
 
 #include <memory>
+#include <vector>
 
 namespace tessera::sim::replay {
 
@@ -21,5 +22,22 @@ struct GlpkEnvironment {
   GlpkEnvironment& operator=(GlpkEnvironment&&) = delete;
   ~GlpkEnvironment() { glp_free_env(); }
 };
+
+// Loads the (row, column, value) triplets (1-based, slot 0 unused, as GLPK expects) and solves
+// with the simplex method, quietly; `scale` first scales the problem. True when optimal.
+inline bool SolveQuietly(glp_prob* lp, const std::vector<int>& rows, const std::vector<int>& cols,
+                         const std::vector<double>& values, bool scale) {
+  glp_load_matrix(lp, static_cast<int>(rows.size()) - 1, rows.data(), cols.data(), values.data());
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  // Scaling reports on GLPK's terminal, which is only switched per environment (per thread).
+  const int terminal = glp_term_out(GLP_OFF);
+  if (scale) glp_scale_prob(lp, GLP_SF_AUTO);
+  const int rc = glp_simplex(lp, &parm);
+  glp_term_out(terminal);
+  return rc == 0 && glp_get_status(lp) == GLP_OPT;
+}
 
 }  // namespace tessera::sim::replay

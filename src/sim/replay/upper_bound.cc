@@ -321,21 +321,9 @@ Result<AllocationBound> AllocationUpperBound(const std::vector<TraceNode>& nodes
       add(class_row(k, 5 + static_cast<int>(sizes.size())), 1);
     }
   }
-  glp_load_matrix(lp.get(), static_cast<int>(rows.size()) - 1, rows.data(), cols.data(),
-                  values.data());
-
-  glp_smcp parm;
-  glp_init_smcp(&parm);
-  parm.msg_lev = GLP_MSG_OFF;
-  parm.presolve = GLP_ON;
-  // Scaling reports on GLPK's terminal, which is only switched per environment.
-  const int terminal = glp_term_out(GLP_OFF);
-  glp_scale_prob(lp.get(), GLP_SF_AUTO);
-  const int rc = glp_simplex(lp.get(), &parm);
-  glp_term_out(terminal);
-  if (rc != 0 || glp_get_status(lp.get()) != GLP_OPT) {
-    return Error{"upper bound: the LP solver failed (glp_simplex " + std::to_string(rc) +
-                 ", status " + std::to_string(glp_get_status(lp.get())) + ")"};
+  if (!SolveQuietly(lp.get(), rows, cols, values, /*scale=*/true)) {
+    return Error{"upper bound: the LP solver found no optimum (glp_simplex status " +
+                 std::to_string(glp_get_status(lp.get())) + ")"};
   }
   bound.gpu_milli = glp_get_obj_val(lp.get());
   bound.gpu_alloc_pct = 100.0 * bound.gpu_milli / static_cast<double>(capacity_milli);
