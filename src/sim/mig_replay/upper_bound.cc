@@ -151,7 +151,8 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
   const double start = arrivals[warmup].time;
   const double end = arrivals.back().time;
   m.arrived = static_cast<int64_t>(arrivals.size() - warmup);
-  const double budget = static_cast<double>(UsableCapacity(cluster)) * (end - start);
+  const int64_t capacity = UsableCapacity(cluster);
+  const double budget = static_cast<double>(capacity) * (end - start);
   // Each measured request's cost: its demand times its time inside [start, end].
   const std::vector<int64_t> by_type = SlicesByType(cluster);
   std::vector<double> costs;
@@ -171,7 +172,7 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
     resident.push_back(
         {a.time, std::min(a.time + a.lifetime, end), by_type[static_cast<size_t>(a.type)]});
   }
-  const double interval = IntervalAcceptanceBound(std::move(resident), UsableCapacity(cluster));
+  const double interval = IntervalAcceptanceBound(std::move(resident), capacity);
   if (interval >= 0) {
     m.accepted = std::min(m.accepted, static_cast<int64_t>(std::floor(interval + 1e-6)));
   }
