@@ -36,7 +36,7 @@ std::unique_ptr<ExplainCluster> Build(Kind kind, int nodes, double share) {
   const std::vector<std::string> first = {NodeName(0)};
   while (capacity < 1000 &&
          scheduler.Schedule(MakePod("cap-" + std::to_string(capacity), kind), &first, kNow)
-             .scheduled) {
+             .scheduled()) {
     ++capacity;
   }
   for (int k = 0; k < capacity; ++k) (void)scheduler.Release("bench/cap-" + std::to_string(k));
@@ -45,7 +45,7 @@ std::unique_ptr<ExplainCluster> Build(Kind kind, int nodes, double share) {
     const std::vector<std::string> only = {NodeName(i)};
     for (int k = 0; k < per_node; ++k) {
       if (!scheduler.Schedule(MakePod("fill-" + std::to_string(c->pods), kind), &only, kNow)
-               .scheduled) {
+               .scheduled()) {
         c->error = "filler pod did not fit on " + only[0];
         return c;
       }

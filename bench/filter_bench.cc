@@ -69,7 +69,7 @@ int NodeCapacity(Kind kind) {
   sched::Scheduler scheduler(state, sched::PolicyDefaults{});
   int n = 0;
   while (n < 1000 &&
-         scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled) {
+         scheduler.Schedule(MakePod("cap-" + std::to_string(n), kind), nullptr, kNow).scheduled()) {
     ++n;
   }
   return n;
@@ -96,7 +96,7 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
   for (int i = 0; i < nodes; ++i) c->state.UpsertNode(MakeNode(NodeName(i), kind));
   c->scheduler = std::make_unique<sched::Scheduler>(c->state, sched::PolicyDefaults{});
   const model::Pod warmup = MakePod("warmup", kind);
-  if (!c->scheduler->Schedule(warmup, nullptr, kNow).scheduled) {
+  if (!c->scheduler->Schedule(warmup, nullptr, kNow).scheduled()) {
     c->error = "the probe pod does not fit on an empty node";
   }
   (void)c->scheduler->Release(warmup.Key());
@@ -117,7 +117,7 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
     for (int k = 0; k < count; ++k) {
       auto d =
           c->scheduler->Schedule(MakePod("fill-" + std::to_string(c->pods), kind), &only, kNow);
-      if (!d.scheduled) {
+      if (!d.scheduled()) {
         c->error = "filler pod did not fit on " + only[0] + ": " + d.message;
         break;
       }
@@ -140,7 +140,7 @@ void BM_FilterDecision(benchmark::State& state, Kind kind) {
   }
   // The probe pod must fit somewhere, or the benchmark would time a rejection.
   const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
-  if (!check.scheduled) {
+  if (!check.scheduled()) {
     state.SkipWithError(("probe pod does not fit: " + check.message).c_str());
     return;
   }
@@ -158,7 +158,7 @@ void BM_FilterDecision(benchmark::State& state, Kind kind) {
   int feasible = 0;
   for (int i = 0; i < nodes; ++i) {
     const std::vector<std::string> only = {NodeName(i)};
-    feasible += c.scheduler->Evaluate(probe, &only, kNow).scheduled ? 1 : 0;
+    feasible += c.scheduler->Evaluate(probe, &only, kNow).scheduled() ? 1 : 0;
   }
   state.counters["feasible"] = feasible;
 }
@@ -175,7 +175,7 @@ void BM_FilterDecisionUnderQuota(benchmark::State& state, Kind kind) {
   }
   c.state.UpsertQuota({probe.ns, "bench", {{"limits.nvidia.com/gpumem", "1000000000000"}}});
   const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
-  if (!check.scheduled) {
+  if (!check.scheduled()) {
     state.SkipWithError(("probe pod does not fit: " + check.message).c_str());
   } else {
     for (auto _ : state) {
@@ -201,7 +201,7 @@ void BM_FilterDecisionNothingFits(benchmark::State& state, Kind kind) {
     return;
   }
   sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
-  if (d.scheduled) {
+  if (d.scheduled()) {
     state.SkipWithError("the probe pod fits on a full node");
     return;
   }

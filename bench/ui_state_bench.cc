@@ -38,7 +38,7 @@ std::unique_ptr<FullCluster> Build(Kind kind, int nodes) {
     const std::vector<std::string> only = {NodeName(i)};
     c->first_pod_of_node.push_back("bench/p" + std::to_string(c->pods));
     while (
-        scheduler.Schedule(MakePod("p" + std::to_string(c->pods), kind), &only, kNow).scheduled) {
+        scheduler.Schedule(MakePod("p" + std::to_string(c->pods), kind), &only, kNow).scheduled()) {
       ++c->pods;
     }
   }

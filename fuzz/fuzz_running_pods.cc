@@ -114,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tessera::sched::Scheduler scheduler(state, tessera::sched::PolicyDefaults{});
   for (int i = 0; i < 6; ++i) {
     const tessera::sched::Decision d = scheduler.Schedule(NewPod(i, i % 2 == 1), nullptr, 1);
-    if (!d.scheduled) continue;
+    if (!d.scheduled()) continue;
     int64_t team_mem = 0;
     for (const auto& r : all) team_mem += tessera::state::QuotaUseOf(r.devices, r.num_init).mem;
     const int64_t new_mem =
@@ -163,14 +163,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         tessera::sched::ExplainPod(state, probe, tessera::sched::PolicyDefaults{});
     if (state.pods().size() != pods_before) Violation("explain changed the state");
     if (!e.error.empty() || e.passthrough) continue;
-    if (e.fits != scheduler.Evaluate(probe, nullptr, 1).scheduled) {
+    if (e.fits != scheduler.Evaluate(probe, nullptr, 1).scheduled()) {
       Violation("explain and the filter disagree on " + probe.Key());
     }
     if (!e.remedy) continue;
     tessera::state::ClusterState what_if = state.Subset({e.remedy->node});
     for (const auto& key : e.remedy->pods) (void)what_if.RemovePod(key);
     tessera::sched::Scheduler check(what_if, tessera::sched::PolicyDefaults{});
-    if (!check.Evaluate(probe, nullptr, 1).scheduled) Violation("a remedy that does not admit");
+    if (!check.Evaluate(probe, nullptr, 1).scheduled()) Violation("a remedy that does not admit");
   }
   return 0;
 }

@@ -186,12 +186,12 @@ std::string ExtenderService::Filter(std::string_view body) {
   }
   const PodRef ref{pod->ns, pod->name, pod->uid};
   std::string outcome;
-  if (decision.passthrough) {
+  if (decision.passthrough()) {
     outcome = "passthrough";
-  } else if (decision.invalid_request) {
+  } else if (decision.invalid_request()) {
     outcome = "invalid";
     writer_.RecordEvent(ref, true, "FilteringFailed", decision.message);
-  } else if (!decision.scheduled) {
+  } else if (!decision.scheduled()) {
     outcome = "unschedulable";
     writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
     std::set<std::string> words;
@@ -228,30 +228,30 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
   // Pods created without the webhook get the same resource defaults it would have applied.
   auto admitted = sched::ApplyAdmissionDefaults(pod_in, config_.nvidia);
   if (!admitted.ok()) {
-    decision->invalid_request = true;
+    decision->outcome = sched::Outcome::kInvalidRequest;
     decision->message = "pod " + pod_in.Key() + ": " + admitted.error().message;
   } else {
     *decision = scheduler_.Schedule(admitted->pod, have_candidates ? &candidates : nullptr,
                                     clocks_.unix_seconds());
   }
-  if (decision->scheduled || decision->passthrough) {
+  if (decision->scheduled() || decision->passthrough()) {
     waiting_.erase(pod_in.Key());
   } else {
     waiting_[pod_in.Key()] = decision->message;
   }
-  if (decision->passthrough) {
+  if (decision->passthrough()) {
     passthrough_.insert(pod_in.Key());
     result.node_names = args.node_names;
     result.nodes = args.nodes;
     return result;
   }
-  if (decision->invalid_request) {
+  if (decision->invalid_request()) {
     // Preemption cannot fix a malformed request: every node is unresolvable, with the reason.
     for (const auto& n : candidates) result.failed_and_unresolvable[n] = decision->message;
     if (candidates.empty()) result.error = decision->message;
     return result;
   }
-  if (!decision->scheduled) {
+  if (!decision->scheduled()) {
     // Nodes where evicting pods cannot make room go where kube-scheduler's preemption skips them
     // (HAMi puts every node in FailedNodes, so preemption may evict pods for nothing).
     for (const auto& [node, reason] : decision->failed_nodes) {
@@ -390,7 +390,7 @@ std::string ExtenderService::Prioritize(std::string_view body) {
       // The node filter would choose scores highest: its own reservation (the filter's) is not
       // in its way, so a pod scored after its filter gets the filter's node.
       sched::Decision d = scheduler_.Preview(admitted->pod, &candidates, clocks_.unix_seconds());
-      if (d.scheduled) chosen = d.node;
+      if (d.scheduled()) chosen = d.node;
     }
   }
   for (const auto& n : candidates) {

@@ -50,14 +50,14 @@ std::string StepJson(const StepResult& r) {
   const sched::Decision& d = r.decision;
   if (r.adopted) j["adopted"] = true;
   if (!r.warning.empty()) j["warning"] = r.warning;
-  if (d.passthrough) {
+  if (d.passthrough()) {
     j["scheduled"] = false;
     j["passthrough"] = true;
     j["message"] = "no GPU request: left to kube-scheduler";
     return j.dump();
   }
-  j["scheduled"] = d.scheduled;
-  if (!d.scheduled) {
+  j["scheduled"] = d.scheduled();
+  if (!d.scheduled()) {
     j["message"] = d.message;
     OJson failed = OJson::object();
     for (const auto& [node, why] : d.failed_nodes) failed[node] = why;

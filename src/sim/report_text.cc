@@ -43,11 +43,11 @@ std::string StepText(const StepResult& r) {
     return out.str();
   }
   const sched::Decision& d = r.decision;
-  if (d.passthrough) {
+  if (d.passthrough()) {
     out << ": no GPU request, left to kube-scheduler\n";
     return out.str();
   }
-  if (!d.scheduled) {
+  if (!d.scheduled()) {
     out << ": PENDING\n    " << d.message << "\n";
     for (const auto& [node, why] : d.failed_nodes) out << "    " << node << ": " << why << "\n";
     return out.str();

@@ -51,7 +51,7 @@ StepResult Simulator::Create(int step, const model::Pod& pod, const std::string&
     state::PodReservation reservation = std::move(*existing.value());
     r.adopted = true;
     r.warning = reservation.problem;
-    r.decision.scheduled = true;
+    r.decision.outcome = sched::Outcome::kScheduled;
     r.decision.node = reservation.node;
     r.decision.annotations = pod.annotations;
     for (const auto& c : pod.init_containers) r.decision.container_names.push_back(c.name);
@@ -81,7 +81,7 @@ StepResult Simulator::Create(int step, const model::Pod& pod, const std::string&
     return r;
   }
   r.decision = scheduler_.Schedule(admitted->pod, nullptr, Now(step));
-  if (!r.decision.scheduled && !r.decision.passthrough && !r.decision.invalid_request) {
+  if (!r.decision.scheduled() && !r.decision.passthrough() && !r.decision.invalid_request()) {
     pending_.push_back(admitted->pod);
   }
   return r;

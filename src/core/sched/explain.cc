@@ -95,11 +95,11 @@ bool FitsOn(const Scheduler& scheduler, const model::Pod& pod, const std::string
             std::string* reason) {
   const std::vector<std::string> one{node};
   Decision d = scheduler.Evaluate(pod, &one, 0);
-  if (!d.scheduled && reason != nullptr) {
+  if (!d.scheduled() && reason != nullptr) {
     auto it = d.failed_nodes.find(node);
     *reason = it != d.failed_nodes.end() ? it->second : d.message;
   }
-  return d.scheduled;
+  return d.scheduled();
 }
 
 int64_t HeldMemory(const state::PodReservation* r) {

@@ -17,8 +17,8 @@ namespace {
 
 namespace ann = model::annotations;
 
+// An unschedulable or invalid pod's decision, with its message.
 Decision Rejected(Decision d, const std::string& message) {
-  d.scheduled = false;
   d.message = message;
   return d;
 }
@@ -116,19 +116,19 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   // Phase 1: parse the request and the pod's preferences.
   auto request = DerivePodRequest(pod, state_.config().nvidia);
   if (!request.ok()) {
-    decision.invalid_request = true;
+    decision.outcome = Outcome::kInvalidRequest;
     return Rejected(std::move(decision), request.error().message);
   }
   decision.container_names = request->names;
   if (!request->HasGpu()) {
     // Not ours: kube-scheduler places it on its own (HAMi's pass-through).
-    decision.passthrough = true;
+    decision.outcome = Outcome::kPassthrough;
     decision.containers.resize(request->slots.size());
     return decision;
   }
   auto prefs = ParsePreferences(pod, defaults_);
   if (!prefs.ok()) {
-    decision.invalid_request = true;
+    decision.outcome = Outcome::kInvalidRequest;
     return Rejected(std::move(decision), prefs.error().message);
   }
   prefs->quota = state_.quotas().HeadroomFor(pod.ns);
@@ -284,7 +284,7 @@ Decision Scheduler::EvaluateOn(const model::Pod& pod,
   }
   const NodeFit& best_fit = full_fits[evaluated[best_eval].fit];
   // Phase 4 (prepared here, applied by Schedule): the reservation and its annotations.
-  decision.scheduled = true;
+  decision.outcome = Outcome::kScheduled;
   decision.node = best->name;
   codec::PodDevices pod_devices(best_fit.slots.size());
   std::vector<codec::MigAllocation> mig;
@@ -358,7 +358,7 @@ std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& 
 }
 
 Decision Scheduler::EndSchedule(Decision decision, std::optional<state::PodReservation> previous) {
-  if (decision.scheduled) {
+  if (decision.scheduled()) {
     state_.AddPod(decision.reservation);
   } else if (previous) {
     state_.AddPod(std::move(*previous));

@@ -28,9 +28,20 @@ struct GrantedDevice {
   model::Placement placement;
 };
 
+// How a scheduling cycle ended for a pod.
+enum class Outcome {
+  kUnschedulable,   // no node fits (failed_nodes says why, when reasons are collected)
+  kScheduled,       // placed on `node`; `reservation` holds what it takes
+  kInvalidRequest,  // the pod itself is malformed (`message` names the field)
+  kPassthrough,     // no GPU request: not this scheduler's, kube-scheduler places it
+};
+
 // The outcome of one scheduling cycle for one pod.
 struct Decision {
-  bool scheduled = false;
+  Outcome outcome = Outcome::kUnschedulable;
+  bool scheduled() const { return outcome == Outcome::kScheduled; }
+  bool invalid_request() const { return outcome == Outcome::kInvalidRequest; }
+  bool passthrough() const { return outcome == Outcome::kPassthrough; }
   std::string node;
   std::vector<std::string> container_names;            // per slot, init containers first
   std::vector<std::vector<GrantedDevice>> containers;  // per slot
@@ -39,9 +50,7 @@ struct Decision {
   // The failed nodes where preemption cannot help either (ResolvableByPreemption is false):
   // the extender reports them as FailedAndUnresolvableNodes.
   std::set<std::string> unresolvable_nodes;
-  std::string message;           // kube-scheduler style, when not scheduled
-  bool invalid_request = false;  // the pod itself is malformed
-  bool passthrough = false;      // no GPU request: not this scheduler's
+  std::string message;  // kube-scheduler style, when not scheduled
   state::PodReservation reservation;
 };
 

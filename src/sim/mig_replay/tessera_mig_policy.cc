@@ -47,7 +47,7 @@ class TesseraMigPolicy : public MigPolicy {
     pod.containers.push_back(std::move(c));
     // Schedule reserves the decision in the state it holds: cluster_.state().
     const sched::Decision d = scheduler_.Schedule(pod, cluster_.nodes(), 0);
-    return d.scheduled;
+    return d.scheduled();
   }
 
  private:

@@ -56,7 +56,7 @@ class TesseraPolicy : public Policy {
     model::Pod kpod = ToPod(pod);
     // The node list the extender gets as names, already looked up (the same evaluation).
     sched::Decision d = scheduler_.Schedule(kpod, candidates_, 0);
-    if (!d.scheduled) return std::nullopt;
+    if (!d.scheduled()) return std::nullopt;
     Choice choice;
     choice.node = NodeIndex(d.node);
     for (const auto& slot : d.containers) {

@@ -25,7 +25,7 @@ class ExplainTest : public ::testing::Test {
   }
   void Run(const model::Pod& pod) {
     Decision d = scheduler_.Schedule(pod, nullptr, 0);
-    ASSERT_TRUE(d.scheduled) << pod.Key() << ": " << d.message;
+    ASSERT_TRUE(d.scheduled()) << pod.Key() << ": " << d.message;
   }
   Explanation Explain(const model::Pod& pod, ExplainLimits limits = {}) {
     return ExplainPod(state_, pod, PolicyDefaults{}, limits);

@@ -136,10 +136,10 @@ TEST_F(MigNodeScoringTest, SmallRequestJoinsAPartlyUsedGpuToKeepWholeGpusWhole) 
   std::vector<std::string> only_b = {"b-used"};
   ASSERT_TRUE(
       scheduler.Schedule(PodBuilder("d/first").MigMode().Container(1, 4000).Build(), &only_b, 0)
-          .scheduled);
+          .scheduled());
   Decision d =
       scheduler.Schedule(PodBuilder("d/second").MigMode().Container(1, 4000).Build(), nullptr, 0);
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   EXPECT_EQ(d.node, "b-used");
 }
 
@@ -150,14 +150,14 @@ TEST_F(MigNodeScoringTest, SpreadPolicyStillSpreads) {
   std::vector<std::string> only_b = {"b-used"};
   ASSERT_TRUE(
       scheduler.Schedule(PodBuilder("d/first").MigMode().Container(1, 4000).Build(), &only_b, 0)
-          .scheduled);
+          .scheduled());
   Decision d = scheduler.Schedule(PodBuilder("d/second")
                                       .MigMode()
                                       .Annotation("hami.io/node-scheduler-policy", "spread")
                                       .Container(1, 4000)
                                       .Build(),
                                   nullptr, 0);
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   EXPECT_EQ(d.node, "a-empty");
 }
 
@@ -169,13 +169,13 @@ TEST_F(MigNodeScoringTest, InstancesOfOnePodSpreadOverGpusOnlyWhenThatKeepsMore)
   // Two 1g instances: both on one GPU keeps the other GPU whole for a 7g.
   Decision d =
       scheduler.Schedule(PodBuilder("d/pair").MigMode().Container(2, 4000).Build(), nullptr, 0);
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   ASSERT_EQ(d.containers[0].size(), 2U);
   EXPECT_EQ(d.containers[0][0].uuid, d.containers[0][1].uuid);
   // A whole GPU now goes to the untouched one.
   Decision whole =
       scheduler.Schedule(PodBuilder("d/whole").MigMode().Container(1, 40000).Build(), nullptr, 0);
-  ASSERT_TRUE(whole.scheduled) << whole.message;
+  ASSERT_TRUE(whole.scheduled()) << whole.message;
   EXPECT_NE(whole.containers[0][0].uuid, d.containers[0][0].uuid);
 }
 

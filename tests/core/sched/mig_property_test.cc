@@ -111,8 +111,8 @@ TEST_P(MigPropertyTest, SchedulerAgreesWithBruteForce) {
 
       Scheduler scheduler(cluster, PolicyDefaults{});
       Decision d = scheduler.Evaluate(pod, nullptr, 0);
-      ASSERT_EQ(d.scheduled, oracle) << d.message;
-      if (!d.scheduled) {
+      ASSERT_EQ(d.scheduled(), oracle) << d.message;
+      if (!d.scheduled()) {
         ++infeasible;
         continue;
       }

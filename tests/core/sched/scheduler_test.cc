@@ -43,7 +43,7 @@ class SchedulerTest : public ::testing::Test {
 TEST_F(SchedulerTest, TwoMigInstancesShareOneRtxPro6000) {
   AddNode("node-a", {RtxPro6000Mig("GPU-r")});
   Decision d = Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build());
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   ASSERT_EQ(d.containers.size(), 1U);
   ASSERT_EQ(d.containers[0].size(), 2U);
   EXPECT_EQ(d.containers[0][0].mig_profile, "1g.24gb");
@@ -65,10 +65,10 @@ TEST_F(SchedulerTest, TwoMigInstancesShareOneRtxPro6000) {
 
 TEST_F(SchedulerTest, FifthInstanceIsRefusedForMemoryNotTimeSlicing) {
   AddNode("node-a", {RtxPro6000Mig("GPU-r")});
-  ASSERT_TRUE(Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build()).scheduled);
-  ASSERT_TRUE(Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build()).scheduled());
+  ASSERT_TRUE(Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/p3").MigMode().Container(1, 8000).Build());
-  EXPECT_FALSE(d.scheduled);
+  EXPECT_FALSE(d.scheduled());
   EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardInsufficientMemory");
   EXPECT_EQ(d.message, "0/1 nodes are available: 1 1/1 CardInsufficientMemory.");
 }
@@ -77,7 +77,7 @@ TEST_F(SchedulerTest, ReleaseFreesExactlyThePodsInstances) {
   AddNode("node-a", {RtxPro6000Mig("GPU-r")});
   Decision p1 = Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build());
   Decision p2 = Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build());
-  ASSERT_TRUE(p1.scheduled && p2.scheduled);
+  ASSERT_TRUE(p1.scheduled() && p2.scheduled());
   auto released = scheduler_.Release("default/p1");
   ASSERT_TRUE(released.has_value());
   EXPECT_EQ(released->mig.size(), 2U);
@@ -86,7 +86,7 @@ TEST_F(SchedulerTest, ReleaseFreesExactlyThePodsInstances) {
   for (const auto& inst : instances) EXPECT_EQ(inst.pod_key, "default/p2");
   EXPECT_EQ(state_.node("node-a")->usage[0].used_mem, 2 * 24192);
   Decision p3 = Schedule(PodBuilder("default/p3").MigMode().Container(1, 8000).Build());
-  ASSERT_TRUE(p3.scheduled);
+  ASSERT_TRUE(p3.scheduled());
   // It reuses one of the placements p1 gave back.
   bool reused = false;
   for (const auto& g : p1.containers[0]) {
@@ -98,7 +98,7 @@ TEST_F(SchedulerTest, ReleaseFreesExactlyThePodsInstances) {
 TEST_F(SchedulerTest, NonMigRequestKeepsThePhysicalCountCheck) {
   AddNode("node-b", {SharingGpu("GPU-s")});
   Decision d = Schedule(PodBuilder("default/two").Container(2, 8000).Build());
-  EXPECT_FALSE(d.scheduled);
+  EXPECT_FALSE(d.scheduled());
   EXPECT_EQ(d.failed_nodes.at("node-b"), "NodeInsufficientDevice");
   EXPECT_EQ(d.message, "0/1 nodes are available: 1 NodeInsufficientDevice.");
 }
@@ -106,7 +106,7 @@ TEST_F(SchedulerTest, NonMigRequestKeepsThePhysicalCountCheck) {
 TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
   // Room that evicting pods would free: resolvable. Everything else: unresolvable.
   AddNode("full", {SharingGpu("GPU-full", 32768)});
-  ASSERT_TRUE(Schedule(PodBuilder("default/big").Container(1, 30000).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/big").Container(1, 30000).Build()).scheduled());
   AddNode("mig-full", {RtxPro6000Mig("GPU-r")});
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(Schedule(PodBuilder("default/m" + std::to_string(i))
@@ -114,7 +114,7 @@ TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
                              .Annotation("nvidia.com/use-gpuuuid", "GPU-r")
                              .Container(2, 20000)
                              .Build())
-                    .scheduled);
+                    .scheduled());
   }
   AddNode("small", {SharingGpu("GPU-small", 4096)});
   model::GpuDevice sick = SharingGpu("GPU-sick", 32768);
@@ -123,7 +123,7 @@ TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
   const std::vector<std::string> candidates = {"full", "mig-full", "small", "sick", "ghost"};
   Decision d = scheduler_.Schedule(PodBuilder("default/p").Container(1, 8000).Build(), &candidates,
                                    1700000000);
-  ASSERT_FALSE(d.scheduled);
+  ASSERT_FALSE(d.scheduled());
   EXPECT_EQ(d.failed_nodes.at("full"), "1/1 CardInsufficientMemory");
   EXPECT_EQ(d.failed_nodes.at("small"), "1/1 CardInsufficientMemory");
   EXPECT_EQ(d.failed_nodes.at("ghost"), "node unregistered");
@@ -133,14 +133,14 @@ TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
   // A MIG GPU full of instances: evicting them makes room.
   Decision mig = scheduler_.Schedule(PodBuilder("default/q").MigMode().Container(1, 8000).Build(),
                                      &candidates, 1700000000);
-  ASSERT_FALSE(mig.scheduled);
+  ASSERT_FALSE(mig.scheduled());
   EXPECT_FALSE(mig.unresolvable_nodes.contains("mig-full")) << mig.failed_nodes.at("mig-full");
   EXPECT_TRUE(mig.unresolvable_nodes.contains("small"));  // not a MIG GPU
 
   // More GPUs than the node has: no eviction helps.
   Decision two = scheduler_.Schedule(PodBuilder("default/two").Container(2, 1000).Build(),
                                      &candidates, 1700000000);
-  ASSERT_FALSE(two.scheduled);
+  ASSERT_FALSE(two.scheduled());
   EXPECT_TRUE(two.unresolvable_nodes.contains("full"));
   EXPECT_EQ(two.failed_nodes.at("full"), "NodeInsufficientDevice");
 }
@@ -150,12 +150,12 @@ TEST_F(SchedulerTest, AUuidFilterTellsApartNodesThatAreAlikeButForUuids) {
   // evictions (the per-spec answer must not be shared across them).
   AddNode("a", {SharingGpu("GPU-a", 32768)});
   AddNode("b", {SharingGpu("GPU-b", 32768)});
-  ASSERT_TRUE(Schedule(PodBuilder("default/fa").Container(1, 30000).Build()).scheduled);
-  ASSERT_TRUE(Schedule(PodBuilder("default/fb").Container(1, 30000).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/fa").Container(1, 30000).Build()).scheduled());
+  ASSERT_TRUE(Schedule(PodBuilder("default/fb").Container(1, 30000).Build()).scheduled());
   for (const char* filter : {"nvidia.com/use-gpuuuid", "nvidia.com/nouse-gpuuuid"}) {
     Decision d =
         Schedule(PodBuilder("default/p").Annotation(filter, "GPU-b").Container(1, 8000).Build());
-    ASSERT_FALSE(d.scheduled);
+    ASSERT_FALSE(d.scheduled());
     const std::string refused = std::string(filter) == "nvidia.com/use-gpuuuid" ? "a" : "b";
     EXPECT_EQ(d.unresolvable_nodes, std::set<std::string>{refused}) << filter;
   }
@@ -167,7 +167,7 @@ TEST_F(SchedulerTest, HamiCoreModeOnAMigNodeIsATypeMismatch) {
                             .Annotation("nvidia.com/vgpu-mode", "hami-core")
                             .Container(1, 8000)
                             .Build());
-  EXPECT_FALSE(d.scheduled);
+  EXPECT_FALSE(d.scheduled());
   EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardTypeMismatch");
 }
 
@@ -178,26 +178,26 @@ TEST_F(SchedulerTest, FitChecksCountTheirReasons) {
   model::GpuDevice small = SharingGpu("GPU-small", 4096, 0, 2);
   AddNode("n", {sick, cordoned, small}, {{"hami.io/device-cordon", " GPU-cordoned ,"}});
   Decision d = Schedule(PodBuilder("default/p").Container(1, 8000, 10).Build());
-  EXPECT_FALSE(d.scheduled);
+  EXPECT_FALSE(d.scheduled());
   EXPECT_EQ(d.failed_nodes.at("n"),
             "1/3 CardCordoned, 1/3 CardInsufficientMemory, 1/3 CardNotHealth");
 }
 
 TEST_F(SchedulerTest, CoreChecksAndExclusiveUse) {
   AddNode("n", {SharingGpu("GPU-0")});
-  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 80).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 80).Build()).scheduled());
   Decision cores = Schedule(PodBuilder("default/b").Container(1, 1000, 30).Build());
   EXPECT_EQ(cores.failed_nodes.at("n"), "1/1 CardInsufficientCore");
   Decision exclusive = Schedule(PodBuilder("default/c").Container(1, 1000, 100).Build());
   EXPECT_EQ(exclusive.failed_nodes.at("n"), "1/1 CardInsufficientCore");
-  ASSERT_TRUE(Schedule(PodBuilder("default/d").Container(1, 1000, 20).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/d").Container(1, 1000, 20).Build()).scheduled());
   Decision exhausted = Schedule(PodBuilder("default/e").Container(1, 1000, 0).Build());
   EXPECT_EQ(exhausted.failed_nodes.at("n"), "1/1 CardComputeUnitsExhausted");
 }
 
 TEST_F(SchedulerTest, ExclusiveRequestConflictsWithAnyUser) {
   AddNode("n", {SharingGpu("GPU-0")});
-  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 0).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 0).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/b").Container(1, 1000, 100).Build());
   EXPECT_EQ(d.failed_nodes.at("n"), "1/1 ExclusiveDeviceAllocateConflict");
 }
@@ -206,14 +206,14 @@ TEST_F(SchedulerTest, SplitCountLimitsTasks) {
   model::GpuDevice gpu = SharingGpu("GPU-0");
   gpu.count = 1;
   AddNode("n", {gpu});
-  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/b").Container(1, 1000, 10).Build());
   EXPECT_EQ(d.failed_nodes.at("n"), "1/1 CardTimeSlicingExhausted");
 }
 
 TEST_F(SchedulerTest, MutexPolicyRejectsBusyGpus) {
   AddNode("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1)});
-  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/b")
                             .Annotation("hami.io/gpu-scheduler-policy", "mutex")
                             .Container(2, 1000, 10)
@@ -228,7 +228,7 @@ TEST_F(SchedulerTest, UuidFiltersAndTypeFilters) {
                               .Annotation("nvidia.com/use-gpuuuid", "GPU-1")
                               .Container(1, 1000, 10)
                               .Build());
-  ASSERT_TRUE(use.scheduled);
+  ASSERT_TRUE(use.scheduled());
   EXPECT_EQ(use.containers[0][0].uuid, "GPU-1");
   Decision nouse = Schedule(PodBuilder("default/b")
                                 .Annotation("nvidia.com/nouse-gpuuuid", "GPU-0,GPU-1")
@@ -253,7 +253,7 @@ TEST_F(SchedulerTest, GpuPolicySpreadAndBinpack) {
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-0")
                            .Container(1, 1000, 10)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   Decision spread =
       scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(), nullptr, 0);
   EXPECT_EQ(spread.containers[0][0].uuid, "GPU-1");
@@ -277,7 +277,7 @@ TEST_F(SchedulerTest, NodePolicyAndDeterministicTies) {
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-30")
                            .Container(1, 4000, 10)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   Decision binpack =
       scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(), nullptr, 0);
   EXPECT_EQ(binpack.node, "n3");
@@ -298,12 +298,12 @@ TEST_F(SchedulerTest, NamedHamiBinpackPacksTheFullestGpuWhereTesseraKeepsItsRoom
                            .Annotation("nvidia.com/use-gpuuuid", "device1")
                            .Container(1, 2000, 25)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   ASSERT_TRUE(Schedule(PodBuilder("default/large")
                            .Annotation("nvidia.com/use-gpuuuid", "device4")
                            .Container(1, 6000, 75)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   DemandShape probe_shape;  // the probes' own shape is part of the observed mix
   probe_shape.gpus = 1;
   probe_shape.gpu_mem_mib = 1000;
@@ -314,8 +314,8 @@ TEST_F(SchedulerTest, NamedHamiBinpackPacksTheFullestGpuWhereTesseraKeepsItsRoom
     if (node_policy != nullptr) b.Annotation("hami.io/node-scheduler-policy", node_policy);
     if (gpu_policy != nullptr) b.Annotation("hami.io/gpu-scheduler-policy", gpu_policy);
     Decision d = scheduler_.Evaluate(b.Container(1, 1000, 20).Build(), nullptr, 0);
-    EXPECT_TRUE(d.scheduled) << d.message;
-    return d.scheduled ? d.node + "/" + d.containers[0][0].uuid : d.message;
+    EXPECT_TRUE(d.scheduled()) << d.message;
+    return d.scheduled() ? d.node + "/" + d.containers[0][0].uuid : d.message;
   };
   EXPECT_EQ(probe("binpack", "binpack"), "node2/device4");
   EXPECT_EQ(probe("binpack", "spread"), "node2/device3");
@@ -336,7 +336,7 @@ TEST_F(SchedulerTest, NamedHamiNodePoliciesRankByTheScoreBeforeThePod) {
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-l0")
                            .Container(1, 1000, 10)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   auto node_for = [&](const char* policy) {
     Decision d = scheduler_.Evaluate(PodBuilder("default/probe")
                                          .Annotation("hami.io/node-scheduler-policy", policy)
@@ -344,7 +344,7 @@ TEST_F(SchedulerTest, NamedHamiNodePoliciesRankByTheScoreBeforeThePod) {
                                          .Container(1, 1000, 10)
                                          .Build(),
                                      nullptr, 0);
-    EXPECT_TRUE(d.scheduled) << d.message;
+    EXPECT_TRUE(d.scheduled()) << d.message;
     return d.node;
   };
   // Before: small 0, large 10*(1/40 + 10/400 + 1000/32000) = 0.81. After the pod the small node
@@ -374,7 +374,7 @@ TEST_F(SchedulerTest, EqualFragmentationFillsNodesInUseThenAFixedOrder) {
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-" + used)
                            .Container(1, 1000, 10)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   Decision packed =
       scheduler_.Evaluate(PodBuilder("default/b").Container(1, 1000, 10).Build(), nullptr, 0);
   EXPECT_EQ(packed.node, used);
@@ -386,8 +386,8 @@ TEST_F(SchedulerTest, UnknownPolicyIsAnErrorNotAFallback) {
                             .Annotation("hami.io/node-scheduler-policy", "pack")
                             .Container(1, 1000, 10)
                             .Build());
-  EXPECT_FALSE(d.scheduled);
-  EXPECT_TRUE(d.invalid_request);
+  EXPECT_FALSE(d.scheduled());
+  EXPECT_TRUE(d.invalid_request());
   EXPECT_THAT(d.message, HasSubstr("hami.io/node-scheduler-policy"));
   EXPECT_THAT(d.message, HasSubstr("\"pack\""));
 }
@@ -397,7 +397,7 @@ TEST_F(SchedulerTest, UnusableQuantityNamesContainerResourceAndValue) {
   model::Pod pod = PodBuilder("default/p").Container(1).Build();
   pod.containers[0].limits["nvidia.com/gpumem"] = "16Gi";
   Decision d = Schedule(pod);
-  EXPECT_FALSE(d.scheduled);
+  EXPECT_FALSE(d.scheduled());
   EXPECT_THAT(d.message, HasSubstr("container c0"));
   EXPECT_THAT(d.message, HasSubstr("nvidia.com/gpumem"));
   EXPECT_THAT(d.message, HasSubstr("\"16Gi\""));
@@ -410,14 +410,14 @@ TEST_F(SchedulerTest, NumaBindNeedsAllGpusOnOneNumaNode) {
                             .Annotation("nvidia.com/numa-bind", "true")
                             .Container(2, 1000, 10)
                             .Build());
-  ASSERT_TRUE(d.scheduled);
+  ASSERT_TRUE(d.scheduled());
   EXPECT_EQ(d.containers[0].size(), 2U);
   for (const auto& g : d.containers[0]) EXPECT_NE(g.uuid, "GPU-0");
   Decision three = Schedule(PodBuilder("default/q")
                                 .Annotation("nvidia.com/numa-bind", "1")
                                 .Container(3, 1000, 10)
                                 .Build());
-  EXPECT_FALSE(three.scheduled);
+  EXPECT_FALSE(three.scheduled());
   EXPECT_THAT(three.failed_nodes.at("n"), HasSubstr("NumaNotFit"));
 }
 
@@ -432,7 +432,7 @@ TEST_F(SchedulerTest, TopologyAwarePicksTheBestLinkedPair) {
                             .Annotation("hami.io/gpu-scheduler-policy", "topology-aware")
                             .Container(2, 1000, 10)
                             .Build());
-  ASSERT_TRUE(d.scheduled);
+  ASSERT_TRUE(d.scheduled());
   std::set<std::string> got;
   for (const auto& g : d.containers[0]) got.insert(g.uuid);
   EXPECT_EQ(got, (std::set<std::string>{"GPU-0", "GPU-2"}));
@@ -443,7 +443,7 @@ TEST_F(SchedulerTest, InitContainersCountAtTheirPeak) {
   model::Pod pod =
       PodBuilder("default/p").InitContainer(1, 9000, 10).Container(1, 9000, 10).Build();
   Decision d = Schedule(pod);
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-allocated"),
             "GPU-0,NVIDIA,9000,10:;GPU-0,NVIDIA,9000,10:;");
   EXPECT_EQ(state_.node("n")->usage[0].used_mem, 9000);
@@ -453,7 +453,7 @@ TEST_F(SchedulerTest, ContainersWithoutGpusKeepAnEmptySlot) {
   AddNode("n", {SharingGpu("GPU-0")});
   model::Pod pod = PodBuilder("default/p").Container(0).Container(1, 1000, 10).Build();
   Decision d = Schedule(pod);
-  ASSERT_TRUE(d.scheduled);
+  ASSERT_TRUE(d.scheduled());
   EXPECT_EQ(d.annotations.at("hami.io/vgpu-devices-allocated"), ";GPU-0,NVIDIA,1000,10:;");
 }
 
@@ -464,7 +464,7 @@ TEST_F(SchedulerTest, MalformedNodeAnnotationOnlyAffectsThatNode) {
   bad.annotations["hami.io/node-nvidia-register"] = "[{\"id\":42}]";
   state_.UpsertNode(bad);
   Decision d = Schedule(PodBuilder("default/p").Container(1, 1000, 10).Build());
-  ASSERT_TRUE(d.scheduled);
+  ASSERT_TRUE(d.scheduled());
   EXPECT_EQ(d.node, "good");
   Decision big = Schedule(PodBuilder("default/q").Container(1, 99999, 10).Build());
   EXPECT_THAT(big.failed_nodes.at("bad"), HasSubstr("hami.io/node-nvidia-register[0].id"));
@@ -473,9 +473,9 @@ TEST_F(SchedulerTest, MalformedNodeAnnotationOnlyAffectsThatNode) {
 TEST_F(SchedulerTest, RefilteringAPodThatNoLongerFitsKeepsItsReservation) {
   AddNode("n", {SharingGpu("GPU-0", 10000)});
   model::Pod pod = PodBuilder("default/p").Container(1, 6000, 10).Build();
-  ASSERT_TRUE(Schedule(pod).scheduled);
+  ASSERT_TRUE(Schedule(pod).scheduled());
   model::Pod bigger = PodBuilder("default/p").Container(1, 20000, 10).Build();
-  EXPECT_FALSE(Schedule(bigger).scheduled);
+  EXPECT_FALSE(Schedule(bigger).scheduled());
   ASSERT_NE(state_.pod("default/p"), nullptr);
   EXPECT_EQ(state_.node("n")->usage[0].used_mem, 6000);
 }
@@ -497,7 +497,7 @@ TEST_F(SchedulerTest, JointSearchFindsWhatContainerByContainerMisses) {
   model::Pod pod =
       PodBuilder("default/p").MigMode().Container(1, 19000).Container(1, 19000, 55).Build();
   Decision d = Schedule(pod);
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   EXPECT_EQ(d.containers[0][0].uuid, "GPU-1");
   EXPECT_EQ(d.containers[0][0].mig_profile, "3g.20gb");
   EXPECT_EQ(d.containers[0][0].placement, (model::Placement{4, 4}));
@@ -515,7 +515,7 @@ TEST_F(SchedulerTest, FragmentationAwareScoringKeepsGpusWholeForTheObservedDeman
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-b1")
                            .Container(1, 500, 0)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   for (int i = 0; i < 20; ++i) {
     DemandShape whole;
     whole.gpus = 1;
@@ -523,7 +523,7 @@ TEST_F(SchedulerTest, FragmentationAwareScoringKeepsGpusWholeForTheObservedDeman
     scheduler_.ObserveDemand(whole);
   }
   Decision d = Schedule(PodBuilder("default/small").Container(1, 400, 0).Build());
-  ASSERT_TRUE(d.scheduled);
+  ASSERT_TRUE(d.scheduled());
   // Plain binpack by node usage would also pick b; the point is the GPU: the half-used one.
   EXPECT_EQ(d.node, "b");
   EXPECT_EQ(d.containers[0][0].uuid, "GPU-b1");
@@ -538,7 +538,7 @@ TEST_F(SchedulerTest, EquivalentNodesGiveTheSameAnswerAsEvaluatingEachNode) {
                            .Annotation("nvidia.com/use-gpuuuid", "GPU-3a")
                            .Container(1, 30000, 10)
                            .Build())
-                  .scheduled);
+                  .scheduled());
   // UUID filters turn the cache off; the same pod without them must pick the same kind of node.
   Decision cached =
       scheduler_.Evaluate(PodBuilder("default/y").Container(1, 1000, 10).Build(), nullptr, 0);
@@ -552,7 +552,7 @@ TEST_F(SchedulerTest, EquivalentNodesGiveTheSameAnswerAsEvaluatingEachNode) {
                                               .Container(1, 1000, 10)
                                               .Build(),
                                           nullptr, 0);
-  ASSERT_TRUE(cached.scheduled && uncached.scheduled);
+  ASSERT_TRUE(cached.scheduled() && uncached.scheduled());
   EXPECT_EQ(cached.node, uncached.node);
   EXPECT_EQ(cached.containers[0][0].uuid, uncached.containers[0][0].uuid);
 }
@@ -682,13 +682,13 @@ TEST(SchedulerFastPathTest, SameDecisionsWithoutFailureReasonsAndOverNodePointer
     const Decision x = by_name.Schedule(pod, &names, 1700000000);
     const Decision y = quiet.Schedule(pod, &names, 1700000000);
     const Decision z = by_pointer.Schedule(pod, pointers, 1700000000);
-    ASSERT_EQ(x.scheduled, y.scheduled) << i;
-    ASSERT_EQ(x.scheduled, z.scheduled) << i;
+    ASSERT_EQ(x.scheduled(), y.scheduled()) << i;
+    ASSERT_EQ(x.scheduled(), z.scheduled()) << i;
     EXPECT_EQ(x.node, y.node) << i;
     EXPECT_EQ(x.node, z.node) << i;
     EXPECT_EQ(x.annotations, y.annotations) << i;
     EXPECT_EQ(x.annotations, z.annotations) << i;
-    if (x.scheduled) {
+    if (x.scheduled()) {
       ++scheduled;
     } else {
       ++refused;
@@ -709,17 +709,17 @@ TEST_F(SchedulerTest, QuotaCountsInitContainersAtTheirPeakWhenFitting) {
   // Init 9000 then app 6000 on the one GPU: counted max(9000, 6000) = 9000.
   auto fits = PodBuilder("team/p").InitContainer(1, 9000).Container(1, 6000).Build();
   Decision d = Schedule(fits);
-  ASSERT_TRUE(d.scheduled) << d.message;
+  ASSERT_TRUE(d.scheduled()) << d.message;
   EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 1000);
   // Two app containers of 1000 add up to 2000: over the 1000 left.
   auto over = PodBuilder("team/q").Container(1, 1000).Container(1, 1000).Build();
   Decision o = Schedule(over);
-  EXPECT_FALSE(o.scheduled);
+  EXPECT_FALSE(o.scheduled());
   EXPECT_EQ(o.failed_nodes["n1"], "1/1 ResourceQuotaNotFit")
       << "the first container took the last 1000 MiB; the second found none";
   scheduler_.Release("team/p");
   EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 10000);
-  EXPECT_TRUE(Schedule(over).scheduled);
+  EXPECT_TRUE(Schedule(over).scheduled());
 }
 
 // Preview (prioritize) sets the pod's own reservation aside: neither its GPU share nor its quota
@@ -728,12 +728,12 @@ TEST_F(SchedulerTest, PreviewSetsThePodsOwnReservationAsideAndPutsItBack) {
   AddNode("n1", {SharingGpu("GPU-A", 10000)});
   state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "10000"}}});
   auto pod = PodBuilder("team/p").Container(1, 10000).Build();
-  ASSERT_TRUE(Schedule(pod).scheduled);
+  ASSERT_TRUE(Schedule(pod).scheduled());
   const std::vector<std::string> n1 = {"n1"};
   // Counted against itself it would fit neither the GPU nor the quota.
-  EXPECT_FALSE(scheduler_.Evaluate(pod, &n1, 0).scheduled);
+  EXPECT_FALSE(scheduler_.Evaluate(pod, &n1, 0).scheduled());
   Decision preview = scheduler_.Preview(pod, &n1, 0);
-  ASSERT_TRUE(preview.scheduled) << preview.message;
+  ASSERT_TRUE(preview.scheduled()) << preview.message;
   EXPECT_EQ(preview.node, "n1");
   ASSERT_NE(state_.pod("team/p"), nullptr);
   EXPECT_EQ(state_.node("n1")->usage[0].used_mem, 10000);
@@ -746,11 +746,11 @@ TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
   // takes, and what its namespace is charged.
   state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "16000"}}});
   Decision d = Schedule(PodBuilder("team/p").Container(1, 8000).MigMode().Build());
-  EXPECT_FALSE(d.scheduled);
+  EXPECT_FALSE(d.scheduled());
   EXPECT_EQ(d.failed_nodes["n1"], "1/1 ResourceQuotaNotFit") << d.message;
   state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "30000"}}});
   Decision ok = Schedule(PodBuilder("team/p").Container(1, 8000).MigMode().Build());
-  ASSERT_TRUE(ok.scheduled) << ok.message;
+  ASSERT_TRUE(ok.scheduled()) << ok.message;
   EXPECT_LT(*state_.quotas().HeadroomFor("team")->mem, 30000 - 8000);
 }
 
@@ -759,10 +759,10 @@ TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
 TEST_F(SchedulerTest, APendingPodRetriedCountsOnceInTheDemandMix) {
   AddNode("n1", {RtxPro6000Mig("GPU-M")});
   const model::Pod big = PodBuilder("ns/big").Container(1, 200000).MigMode().Build();
-  for (int retry = 0; retry < 3; ++retry) EXPECT_FALSE(Schedule(big).scheduled);
+  for (int retry = 0; retry < 3; ++retry) EXPECT_FALSE(Schedule(big).scheduled());
   EXPECT_DOUBLE_EQ(scheduler_.mig_demand_mix().total(), 1.0);
   EXPECT_EQ(scheduler_.demand_mix().version(), 1U);
-  ASSERT_TRUE(Schedule(PodBuilder("ns/small").Container(1, 8000).MigMode().Build()).scheduled);
+  ASSERT_TRUE(Schedule(PodBuilder("ns/small").Container(1, 8000).MigMode().Build()).scheduled());
   EXPECT_NEAR(scheduler_.mig_demand_mix().total(), 1.0 * 0.9995 + 1.0, 1e-9);
 }
 
@@ -770,12 +770,12 @@ TEST_F(SchedulerTest, AnInvalidVgpuModeDoesNotCountInTheMigDemand) {
   AddNode("n1", {RtxPro6000Mig("GPU-M")});
   Decision d = Schedule(
       PodBuilder("ns/bad").Container(1, 8000).Annotation("nvidia.com/vgpu-mode", "migx").Build());
-  EXPECT_TRUE(d.invalid_request);
+  EXPECT_TRUE(d.invalid_request());
   EXPECT_EQ(scheduler_.mig_demand_mix().total(), 0.0);
   ASSERT_TRUE(
       Schedule(
           PodBuilder("ns/ok").Container(1, 8000).Annotation("nvidia.com/vgpu-mode", "mig").Build())
-          .scheduled);
+          .scheduled());
   EXPECT_GT(scheduler_.mig_demand_mix().total(), 0.0);
 }
 
