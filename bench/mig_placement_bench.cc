@@ -122,7 +122,7 @@ void Build(Setup& s, int model, int fill, int request) {
       break;
   }
   s.request.names.resize(s.request.slots.size());
-  s.prefs.vgpu_mode = "mig";
+  s.prefs.vgpu_mode = sched::VgpuMode::kMig;
 }
 
 void BM_MigPlanOneNode(benchmark::State& bs) {

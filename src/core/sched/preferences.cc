@@ -97,25 +97,33 @@ Result<ScoringWeights> ParseScoringWeights(const std::string& text) {
   return w;
 }
 
-bool ModeAdmits(const std::optional<std::string>& vgpu_mode, std::string_view device_mode) {
-  return !vgpu_mode.has_value() || vgpu_mode->find(device_mode) != std::string::npos;
-}
-
-bool MayUseMig(const std::optional<std::string>& vgpu_mode) { return ModeAdmits(vgpu_mode, "mig"); }
-
-bool MigOnly(const std::optional<std::string>& vgpu_mode) {
-  return vgpu_mode.has_value() && *vgpu_mode == "mig";
-}
-
-Result<std::optional<std::string>> ParseVgpuMode(const model::Pod& pod) {
-  const std::string* v = pod.Annotation(std::string(model::annotations::kVgpuMode));
-  if (v == nullptr) return std::optional<std::string>{};
-  std::string mode = Trim(*v);
-  if (mode != "mig" && mode != "hami-core" && mode != "mps") {
-    return Error{"pod " + pod.Key() + ": annotation nvidia.com/vgpu-mode: unknown mode \"" + *v +
-                 "\" (expected mig, hami-core or mps)"};
+std::string_view ToString(VgpuMode mode) {
+  switch (mode) {
+    case VgpuMode::kAny:
+      return "";
+    case VgpuMode::kMig:
+      return "mig";
+    case VgpuMode::kHamiCore:
+      return "hami-core";
+    case VgpuMode::kMps:
+      return "mps";
   }
-  return std::optional<std::string>(std::move(mode));
+  return "";
+}
+
+bool ModeAdmits(VgpuMode vgpu_mode, std::string_view device_mode) {
+  return vgpu_mode == VgpuMode::kAny || ToString(vgpu_mode).find(device_mode) != std::string::npos;
+}
+
+Result<VgpuMode> ParseVgpuMode(const model::Pod& pod) {
+  const std::string* v = pod.Annotation(std::string(model::annotations::kVgpuMode));
+  if (v == nullptr) return VgpuMode::kAny;
+  const std::string mode = Trim(*v);
+  for (VgpuMode m : {VgpuMode::kMig, VgpuMode::kHamiCore, VgpuMode::kMps}) {
+    if (mode == ToString(m)) return m;
+  }
+  return Error{"pod " + pod.Key() + ": annotation nvidia.com/vgpu-mode: unknown mode \"" + *v +
+               "\" (expected mig, hami-core or mps)"};
 }
 
 Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefaults& defaults) {
@@ -131,7 +139,7 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   if (auto* v = annotation(ann::kNoUseGpuUuid)) p.nouse_uuids = SplitTrimmed(*v, ',');
   auto mode = ParseVgpuMode(pod);
   if (!mode.ok()) return mode.error();
-  p.vgpu_mode = std::move(mode.value());
+  p.vgpu_mode = mode.value();
   if (auto* v = annotation(ann::kNumaBind)) {
     bool b = false;
     p.numa_bind = ParseGoBool(*v, &b) && b;  // untrimmed, as HAMi's strconv.ParseBool

@@ -51,13 +51,17 @@ struct PolicyDefaults {
   bool mig_allow_larger_profiles = false;
 };
 
+// nvidia.com/vgpu-mode: which kind of GPU a pod may use. kAny when the annotation is absent.
+enum class VgpuMode { kAny, kMig, kHamiCore, kMps };
+std::string_view ToString(VgpuMode mode);  // the annotation's value ("" for kAny)
+
 // Everything a pod's annotations say about where it may go and how to choose.
 struct PodPreferences {
   std::vector<std::string> use_types;  // upper-cased substrings
   std::vector<std::string> nouse_types;
   std::vector<std::string> use_uuids;
   std::vector<std::string> nouse_uuids;
-  std::optional<std::string> vgpu_mode;  // nvidia.com/vgpu-mode value
+  VgpuMode vgpu_mode = VgpuMode::kAny;
   bool numa_bind = false;
   NodePolicy node_policy = NodePolicy::kTessera;
   GpuPolicy gpu_policy;
@@ -67,16 +71,18 @@ struct PodPreferences {
   std::optional<state::QuotaHeadroom> quota{};
 };
 
-// nvidia.com/vgpu-mode, one of mig, hami-core, mps (trimmed); nullopt when absent. Read here only.
-Result<std::optional<std::string>> ParseVgpuMode(const model::Pod& pod);
+// nvidia.com/vgpu-mode, one of mig, hami-core, mps (trimmed); kAny when absent. Read here only.
+Result<VgpuMode> ParseVgpuMode(const model::Pod& pod);
 // Whether a device in `device_mode` may take the pod: no mode asked for, or the value names it
-// (HAMi's direction: the annotation's value contains the device's mode). Out of line: inlined
-// with a std::nullopt temporary, GCC 12's -Wmaybe-uninitialized misfires under ASan at -O2.
-bool ModeAdmits(const std::optional<std::string>& vgpu_mode, std::string_view device_mode);
+// (HAMi's direction: the annotation's value contains the device's mode, so a device whose raw
+// mode is a part of the value, such as "core" of "hami-core", is admitted as HAMi admits it).
+bool ModeAdmits(VgpuMode vgpu_mode, std::string_view device_mode);
 // The pod may be placed on MIG instances (it is part of the MIG demand).
-bool MayUseMig(const std::optional<std::string>& vgpu_mode);
+inline bool MayUseMig(VgpuMode vgpu_mode) {
+  return vgpu_mode == VgpuMode::kAny || vgpu_mode == VgpuMode::kMig;
+}
 // The pod asks for MIG instances and nothing else.
-bool MigOnly(const std::optional<std::string>& vgpu_mode);
+inline bool MigOnly(VgpuMode vgpu_mode) { return vgpu_mode == VgpuMode::kMig; }
 
 Result<NodePolicy> ParseNodePolicy(const std::string& text);
 Result<GpuPolicy> ParseGpuPolicy(const std::string& text);

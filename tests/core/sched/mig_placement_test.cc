@@ -218,7 +218,7 @@ TEST(MigProfileChoiceTest, LargerProfilesNeverLoseAndSmallestIsTheDefault) {
                                       std::uniform_int_distribution<int>(1000, 20000)(rng),
                                       kMemPercentUnset, 0}};
     PodPreferences prefs;
-    prefs.vgpu_mode = "mig";
+    prefs.vgpu_mode = VgpuMode::kMig;
     const MigGoal smallest{&weights, false};
     const MigGoal larger{&weights, true};
     auto a = PlanMigPlacement(ns, request, prefs, &smallest);

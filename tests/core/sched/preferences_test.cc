@@ -229,7 +229,7 @@ TEST(ParsePreferencesTest, PodWithoutAnnotationsGetsTheDefaults) {
   EXPECT_THAT(p->nouse_types, IsEmpty());
   EXPECT_THAT(p->use_uuids, IsEmpty());
   EXPECT_THAT(p->nouse_uuids, IsEmpty());
-  EXPECT_FALSE(p->vgpu_mode.has_value());
+  EXPECT_EQ(p->vgpu_mode, VgpuMode::kAny);
   EXPECT_FALSE(p->numa_bind);
   EXPECT_EQ(p->node_policy, NodePolicy::kSpread);
   EXPECT_THAT(p->gpu_policy.tokens, ElementsAre("binpack"));
@@ -292,24 +292,26 @@ TEST(ParsePreferencesTest, VgpuModeAcceptsEachKnownMode) {
     auto p =
         ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", mode).Build(), {});
     ASSERT_TRUE(p.ok()) << p.error().message;
-    EXPECT_EQ(p->vgpu_mode, std::optional<std::string>(mode));
+    EXPECT_EQ(ToString(p->vgpu_mode), mode);
   }
 }
 
 TEST(VgpuModeTest, OneReadingEverywhere) {
-  EXPECT_TRUE(ModeAdmits(std::nullopt, "mig"));
-  EXPECT_TRUE(ModeAdmits(std::nullopt, "hami-core"));
-  EXPECT_TRUE(ModeAdmits(std::string("mig"), "mig"));
-  EXPECT_FALSE(ModeAdmits(std::string("mig"), "hami-core"));
-  EXPECT_FALSE(ModeAdmits(std::string("hami-core"), "mig"));
-  EXPECT_TRUE(MayUseMig(std::nullopt));
-  EXPECT_FALSE(MayUseMig(std::string("mps")));
-  EXPECT_TRUE(MigOnly(std::string("mig")));
-  EXPECT_FALSE(MigOnly(std::nullopt));
+  EXPECT_TRUE(ModeAdmits(VgpuMode::kAny, "mig"));
+  EXPECT_TRUE(ModeAdmits(VgpuMode::kAny, "hami-core"));
+  EXPECT_TRUE(ModeAdmits(VgpuMode::kMig, "mig"));
+  EXPECT_FALSE(ModeAdmits(VgpuMode::kMig, "hami-core"));
+  EXPECT_FALSE(ModeAdmits(VgpuMode::kHamiCore, "mig"));
+  EXPECT_TRUE(ModeAdmits(VgpuMode::kHamiCore, "core"));  // HAMi's containment, kept
+  EXPECT_FALSE(ModeAdmits(VgpuMode::kMps, "hami-core"));
+  EXPECT_TRUE(MayUseMig(VgpuMode::kAny));
+  EXPECT_FALSE(MayUseMig(VgpuMode::kMps));
+  EXPECT_TRUE(MigOnly(VgpuMode::kMig));
+  EXPECT_FALSE(MigOnly(VgpuMode::kAny));
   auto parsed =
       ParseVgpuMode(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", " mig ").Build());
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(*parsed, std::optional<std::string>("mig"));
+  EXPECT_EQ(*parsed, VgpuMode::kMig);
   EXPECT_FALSE(
       ParseVgpuMode(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", "migx").Build()).ok());
 }
@@ -318,7 +320,7 @@ TEST(ParsePreferencesTest, VgpuModeIsTrimmed) {
   auto p =
       ParsePreferences(PodBuilder("ns/p").Annotation("nvidia.com/vgpu-mode", " mig ").Build(), {});
   ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_EQ(p->vgpu_mode, std::optional<std::string>("mig"));
+  EXPECT_EQ(p->vgpu_mode, VgpuMode::kMig);
 }
 
 TEST(ParsePreferencesTest, UnknownVgpuModeIsAnErrorNamingPodAndAnnotation) {
