@@ -10,49 +10,17 @@
 #include <vector>
 
 #include "core/model/pod.h"
+#include "core/sched/cycle_state.h"
+#include "core/sched/decision.h"
 #include "core/sched/fit.h"
 #include "core/sched/fragmentation.h"
 #include "core/sched/mig_demand.h"
+#include "core/sched/node_ranking.h"
 #include "core/sched/preferences.h"
 #include "core/sched/request.h"
 #include "core/state/cluster_state.h"
 
 namespace tessera::sched {
-
-// A device as granted, resolved to its GPU (what annotations and reports show).
-struct GrantedDevice {
-  std::string uuid;
-  int32_t mem = 0;
-  int32_t cores = 0;
-  std::string mig_profile;  // empty when not MIG
-  model::Placement placement;
-};
-
-// How a scheduling cycle ended for a pod.
-enum class Outcome {
-  kUnschedulable,   // no node fits (failed_nodes says why, when reasons are collected)
-  kScheduled,       // placed on `node`; `reservation` holds what it takes
-  kInvalidRequest,  // the pod itself is malformed (`message` names the field)
-  kPassthrough,     // no GPU request: not this scheduler's, kube-scheduler places it
-};
-
-// The outcome of one scheduling cycle for one pod.
-struct Decision {
-  Outcome outcome = Outcome::kUnschedulable;
-  bool scheduled() const { return outcome == Outcome::kScheduled; }
-  bool invalid_request() const { return outcome == Outcome::kInvalidRequest; }
-  bool passthrough() const { return outcome == Outcome::kPassthrough; }
-  std::string node;
-  std::vector<std::string> container_names;            // per slot, init containers first
-  std::vector<std::vector<GrantedDevice>> containers;  // per slot
-  std::map<std::string, std::string> annotations;      // to write on the pod
-  std::map<std::string, std::string> failed_nodes;     // node -> HAMi reason string
-  // The failed nodes where preemption cannot help either (ResolvableByPreemption is false):
-  // the extender reports them as FailedAndUnresolvableNodes.
-  std::set<std::string> unresolvable_nodes;
-  std::string message;  // kube-scheduler style, when not scheduled
-  state::PodReservation reservation;
-};
 
 // The scheduling cycle: parse the request -> filter nodes and devices -> score -> reserve.
 // Binding and annotation writes belong to the adapters; this class only decides and reserves.
@@ -113,12 +81,43 @@ class Scheduler {
   const MigDemandMix& mig_demand_mix() const { return mig_mix_; }
 
  private:
+  // What the filter and score phases found. Nodes in one equivalence class share one entry of
+  // `evaluated`; full fits are few (the cheap filter rules most nodes out).
+  struct FilterOutcome {
+    static constexpr uint32_t kNone = ~0U;
+    struct Evaluated {
+      const state::NodeState* representative = nullptr;
+      uint32_t fit = kNone;  // index into `fits`; kNone when the cheap filter ruled it out
+      bool fits = false;
+      NodeRank rank;  // when it fits
+    };
+    std::vector<Evaluated> evaluated;
+    std::vector<NodeFit> fits;
+    // Refused nodes and their entry of `evaluated` (kNone: the node is unusable), collected only
+    // when reasons are (set_explain_failures).
+    std::vector<std::pair<const state::NodeState*, uint32_t>> refused;
+    const state::NodeState* best = nullptr;
+    uint32_t best_fit_index = kNone;
+    const NodeFit& best_fit() const { return fits[best_fit_index]; }
+  };
+
   // `unregistered`: candidate names with no node (they fail with "node unregistered").
   Decision EvaluateOn(const model::Pod& pod, std::span<const state::NodeState* const> nodes,
                       std::span<const std::string* const> unregistered, int64_t now_unix) const;
+  // The cycle's phases, in order: pre-filter (the parsed pod and its cycle state), filter and
+  // score, then post-filter (the refusals) or reserve (the placement's record).
+  Decision EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
+                          std::span<const state::NodeState* const> nodes,
+                          std::span<const std::string* const> unregistered, int64_t now_unix) const;
+  FilterOutcome FilterAndScore(const CycleState& cycle,
+                               std::span<const state::NodeState* const> nodes) const;
+  void ReportRefusals(const CycleState& cycle, FilterOutcome* filtered, Decision* decision) const;
+  void LookUp(const std::vector<std::string>& names, std::vector<const state::NodeState*>* nodes,
+              std::vector<const std::string*>* unregistered) const;
   // Schedule's first half (give up the pod's earlier reservation, observe its shape) and second
   // half (reserve the decision, or restore the earlier reservation).
-  std::optional<state::PodReservation> BeginSchedule(const model::Pod& pod);
+  std::optional<state::PodReservation> BeginSchedule(const model::Pod& pod,
+                                                     const ParsedPod& parsed);
   // Whether the pod's demand has not been observed yet (and remembers it).
   bool FirstSight(const model::Pod& pod);
   Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);

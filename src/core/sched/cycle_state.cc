@@ -1,0 +1,62 @@
+#include "core/sched/cycle_state.h"
+
+#include "core/common/strings.h"
+#include "core/model/annotations.h"
+
+namespace tessera::sched {
+
+ParsedPod ParsePod(const model::Pod& pod, const config::NvidiaConfig& nvidia,
+                   const PolicyDefaults& defaults) {
+  ParsedPod parsed;
+  parsed.request = DerivePodRequest(pod, nvidia);
+  parsed.cpu_milli = model::PodCpuRequestMilli(pod);
+  if (const std::string* t = pod.Annotation(std::string(model::annotations::kUseGpuType))) {
+    parsed.demand_type = Join(SplitTrimmed(*t, ','), ",");
+  }
+  if (parsed.request.ok() && parsed.request->HasGpu()) {
+    parsed.prefs = ParsePreferences(pod, defaults);
+    if (parsed.prefs->ok()) {
+      parsed.vgpu_mode = parsed.prefs->value().vgpu_mode;
+      return parsed;
+    }
+  }
+  parsed.vgpu_mode = ParseVgpuMode(pod);  // only where the preferences did not give it
+  return parsed;
+}
+
+namespace {
+
+// The only container that asks for GPUs, when it asks for exactly one; else nullptr.
+const ContainerRequest* SingleGpuContainer(const PodRequest& request) {
+  const ContainerRequest* single = nullptr;
+  for (const ContainerRequest& k : request.slots) {
+    if (k.Empty()) continue;
+    single = single == nullptr && k.nums == 1 ? &k : nullptr;
+    if (single == nullptr) break;
+  }
+  return single;
+}
+
+}  // namespace
+
+CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, int64_t cpu_milli,
+                       const DemandMix& mix, const MigDemandMix& mig_mix,
+                       const PolicyDefaults& defaults)
+    : request_(request),
+      prefs_(prefs),
+      cpu_milli_(cpu_milli),
+      tessera_nodes_(prefs.node_policy == NodePolicy::kTessera),
+      by_fragmentation_(tessera_nodes_ && !mix.Target().empty()),
+      single_(SingleGpuContainer(request)),
+      rank_gpus_(prefs.gpu_policy.tessera && !mix.Target().empty() && single_ != nullptr &&
+                 !MigOnly(prefs.vgpu_mode)),
+      prepared_(mix.Target()),
+      // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
+      mig_weights_(mig_mix, defaults.mig_prior),
+      mig_goal_storage_{&mig_weights_, defaults.mig_allow_larger_profiles, &mig_cache_},
+      goal_(prefs.gpu_policy.tessera ? &mig_goal_storage_ : nullptr),
+      cacheable_(prefs.use_uuids.empty() && prefs.nouse_uuids.empty()) {
+  if (!rank_gpus_) single_ = nullptr;
+}
+
+}  // namespace tessera::sched

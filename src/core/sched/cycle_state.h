@@ -1,0 +1,81 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/common/result.h"
+#include "core/config/scheduler_config.h"
+#include "core/model/pod.h"
+#include "core/sched/fragmentation.h"
+#include "core/sched/mig_demand.h"
+#include "core/sched/mig_placement.h"
+#include "core/sched/preferences.h"
+#include "core/sched/request.h"
+
+namespace tessera::sched {
+
+// The pre-filter phase's first half: what a pod asks for and how it wants to be placed, read from
+// its resources and annotations once per scheduling cycle. Nothing after it reads an annotation.
+struct ParsedPod {
+  Result<PodRequest> request = Error{""};
+  // Parsed only for a pod that asks for GPUs (a pod without is passed through whatever its
+  // annotations say, as HAMi does).
+  std::optional<Result<PodPreferences>> prefs;
+  // nvidia.com/vgpu-mode on its own: the demand mix counts a pod whose other annotations are
+  // malformed, so the mode is known even where `prefs` is an error.
+  Result<VgpuMode> vgpu_mode = VgpuMode::kAny;
+  // nvidia.com/use-gputype as written (comma list, trimmed): the demand shape's GPU type.
+  std::string demand_type;
+  int64_t cpu_milli = 0;
+};
+
+ParsedPod ParsePod(const model::Pod& pod, const config::NvidiaConfig& nvidia,
+                   const PolicyDefaults& defaults);
+
+// The pre-filter phase's second half: everything the filter and score phases share for one pod
+// against the cluster as it is now (the demand mix's target, the MIG goal, which rankings
+// apply). Built once per evaluation; holds pointers into itself, so it does not move.
+class CycleState {
+ public:
+  // `request`, `prefs` (its quota already set), the mixes and `defaults` must outlive it.
+  CycleState(const PodRequest& request, const PodPreferences& prefs, int64_t cpu_milli,
+             const DemandMix& mix, const MigDemandMix& mig_mix, const PolicyDefaults& defaults);
+  CycleState(const CycleState&) = delete;
+  CycleState& operator=(const CycleState&) = delete;
+
+  const PodRequest& request() const { return request_; }
+  const PodPreferences& prefs() const { return prefs_; }
+  int64_t cpu_milli() const { return cpu_milli_; }
+
+  // tessera's node ranking (a named HAMi node policy ranks by HAMi's node score alone).
+  bool tessera_nodes() const { return tessera_nodes_; }
+  // Nodes are ranked by fragmentation growth against the demand mix (tessera, once a mix exists).
+  bool by_fragmentation() const { return by_fragmentation_; }
+  // A pod asking one shared GPU also chooses its GPU by fragmentation (FGD's GPU choice).
+  bool rank_gpus() const { return rank_gpus_; }
+  // The one-GPU container when rank_gpus() (else nullptr).
+  const ContainerRequest* single() const { return single_; }
+  const PreparedTarget& target() const { return prepared_; }
+  // The demand-aware MIG plan's goal; nullptr when a HAMi GPU policy places MIG instances.
+  const MigGoal* mig_goal() const { return goal_; }
+  // Nodes in the same state give the same answer unless the pod names GPU UUIDs.
+  bool cacheable() const { return cacheable_; }
+
+ private:
+  const PodRequest& request_;
+  const PodPreferences& prefs_;
+  int64_t cpu_milli_;
+  bool tessera_nodes_;
+  bool by_fragmentation_;
+  const ContainerRequest* single_ = nullptr;
+  bool rank_gpus_;
+  PreparedTarget prepared_;
+  MigWeights mig_weights_;
+  MigArrangeCache mig_cache_;  // per cycle: MIG layouts seen on several nodes are scored once
+  MigGoal mig_goal_storage_;
+  const MigGoal* goal_;
+  bool cacheable_;
+};
+
+}  // namespace tessera::sched

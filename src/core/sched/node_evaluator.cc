@@ -1,0 +1,40 @@
+#include "core/sched/node_evaluator.h"
+
+#include "core/sched/node_scoring.h"
+
+namespace tessera::sched {
+
+bool NodeEvaluator::MayFit(const state::NodeState& node) const {
+  return sched::MayFit(node, cycle_.request(), cycle_.prefs());
+}
+
+NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank) {
+  if (cycle_.by_fragmentation() || cycle_.rank_gpus()) CapacityOf(node, &capacity_);
+  if (cycle_.rank_gpus()) {
+    SingleGpuRanks(node, capacity_, *cycle_.single(), cycle_.cpu_milli(), cycle_.target(),
+                   &gpu_ranks_, &scratch_);
+  }
+  NodeFit fit = FitPodOnNode(node, cycle_.request(), cycle_.prefs(),
+                             cycle_.rank_gpus() ? &gpu_ranks_ : nullptr, cycle_.mig_goal());
+  *rank = RankNode(cycle_, node, fit, capacity_, &scratch_);
+  return fit;
+}
+
+std::string NodeEvaluator::RefusalReason(const state::NodeState& node, const NodeFit& fit) const {
+  if (!fit.reason_deferred) return fit.reason;
+  return FitPodOnNode(node, cycle_.request(), cycle_.prefs()).reason;
+}
+
+bool PreemptionCheck::Resolvable(const state::NodeState& node) {
+  if (node.spec_id < 0 || NamesAnyGpuOf(cycle_.prefs(), node)) {
+    return ResolvableByPreemption(node, cycle_.request(), cycle_.prefs());
+  }
+  const auto spec = static_cast<size_t>(node.spec_id);
+  if (spec >= by_spec_.size()) by_spec_.resize(spec + 1, -1);
+  if (by_spec_[spec] < 0) {
+    by_spec_[spec] = ResolvableByPreemption(node, cycle_.request(), cycle_.prefs()) ? 1 : 0;
+  }
+  return by_spec_[spec] == 1;
+}
+
+}  // namespace tessera::sched
