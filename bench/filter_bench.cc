@@ -12,9 +12,10 @@
 //             3 full (BM_FilterDecisionNothingFits only): C pods on every node.
 //   distinct  0: nodes in the same state share one evaluation (the scheduler's equivalence
 //             cache; here all nodes of one fill level are identical, the best case);
-//             1: the probe pod carries nvidia.com/nouse-gpuuuid naming a GPU that does not exist,
-//             which disables that cache without changing the answer: every node is evaluated,
-//             as in a cluster whose nodes all differ (the worst case).
+//             1: the equivalence cache is off (Scheduler::set_equivalence_cache), which changes
+//             no answer: every node is evaluated, as in a cluster whose nodes all differ (the
+//             worst case). (Until the cache learnt to serve pods that name GPU UUIDs, the probe
+//             named a GPU that does not exist instead, with the same effect.)
 // Before filling, the probe pod is scheduled once and released, so that the demand mix used by
 // fragmentation-aware scoring is non-empty in every case (the empty cluster included).
 //
@@ -133,7 +134,8 @@ void BM_FilterDecision(benchmark::State& state, Kind kind) {
   const Fill fill = static_cast<Fill>(state.range(1));
   const bool distinct = state.range(2) != 0;
   Cluster& c = GetCluster(kind, nodes, fill);
-  const model::Pod probe = MakePod("probe", kind, distinct);
+  const model::Pod probe = MakePod("probe", kind);
+  c.scheduler->set_equivalence_cache(!distinct);
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
@@ -168,7 +170,8 @@ void BM_FilterDecision(benchmark::State& state, Kind kind) {
 void BM_FilterDecisionUnderQuota(benchmark::State& state, Kind kind) {
   const int nodes = static_cast<int>(state.range(0));
   Cluster& c = GetCluster(kind, nodes, Fill::kUniform80);
-  const model::Pod probe = MakePod("probe", kind, /*distinct=*/true);
+  const model::Pod probe = MakePod("probe", kind);
+  c.scheduler->set_equivalence_cache(false);
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
@@ -188,6 +191,33 @@ void BM_FilterDecisionUnderQuota(benchmark::State& state, Kind kind) {
   c.state.RemoveQuota(probe.ns, "bench");
 }
 
+// A pod that names GPU UUIDs (nvidia.com/nouse-gpuuuid with one GPU of the first node): the
+// equivalence cache still serves every node whose GPUs it does not name, so this should cost
+// about the cached case, not the distinct one.
+void BM_FilterDecisionNamingAGpu(benchmark::State& state, Kind kind) {
+  const int nodes = static_cast<int>(state.range(0));
+  Cluster& c = GetCluster(kind, nodes, Fill::kUniform80);
+  c.scheduler->set_equivalence_cache(true);
+  model::Pod probe = MakePod("probe", kind);
+  probe.annotations[std::string(model::annotations::kNoUseGpuUuid)] =
+      c.state.node(NodeName(0))->devices.at(0).uuid;
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
+  if (!check.scheduled()) {
+    state.SkipWithError(("probe pod does not fit: " + check.message).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
+    benchmark::DoNotOptimize(d);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel("uniform80,names-a-gpu");
+}
+
 // A decision that fits nowhere (every node full): what kube-scheduler's filter gets for a pod that
 // waits, with every node's HAMi reason and whether preemption could help there
 // (ResolvableByPreemption, worked out once per evaluated state).
@@ -195,7 +225,8 @@ void BM_FilterDecisionNothingFits(benchmark::State& state, Kind kind) {
   const int nodes = static_cast<int>(state.range(0));
   const bool distinct = state.range(1) != 0;
   Cluster& c = GetCluster(kind, nodes, Fill::kFull);
-  const model::Pod probe = MakePod("probe", kind, distinct);
+  const model::Pod probe = MakePod("probe", kind);
+  c.scheduler->set_equivalence_cache(!distinct);
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
@@ -227,6 +258,14 @@ BENCHMARK_CAPTURE(BM_FilterDecisionUnderQuota, sharing, Kind::kSharing)
     ->Arg(5000)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecision, mig, Kind::kMig)->Apply(Args);
+BENCHMARK_CAPTURE(BM_FilterDecisionNamingAGpu, sharing, Kind::kSharing)
+    ->ArgName("nodes")
+    ->Arg(5000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FilterDecisionNamingAGpu, mig, Kind::kMig)
+    ->ArgName("nodes")
+    ->Arg(5000)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecisionNothingFits, sharing, Kind::kSharing)
     ->ArgNames({"nodes", "distinct"})
     ->ArgsProduct({{1000, 5000}, {0, 1}})

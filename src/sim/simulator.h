@@ -49,6 +49,8 @@ class Simulator {
   std::vector<StepResult> RunAll();
 
   const state::ClusterState& state() const { return state_; }
+  // The scheduler, for its switches (set_equivalence_cache) before the run.
+  sched::Scheduler& scheduler() { return scheduler_; }
   const Scenario& scenario() const { return scenario_; }
   // Pods that fit nowhere yet, oldest first, as admitted (with the webhook's defaults).
   const std::vector<model::Pod>& pending() const { return pending_; }

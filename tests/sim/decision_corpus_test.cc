@@ -174,8 +174,9 @@ uint64_t Fnv1a(const std::string& text, uint64_t h = 0xcbf29ce484222325ULL) {
   return h;
 }
 
-std::string RunScenario(int index) {
+std::string RunScenario(int index, bool equivalence_cache = true) {
   Simulator sim(RandomScenario(index));
+  sim.scheduler().set_equivalence_cache(equivalence_cache);
   std::string out;
   for (const auto& r : sim.RunAll()) out += StepJson(r) + "\n";
   out += FinalJson(sim.state()) + "\n";
@@ -240,6 +241,24 @@ TEST(DecisionCorpusTest, EveryRecordedDecisionIsUnchanged) {
 TEST(DecisionCorpusTest, ScenariosAreReproducible) {
   EXPECT_EQ(RunScenario(7), RunScenario(7));
   EXPECT_NE(RunScenario(7), RunScenario(8));
+}
+
+// The equivalence cache shares one node's evaluation with every node in the same state (and,
+// for a pod naming GPU UUIDs, with those whose GPUs it does not name): evaluating every node on
+// its own must decide exactly the same, step by step.
+TEST(DecisionCorpusTest, TheEquivalenceCacheChangesNoDecision) {
+  int differ = 0;
+  for (int i = 0; i < kScenarios; ++i) {
+    const std::string cached = RunScenario(i);
+    const std::string alone = RunScenario(i, /*equivalence_cache=*/false);
+    if (cached == alone) continue;
+    ++differ;
+    ADD_FAILURE() << "scenario " << i
+                  << " decides differently without the equivalence cache (diff the two with "
+                     "TESSERA_DUMP_SCENARIO="
+                  << i << ")";
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 }  // namespace

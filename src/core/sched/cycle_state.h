@@ -59,7 +59,8 @@ class CycleState {
   const PreparedTarget& target() const { return prepared_; }
   // The demand-aware MIG plan's goal; nullptr when a HAMi GPU policy places MIG instances.
   const MigGoal* mig_goal() const { return goal_; }
-  // Nodes in the same state give the same answer unless the pod names GPU UUIDs.
+  // Nodes in the same state give the same answer: the pod names no GPU UUID (where it does,
+  // the answer is shared by the nodes of a state whose GPUs it does not name).
   bool cacheable() const { return cacheable_; }
 
  private:

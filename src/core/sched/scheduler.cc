@@ -122,10 +122,12 @@ Scheduler::FilterOutcome Scheduler::FilterAndScore(
   NodeEvaluator evaluator(cycle);
   // Nodes in the same state give the same answer; evaluate each state once (an equivalence
   // cache, as kube-scheduler once had), looked up by the state class ClusterState keeps for
-  // each node (no hashing or state comparison here).
+  // each node (no hashing or state comparison here). A pod's GPU UUID filters act alike on every
+  // node of a class whose GPUs they do not name; the few nodes they name are evaluated alone.
   std::vector<uint32_t> by_class;
-  if (cycle.cacheable()) by_class.assign(state_.state_class_bound(), FilterOutcome::kNone);
-  out.evaluated.reserve(cycle.cacheable() ? std::min(nodes.size(), by_class.size()) : nodes.size());
+  if (equivalence_cache_) by_class.assign(state_.state_class_bound(), FilterOutcome::kNone);
+  out.evaluated.reserve(equivalence_cache_ ? std::min(nodes.size(), by_class.size())
+                                           : nodes.size());
   out.fits.reserve(32);  // few: MayFit rules most nodes out
   uint32_t best_eval = FilterOutcome::kNone;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -137,8 +139,9 @@ Scheduler::FilterOutcome Scheduler::FilterAndScore(
       continue;
     }
     uint32_t result = FilterOutcome::kNone;
-    const bool use_cache = cycle.cacheable() && ns->pair_scores.empty() && ns->state_class >= 0 &&
-                           static_cast<size_t>(ns->state_class) < by_class.size();
+    const bool use_cache = ns->pair_scores.empty() && ns->state_class >= 0 &&
+                           static_cast<size_t>(ns->state_class) < by_class.size() &&
+                           (cycle.cacheable() || !NamesAnyGpuOf(cycle.prefs(), *ns));
     if (use_cache) result = by_class[ns->state_class];
     if (result == FilterOutcome::kNone) {
       result = static_cast<uint32_t>(out.evaluated.size());

@@ -68,6 +68,11 @@ class Scheduler {
   // it off. Placements are the same either way.
   void set_explain_failures(bool on) { explain_failures_ = on; }
 
+  // Whether nodes in the same state share one evaluation (on by default). Decisions are the same
+  // either way (tests/sim/decision_corpus_test.cc checks it); off, every node is evaluated, as
+  // in a cluster whose nodes all differ: the benchmarks' worst case.
+  void set_equivalence_cache(bool on) { equivalence_cache_ = on; }
+
   // The demand mix the fragmentation score uses. Schedule() observes every GPU pod it sees, once
   // per pod (retries of a pending pod are not new demand);
   // callers may add what the scheduler does not see (a prior, CPU-only pods in a replay).
@@ -127,6 +132,7 @@ class Scheduler {
   DemandMix mix_;
   MigDemandMix mig_mix_;
   bool explain_failures_ = true;
+  bool equivalence_cache_ = true;
   // Pods whose demand was observed (uid, or key without one), oldest first, bounded: kube-
   // scheduler filters a pending pod again on every retry, and one pod is one request of the mix.
   std::set<std::string> observed_;
