@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/threads/thread_pool.h"
 #include "bench_cluster.h"
 #include "core/codec/node_register.h"
 #include "core/config/scheduler_config.h"
@@ -191,6 +192,34 @@ void BM_FilterDecisionUnderQuota(benchmark::State& state, Kind kind) {
   c.state.RemoveQuota(probe.ns, "bench");
 }
 
+// The distinct case (every node evaluated) with the filter's nodes split among `threads`
+// threads of a pool (tessera serve --filter-threads): wall time, so the scaling from 1 to 2
+// shows on a machine with two cores.
+void BM_FilterDecisionOnThreads(benchmark::State& state, Kind kind) {
+  const int nodes = static_cast<int>(state.range(0));
+  const Fill fill = static_cast<Fill>(state.range(1));
+  const auto threads = static_cast<size_t>(state.range(2));
+  Cluster& c = GetCluster(kind, nodes, fill);
+  const model::Pod probe = MakePod("probe", kind);
+  threads::ThreadPool pool(threads);
+  c.scheduler->set_equivalence_cache(false);
+  c.scheduler->set_filter_runner(&pool);
+  const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
+  if (!c.error.empty() || !check.scheduled()) {
+    c.scheduler->set_filter_runner(nullptr);
+    state.SkipWithError(c.error.empty() ? ("probe pod does not fit: " + check.message).c_str()
+                                        : c.error.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
+    benchmark::DoNotOptimize(d);
+  }
+  c.scheduler->set_filter_runner(nullptr);  // the pool goes away with this function
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(FillName(fill)) + ",distinct," + std::to_string(threads) + " threads");
+}
+
 // A pod that names GPU UUIDs (nvidia.com/nouse-gpuuuid with one GPU of the first node): the
 // equivalence cache still serves every node whose GPUs it does not name, so this should cost
 // about the cached case, not the distinct one.
@@ -258,6 +287,16 @@ BENCHMARK_CAPTURE(BM_FilterDecisionUnderQuota, sharing, Kind::kSharing)
     ->Arg(5000)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecision, mig, Kind::kMig)->Apply(Args);
+BENCHMARK_CAPTURE(BM_FilterDecisionOnThreads, sharing, Kind::kSharing)
+    ->ArgNames({"nodes", "fill", "threads"})
+    ->ArgsProduct({{5000}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FilterDecisionOnThreads, mig, Kind::kMig)
+    ->ArgNames({"nodes", "fill", "threads"})
+    ->ArgsProduct({{5000}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecisionNamingAGpu, sharing, Kind::kSharing)
     ->ArgName("nodes")
     ->Arg(5000)

@@ -7,10 +7,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "adapters/threads/thread_pool.h"
 #include "adapters/yaml/yaml_json.h"
 #include "app/device_config_file.h"
 #include "app/serve_flags.h"
@@ -194,6 +196,12 @@ int RunServeCommand(const ServeOptions& options) {
     writer = std::move(k.value());
   }
 
+  // Started before the service and stopped after it: the scheduler hands it work.
+  std::optional<threads::ThreadPool> filter_pool;
+  if (options.filter_threads > 1) {
+    filter_pool.emplace(static_cast<size_t>(options.filter_threads));
+    so.filter_runner = &*filter_pool;
+  }
   service::ExtenderService service(config, so, *writer);
   serve::HttpOptions ho;
   ho.bind = options.http_bind;

@@ -22,6 +22,7 @@ struct ServeOptions {
   std::string node_lock = "none";           // none | hami
   std::string write_placement = "filter";   // filter | bind
   std::string reservation_timeout = "60s";  // Go-style duration: 90s, 2m, 1m30s, or seconds
+  int filter_threads = 1;                   // threads one filter decision's nodes are evaluated on
   bool leader_elect = false;
   // campaign | follow (kube-scheduler's lease); empty: follow when the Lease is named with HAMi's
   // --leader-elect-resource-* flags (HAMi's meaning), campaign otherwise.

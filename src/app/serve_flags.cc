@@ -154,6 +154,12 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
                   "How long a filtered pod's devices stay reserved without a bind (60s, 2m)")
       ->capture_default_str();
   serve
+      .add_option("--filter-threads", so.filter_threads,
+                  "Threads one filter decision evaluates nodes on (1 = the request's own; more "
+                  "helps only with thousands of nodes in different states)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  serve
       .add_option("--write-placement", so.write_placement,
                   "When placement annotations are written: filter (as HAMi) or bind (faster)")
       ->capture_default_str();

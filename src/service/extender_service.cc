@@ -111,7 +111,9 @@ ExtenderService::ExtenderService(config::SchedulerConfig config, ServiceOptions 
       scheduler_(state_, options_.policy),
       // A restarted scheduler counts /ui versions from 1 again: its start time tells them apart.
       ui_etag_prefix_(std::to_string(clocks_.steady().time_since_epoch().count())),
-      liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {}
+      liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {
+  scheduler_.set_filter_runner(options_.filter_runner);
+}
 
 // ---- readiness ----------------------------------------------------------------------------
 

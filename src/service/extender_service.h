@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/codec/json_util.h"
+#include "core/common/task_runner.h"
 #include "core/config/scheduler_config.h"
 #include "core/extender/admission_review.h"
 #include "core/extender/extender_protocol.h"
@@ -47,6 +48,9 @@ struct ServiceOptions {
   // A registered node whose allocatable GPU count (nvidia.com/gpu) has been 0 this long gets no
   // new GPU pods (its device plugin is gone, hami-protocol.md 9). Zero turns the check off.
   std::chrono::seconds node_liveness_grace{60};
+  // Threads for the filter phase (--filter-threads); nullptr: the request's own thread. Must
+  // outlive the service.
+  TaskRunner* filter_runner = nullptr;
 };
 
 // Clocks are injectable so that tests can drive reservation expiry.

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "adapters/threads/thread_pool.h"
 #include "core/codec/pod_devices.h"
 #include "support/builders.h"
 #include "support/k8s_json.h"
@@ -145,6 +146,49 @@ TEST_F(ServiceTest, FilterChoosesOneNodeReservesAndWritesThePlacement) {
   EXPECT_EQ((*devices)[0][0].used_cores, 30);
   EXPECT_TRUE(Holds("ns/p"));
   EXPECT_EQ(s.pending_reservations(), 1u);
+}
+
+// Counts the batches it hands to a real thread pool.
+class CountingRunner final : public TaskRunner {
+ public:
+  explicit CountingRunner(size_t threads) : pool_(threads) {}
+  size_t concurrency() const override { return pool_.concurrency(); }
+  void Run(size_t count, const std::function<void(size_t)>& task) override {
+    ++batches;
+    pool_.Run(count, task);
+  }
+  int batches = 0;
+
+ private:
+  threads::ThreadPool pool_;
+};
+
+TEST_F(ServiceTest, FilterOnSeveralThreadsAnswersAsOnOne) {
+  // 600 nodes in different states (GPU sizes differ), so the filter has enough work to split.
+  std::vector<model::Node> nodes;
+  std::vector<std::string> names;
+  for (int i = 0; i < 600; ++i) {
+    names.push_back("n" + std::to_string(i));
+    nodes.push_back(NodeWith(names.back(), {SharingGpu("GPU-" + names.back(), 16000 + 8 * i)}));
+  }
+  const auto pod = PodBuilder("ns/p").Container(1, 17000, 30).Build();
+  MakeSynced(nodes);
+  const Json one = Filter(pod, names);
+  CountingRunner runner(2);
+  options.filter_runner = &runner;
+  MakeSynced(nodes);
+  const Json two = Filter(pod, names);
+  EXPECT_EQ(runner.batches, 1);
+  EXPECT_EQ(two["Error"], "");
+  EXPECT_EQ(two["NodeNames"], one["NodeNames"]);
+  ASSERT_EQ(two["NodeNames"].size(), 1u);
+  // A pod that fits nowhere: the same reason for every node.
+  const auto big = PodBuilder("ns/big").Container(1, 30000).Build();
+  const Json refused = Filter(big, names);
+  EXPECT_EQ(runner.batches, 2);
+  options.filter_runner = nullptr;
+  MakeSynced(nodes);
+  EXPECT_EQ(Filter(big, names), refused);
 }
 
 TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/threads/thread_pool.h"
 #include "core/mig/catalog.h"
 #include "core/model/annotations.h"
 #include "sim/report.h"
@@ -174,9 +175,12 @@ uint64_t Fnv1a(const std::string& text, uint64_t h = 0xcbf29ce484222325ULL) {
   return h;
 }
 
-std::string RunScenario(int index, bool equivalence_cache = true) {
+std::string RunScenario(int index, bool equivalence_cache = true, TaskRunner* runner = nullptr) {
   Simulator sim(RandomScenario(index));
   sim.scheduler().set_equivalence_cache(equivalence_cache);
+  // One node per thread at least: the corpus's clusters are small, and every decision should
+  // take the parallel path.
+  sim.scheduler().set_filter_runner(runner, /*min_nodes_per_thread=*/1);
   std::string out;
   for (const auto& r : sim.RunAll()) out += StepJson(r) + "\n";
   out += FinalJson(sim.state()) + "\n";
@@ -257,6 +261,24 @@ TEST(DecisionCorpusTest, TheEquivalenceCacheChangesNoDecision) {
                   << " decides differently without the equivalence cache (diff the two with "
                      "TESSERA_DUMP_SCENARIO="
                   << i << ")";
+  }
+  EXPECT_EQ(differ, 0);
+}
+
+// The parallel filter splits the nodes among threads, each with its own cycle state and
+// equivalence cache, and chooses in the nodes' order: the same decisions as one thread, with the
+// cache and without.
+TEST(DecisionCorpusTest, TheParallelFilterChangesNoDecision) {
+  threads::ThreadPool pool(3);
+  int differ = 0;
+  for (int i = 0; i < kScenarios; ++i) {
+    const std::string serial = RunScenario(i);
+    for (bool cache : {true, false}) {
+      if (RunScenario(i, cache, &pool) == serial) continue;
+      ++differ;
+      ADD_FAILURE() << "scenario " << i << " decides differently on 3 threads"
+                    << (cache ? "" : " without the equivalence cache");
+    }
   }
   EXPECT_EQ(differ, 0);
 }

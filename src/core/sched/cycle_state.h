@@ -41,6 +41,12 @@ class CycleState {
   // `request`, `prefs` (its quota already set), the mixes and `defaults` must outlive it.
   CycleState(const PodRequest& request, const PodPreferences& prefs, int64_t cpu_milli,
              const DemandMix& mix, const MigDemandMix& mig_mix, const PolicyDefaults& defaults);
+  // The same cycle for another thread: the inputs are shared (read only), the working caches
+  // (MIG weights and arrangements) are its own.
+  struct ForAnotherThread {};
+  CycleState(const CycleState& other, ForAnotherThread /*tag*/)
+      : CycleState(other.request_, other.prefs_, other.cpu_milli_, other.mix_, other.mig_mix_,
+                   other.defaults_) {}
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
 
@@ -67,6 +73,9 @@ class CycleState {
   const PodRequest& request_;
   const PodPreferences& prefs_;
   int64_t cpu_milli_;
+  const DemandMix& mix_;
+  const MigDemandMix& mig_mix_;
+  const PolicyDefaults& defaults_;
   bool tessera_nodes_;
   bool by_fragmentation_;
   const ContainerRequest* single_ = nullptr;

@@ -18,16 +18,6 @@ Decision Rejected(Decision d, const std::string& message) {
   return d;
 }
 
-void Prefetch(const state::NodeState& ns) {
-#if defined(__GNUC__)
-  __builtin_prefetch(&ns.unusable_reason);
-  __builtin_prefetch(&ns.pair_scores);
-  __builtin_prefetch(&ns.state_class);
-#else
-  (void)ns;
-#endif
-}
-
 }  // namespace
 
 Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::string>* candidates,
@@ -98,7 +88,9 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
     decision.unresolvable_nodes.insert(*name);
   }
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
-  FilterOutcome filtered = FilterAndScore(cycle, nodes);
+  FilterOutcome filtered =
+      FilterNodes(cycle, nodes, equivalence_cache_ ? state_.state_class_bound() : 0,
+                  explain_failures_, filter_runner_, FilterThreads(cycle, nodes.size()));
   if (filtered.best == nullptr) {
     // Post-filter: why each node refused the pod, and whether preemption could help.
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");
@@ -116,57 +108,12 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
   return decision;
 }
 
-Scheduler::FilterOutcome Scheduler::FilterAndScore(
-    const CycleState& cycle, std::span<const state::NodeState* const> nodes) const {
-  FilterOutcome out;
-  NodeEvaluator evaluator(cycle);
-  // Nodes in the same state give the same answer; evaluate each state once (an equivalence
-  // cache, as kube-scheduler once had), looked up by the state class ClusterState keeps for
-  // each node (no hashing or state comparison here). A pod's GPU UUID filters act alike on every
-  // node of a class whose GPUs they do not name; the few nodes they name are evaluated alone.
-  std::vector<uint32_t> by_class;
-  if (equivalence_cache_) by_class.assign(state_.state_class_bound(), FilterOutcome::kNone);
-  out.evaluated.reserve(equivalence_cache_ ? std::min(nodes.size(), by_class.size())
-                                           : nodes.size());
-  out.fits.reserve(32);  // few: MayFit rules most nodes out
-  uint32_t best_eval = FilterOutcome::kNone;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const state::NodeState* ns = nodes[i];
-    // Node states are scattered in memory: ask early for what the loop reads of the next ones.
-    if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
-    if (!ns->usable()) {
-      if (explain_failures_) out.refused.emplace_back(ns, FilterOutcome::kNone);
-      continue;
-    }
-    uint32_t result = FilterOutcome::kNone;
-    const bool use_cache = ns->pair_scores.empty() && ns->state_class >= 0 &&
-                           static_cast<size_t>(ns->state_class) < by_class.size() &&
-                           (cycle.cacheable() || !NamesAnyGpuOf(cycle.prefs(), *ns));
-    if (use_cache) result = by_class[ns->state_class];
-    if (result == FilterOutcome::kNone) {
-      result = static_cast<uint32_t>(out.evaluated.size());
-      FilterOutcome::Evaluated& e = out.evaluated.emplace_back();
-      e.representative = ns;
-      // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
-      if (evaluator.MayFit(*ns)) {
-        e.fit = static_cast<uint32_t>(out.fits.size());
-        e.fits = out.fits.emplace_back(evaluator.FitAndRank(*ns, &e.rank)).fits;
-      }
-      if (use_cache) by_class[ns->state_class] = result;
-    }
-    const FilterOutcome::Evaluated& e = out.evaluated[result];
-    if (!e.fits) {
-      if (explain_failures_) out.refused.emplace_back(ns, result);
-      continue;
-    }
-    if (out.best == nullptr ||
-        RanksBefore(e.rank, out.evaluated[best_eval].rank, *ns, *out.best, cycle)) {
-      out.best = ns;
-      best_eval = result;
-    }
-  }
-  if (out.best != nullptr) out.best_fit_index = out.evaluated[best_eval].fit;
-  return out;
+size_t Scheduler::FilterThreads(const CycleState& cycle, size_t nodes) const {
+  if (filter_runner_ == nullptr || filter_runner_->concurrency() <= 1) return 1;
+  // With the equivalence cache, at most one evaluation per state class.
+  const size_t work =
+      equivalence_cache_ && cycle.cacheable() ? std::min(nodes, state_.state_class_bound()) : nodes;
+  return std::clamp<size_t>(work / min_nodes_per_thread_, 1, filter_runner_->concurrency());
 }
 
 void Scheduler::ReportRefusals(const CycleState& cycle, FilterOutcome* filtered,

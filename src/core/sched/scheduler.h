@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -12,6 +13,7 @@
 #include "core/model/pod.h"
 #include "core/sched/cycle_state.h"
 #include "core/sched/decision.h"
+#include "core/sched/filter_pass.h"
 #include "core/sched/fit.h"
 #include "core/sched/fragmentation.h"
 #include "core/sched/mig_demand.h"
@@ -73,6 +75,15 @@ class Scheduler {
   // in a cluster whose nodes all differ: the benchmarks' worst case.
   void set_equivalence_cache(bool on) { equivalence_cache_ = on; }
 
+  // The filter phase's nodes are split among `runner`'s threads (nullptr: the calling thread
+  // alone), each given at least `min_nodes_per_thread` evaluations (handing out work costs about
+  // as much as evaluating a few nodes). Decisions are the same for any number of threads. The
+  // runner must outlive the scheduler's use of it.
+  void set_filter_runner(TaskRunner* runner, size_t min_nodes_per_thread = 256) {
+    filter_runner_ = runner;
+    min_nodes_per_thread_ = std::max<size_t>(1, min_nodes_per_thread);
+  }
+
   // The demand mix the fragmentation score uses. Schedule() observes every GPU pod it sees, once
   // per pod (retries of a pending pod are not new demand);
   // callers may add what the scheduler does not see (a prior, CPU-only pods in a replay).
@@ -86,26 +97,6 @@ class Scheduler {
   const MigDemandMix& mig_demand_mix() const { return mig_mix_; }
 
  private:
-  // What the filter and score phases found. Nodes in one equivalence class share one entry of
-  // `evaluated`; full fits are few (the cheap filter rules most nodes out).
-  struct FilterOutcome {
-    static constexpr uint32_t kNone = ~0U;
-    struct Evaluated {
-      const state::NodeState* representative = nullptr;
-      uint32_t fit = kNone;  // index into `fits`; kNone when the cheap filter ruled it out
-      bool fits = false;
-      NodeRank rank;  // when it fits
-    };
-    std::vector<Evaluated> evaluated;
-    std::vector<NodeFit> fits;
-    // Refused nodes and their entry of `evaluated` (kNone: the node is unusable), collected only
-    // when reasons are (set_explain_failures).
-    std::vector<std::pair<const state::NodeState*, uint32_t>> refused;
-    const state::NodeState* best = nullptr;
-    uint32_t best_fit_index = kNone;
-    const NodeFit& best_fit() const { return fits[best_fit_index]; }
-  };
-
   // `unregistered`: candidate names with no node (they fail with "node unregistered").
   Decision EvaluateOn(const model::Pod& pod, std::span<const state::NodeState* const> nodes,
                       std::span<const std::string* const> unregistered, int64_t now_unix) const;
@@ -114,8 +105,8 @@ class Scheduler {
   Decision EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
                           std::span<const state::NodeState* const> nodes,
                           std::span<const std::string* const> unregistered, int64_t now_unix) const;
-  FilterOutcome FilterAndScore(const CycleState& cycle,
-                               std::span<const state::NodeState* const> nodes) const;
+  // How many threads the filter phase gets for `nodes` candidates.
+  size_t FilterThreads(const CycleState& cycle, size_t nodes) const;
   void ReportRefusals(const CycleState& cycle, FilterOutcome* filtered, Decision* decision) const;
   void LookUp(const std::vector<std::string>& names, std::vector<const state::NodeState*>* nodes,
               std::vector<const std::string*>* unregistered) const;
@@ -133,6 +124,8 @@ class Scheduler {
   MigDemandMix mig_mix_;
   bool explain_failures_ = true;
   bool equivalence_cache_ = true;
+  TaskRunner* filter_runner_ = nullptr;
+  size_t min_nodes_per_thread_ = 256;
   // Pods whose demand was observed (uid, or key without one), oldest first, bounded: kube-
   // scheduler filters a pending pod again on every retry, and one pod is one request of the mix.
   std::set<std::string> observed_;

@@ -1,0 +1,132 @@
+#include "core/sched/filter_pass.h"
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+
+namespace tessera::sched {
+namespace {
+
+void Prefetch(const state::NodeState& ns) {
+#if defined(__GNUC__)
+  __builtin_prefetch(&ns.unusable_reason);
+  __builtin_prefetch(&ns.pair_scores);
+  __builtin_prefetch(&ns.state_class);
+#else
+  (void)ns;
+#endif
+}
+
+// One thread's share of the nodes: its own evaluations, indices local to it.
+struct Share {
+  FilterOutcome part;
+  std::vector<uint32_t> node_eval;  // per node of the share
+};
+
+void EvaluateShare(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
+                   size_t state_class_bound, Share* share) {
+  FilterPass pass(cycle, state_class_bound, nodes.size(), &share->part);
+  share->node_eval.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
+    share->node_eval[i] = pass.Evaluate(*nodes[i]);
+  }
+}
+
+}  // namespace
+
+FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t expected_nodes,
+                       FilterOutcome* out)
+    : cycle_(cycle),
+      evaluator_(cycle),
+      by_class_(state_class_bound, FilterOutcome::kNone),
+      out_(out) {
+  out_->evaluated.reserve(state_class_bound > 0 ? std::min(expected_nodes, state_class_bound)
+                                                : expected_nodes);
+  out_->fits.reserve(32);  // few: MayFit rules most nodes out
+}
+
+uint32_t FilterPass::Evaluate(const state::NodeState& node) {
+  if (!node.usable()) return kUnusable;
+  uint32_t result = FilterOutcome::kNone;
+  const bool use_cache = node.pair_scores.empty() && node.state_class >= 0 &&
+                         static_cast<size_t>(node.state_class) < by_class_.size() &&
+                         (cycle_.cacheable() || !NamesAnyGpuOf(cycle_.prefs(), node));
+  if (use_cache) result = by_class_[node.state_class];
+  if (result != FilterOutcome::kNone) return result;
+  result = static_cast<uint32_t>(out_->evaluated.size());
+  FilterOutcome::Evaluated& e = out_->evaluated.emplace_back();
+  e.representative = &node;
+  // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
+  if (evaluator_.MayFit(node)) {
+    e.fit = static_cast<uint32_t>(out_->fits.size());
+    e.fits = out_->fits.emplace_back(evaluator_.FitAndRank(node, &e.rank)).fits;
+  }
+  if (use_cache) by_class_[node.state_class] = result;
+  return result;
+}
+
+void ConsiderNode(const CycleState& cycle, const state::NodeState& node, uint32_t evaluated,
+                  bool collect_refusals, FilterOutcome* out) {
+  if (evaluated == FilterPass::kUnusable) {
+    if (collect_refusals) out->refused.emplace_back(&node, FilterOutcome::kNone);
+    return;
+  }
+  const FilterOutcome::Evaluated& e = out->evaluated[evaluated];
+  if (!e.fits) {
+    if (collect_refusals) out->refused.emplace_back(&node, evaluated);
+    return;
+  }
+  if (out->best == nullptr ||
+      RanksBefore(e.rank, out->evaluated[out->best_eval].rank, node, *out->best, cycle)) {
+    out->best = &node;
+    out->best_eval = evaluated;
+  }
+}
+
+FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
+                          size_t state_class_bound, bool collect_refusals, TaskRunner* runner,
+                          size_t threads) {
+  FilterOutcome out;
+  threads = std::max<size_t>(1, std::min(threads, nodes.size()));
+  if (runner == nullptr || threads == 1) {
+    // One pass: evaluate and choose node by node.
+    FilterPass pass(cycle, state_class_bound, nodes.size(), &out);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
+      ConsiderNode(cycle, *nodes[i], pass.Evaluate(*nodes[i]), collect_refusals, &out);
+    }
+    return out;
+  }
+  // Contiguous shares, each with its own cycle state (the first uses the one it was given).
+  std::vector<Share> shares(threads);
+  std::vector<std::optional<CycleState>> cycles(threads);
+  for (size_t t = 1; t < threads; ++t) cycles[t].emplace(cycle, CycleState::ForAnotherThread{});
+  runner->Run(threads, [&](size_t t) {
+    const size_t lo = nodes.size() * t / threads;
+    const size_t hi = nodes.size() * (t + 1) / threads;
+    EvaluateShare(t == 0 ? cycle : *cycles[t], nodes.subspan(lo, hi - lo), state_class_bound,
+                  &shares[t]);
+  });
+  // One outcome, indices rebased; then the choice in the nodes' order.
+  std::vector<uint32_t> node_eval;
+  node_eval.reserve(nodes.size());
+  for (Share& share : shares) {
+    const auto eval_base = static_cast<uint32_t>(out.evaluated.size());
+    const auto fit_base = static_cast<uint32_t>(out.fits.size());
+    for (FilterOutcome::Evaluated& e : share.part.evaluated) {
+      if (e.fit != FilterOutcome::kNone) e.fit += fit_base;
+      out.evaluated.push_back(e);
+    }
+    std::move(share.part.fits.begin(), share.part.fits.end(), std::back_inserter(out.fits));
+    for (uint32_t index : share.node_eval) {
+      node_eval.push_back(index == FilterPass::kUnusable ? index : index + eval_base);
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ConsiderNode(cycle, *nodes[i], node_eval[i], collect_refusals, &out);
+  }
+  return out;
+}
+
+}  // namespace tessera::sched

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/common/task_runner.h"
+#include "core/sched/cycle_state.h"
+#include "core/sched/fit.h"
+#include "core/sched/node_evaluator.h"
+#include "core/sched/node_ranking.h"
+#include "core/state/cluster_state.h"
+
+namespace tessera::sched {
+
+// What the filter and score phases found. Nodes in one equivalence class share one entry of
+// `evaluated`; full fits are few (the cheap filter rules most nodes out).
+struct FilterOutcome {
+  static constexpr uint32_t kNone = ~0U;
+  struct Evaluated {
+    const state::NodeState* representative = nullptr;
+    uint32_t fit = kNone;  // index into `fits`; kNone when the cheap filter ruled it out
+    bool fits = false;
+    NodeRank rank;  // when it fits
+  };
+  std::vector<Evaluated> evaluated;
+  std::vector<NodeFit> fits;
+  // Refused nodes and their entry of `evaluated` (kNone: the node is unusable), collected only
+  // when reasons are.
+  std::vector<std::pair<const state::NodeState*, uint32_t>> refused;
+  const state::NodeState* best = nullptr;
+  uint32_t best_eval = kNone;
+  const NodeFit& best_fit() const { return fits[evaluated[best_eval].fit]; }
+};
+
+// Filters and scores nodes one at a time into `out` (its `evaluated` and `fits`), sharing one
+// evaluation among the nodes of an equivalence class ClusterState keeps (no hashing or state
+// comparison here). A pod's GPU UUID filters act alike on every node of a class whose GPUs they
+// do not name; the few nodes they name are evaluated alone.
+class FilterPass {
+ public:
+  static constexpr uint32_t kUnusable = FilterOutcome::kNone;
+
+  // `state_class_bound`: ClusterState::state_class_bound(), or 0 for no equivalence cache.
+  FilterPass(const CycleState& cycle, size_t state_class_bound, size_t expected_nodes,
+             FilterOutcome* out);
+
+  // The node's entry of out->evaluated, or kUnusable for a node that takes no pod at all.
+  uint32_t Evaluate(const state::NodeState& node);
+
+ private:
+  const CycleState& cycle_;
+  NodeEvaluator evaluator_;
+  std::vector<uint32_t> by_class_;
+  FilterOutcome* out_;
+};
+
+// The score phase's choice among the evaluated nodes, in the candidates' order (the first of
+// equals wins, as in one pass over them): records `node` as refused or as the best so far.
+void ConsiderNode(const CycleState& cycle, const state::NodeState& node, uint32_t evaluated,
+                  bool collect_refusals, FilterOutcome* out);
+
+// The filter and score phases over `nodes`, in `shares` tasks of `runner` (nullptr or 1: on
+// this thread, in one pass). Each task evaluates a contiguous share with its own cycle state and
+// equivalence cache; the choice is then made in the nodes' order, so the outcome is the same
+// for any number of shares.
+FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
+                          size_t state_class_bound, bool collect_refusals, TaskRunner* runner,
+                          size_t shares);
+
+}  // namespace tessera::sched

@@ -1,0 +1,147 @@
+#include "core/sched/filter_pass.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/sched/scheduler.h"
+#include "support/builders.h"
+
+namespace tessera::sched {
+namespace {
+
+using testing::A100Mig;
+using testing::NodeWith;
+using testing::PodBuilder;
+using testing::SharingGpu;
+
+// Runs the tasks on the calling thread, last first: a share's result must not depend on when
+// it runs.
+class ReversedRunner final : public TaskRunner {
+ public:
+  explicit ReversedRunner(size_t concurrency) : concurrency_(concurrency) {}
+  size_t concurrency() const override { return concurrency_; }
+  void Run(size_t count, const std::function<void(size_t)>& task) override {
+    ++runs;
+    for (size_t i = count; i-- > 0;) task(i);
+  }
+  int runs = 0;
+
+ private:
+  size_t concurrency_;
+};
+
+class FilterPassTest : public ::testing::Test {
+ protected:
+  FilterPassTest() : state_(config::SchedulerConfig{}), scheduler_(state_, defaults_) {
+    // 30 nodes in a few states: shared GPUs of two sizes, MIG GPUs, some nodes partly used.
+    for (int n = 0; n < 30; ++n) {
+      const std::string name = "node-" + std::to_string(n);
+      if (n % 5 == 4) {
+        state_.UpsertNode(NodeWith(name, {A100Mig("GPU-" + name)}));
+      } else {
+        state_.UpsertNode(NodeWith(name, {SharingGpu("GPU-" + name + "-0", n % 2 ? 16000 : 32768),
+                                          SharingGpu("GPU-" + name + "-1", 16000, 1, 1)}));
+      }
+    }
+    for (int p = 0; p < 25; ++p) {
+      const std::vector<std::string> only = {"node-" + std::to_string((p * 7) % 30)};
+      (void)scheduler_.Schedule(
+          PodBuilder("ns/fill-" + std::to_string(p)).Container(1, 3000 + 500 * (p % 5)).Build(),
+          &only, 1);
+    }
+  }
+
+  // Everything a decision says, as comparable text, with the filter on `runner` (nullptr: one
+  // pass on this thread).
+  std::string Outcome(const model::Pod& pod, TaskRunner* runner, bool cache) {
+    scheduler_.set_filter_runner(runner, /*min_nodes_per_thread=*/1);
+    scheduler_.set_equivalence_cache(cache);
+    const Decision d = scheduler_.Evaluate(pod, nullptr, 1);
+    std::string text = d.node + "|" + d.message;
+    for (const auto& [k, v] : d.annotations) text += "|" + k + "=" + v;
+    for (const auto& [node, reason] : d.failed_nodes) {
+      text += "|" + node + ":" + reason + (d.unresolvable_nodes.contains(node) ? "!" : "");
+    }
+    return text;
+  }
+
+  // The filter phase alone: the chosen node and its devices.
+  std::string Chosen(const model::Pod& pod, TaskRunner* runner, size_t shares) {
+    ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
+    const CycleState cycle(parsed.request.value(), parsed.prefs->value(), parsed.cpu_milli,
+                           scheduler_.demand_mix(), scheduler_.mig_demand_mix(), defaults_);
+    FilterOutcome out = FilterNodes(cycle, state_.node_list(), state_.state_class_bound(),
+                                    /*collect_refusals=*/true, runner, shares);
+    std::string text = out.best == nullptr ? "none" : out.best->name;
+    if (out.best != nullptr) {
+      for (const auto& slot : out.best_fit().slots) {
+        for (const auto& a : slot) text += " dev" + std::to_string(a.device);
+      }
+    }
+    return text + " refused " + std::to_string(out.refused.size());
+  }
+
+  PolicyDefaults defaults_;
+  state::ClusterState state_;
+  Scheduler scheduler_;
+};
+
+TEST_F(FilterPassTest, AnyNumberOfSharesChoosesAsOnePass) {
+  const std::vector<model::Pod> pods = {
+      PodBuilder("ns/small").Container(1, 2000).Build(),
+      PodBuilder("ns/large").Container(1, 20000).Build(),
+      PodBuilder("ns/two").Container(2, 12000).Build(),
+      PodBuilder("ns/mig").Container(1, 9000).MigMode().Build(),
+      PodBuilder("ns/none").Container(3, 1000).Build(),
+      PodBuilder("ns/spread")
+          .Container(1, 2000)
+          .Annotation("hami.io/node-scheduler-policy", "spread")
+          .Build(),
+      PodBuilder("ns/named")
+          .Container(1, 2000)
+          .Annotation("nvidia.com/nouse-gpuuuid", "GPU-node-3-0")
+          .Build(),
+  };
+  for (const model::Pod& pod : pods) {
+    for (bool cache : {true, false}) {
+      SCOPED_TRACE(pod.Key() + (cache ? " cached" : " uncached"));
+      const std::string one = Outcome(pod, nullptr, cache);
+      for (size_t shares : {2U, 3U, 7U, 30U, 100U}) {
+        ReversedRunner runner(shares);
+        EXPECT_EQ(Outcome(pod, &runner, cache), one) << shares << " shares";
+        EXPECT_EQ(runner.runs, 1);
+      }
+    }
+    const std::string one = Chosen(pod, nullptr, 1);
+    for (size_t shares : {2U, 5U, 30U}) {
+      ReversedRunner runner(shares);
+      EXPECT_EQ(Chosen(pod, &runner, shares), one) << pod.Key() << ", " << shares << " shares";
+    }
+  }
+}
+
+TEST_F(FilterPassTest, OneShareOrNoRunnerStaysOnTheCallingThread) {
+  ReversedRunner runner(4);
+  (void)Chosen(PodBuilder("ns/p").Container(1, 2000).Build(), &runner, 1);
+  EXPECT_EQ(runner.runs, 0);
+}
+
+TEST_F(FilterPassTest, TheSchedulerSplitsOnlyWhenThereIsEnoughWork) {
+  ReversedRunner runner(4);
+  scheduler_.set_filter_runner(&runner, /*min_nodes_per_thread=*/10);
+  scheduler_.set_equivalence_cache(false);  // 30 evaluations: 3 shares
+  const Decision split =
+      scheduler_.Evaluate(PodBuilder("ns/p").Container(1, 2000).Build(), nullptr, 1);
+  EXPECT_EQ(runner.runs, 1);
+  scheduler_.set_filter_runner(&runner, /*min_nodes_per_thread=*/100);
+  const Decision alone =
+      scheduler_.Evaluate(PodBuilder("ns/p").Container(1, 2000).Build(), nullptr, 1);
+  EXPECT_EQ(runner.runs, 1);  // too little work for a second share
+  EXPECT_EQ(split.node, alone.node);
+  EXPECT_EQ(split.annotations, alone.annotations);
+}
+
+}  // namespace
+}  // namespace tessera::sched
