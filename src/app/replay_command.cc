@@ -1,37 +1,10 @@
 #include "app/replay_command.h"
 
-#include <unistd.h>
-
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <mutex>
 
-#include "sim/replay/report.h"
-#include "sim/replay/runner.h"
-#include "sim/replay/tessera_policy.h"
-#include "sim/replay/trace_table.h"
-#include "sim/replay/upper_bound.h"
+#include "sim/replay/trace_replay.h"
 
 namespace tessera::app {
-namespace {
-
-using namespace tessera::sim::replay;  // NOLINT: one command, one library
-
-double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
-  for (const auto& r : rows) {
-    if (r.metric == kMetricAllocation && r.arrived_pct == pct) {
-      *std_out = r.std;
-      return r.mean;
-    }
-  }
-  *std_out = NAN;
-  return NAN;
-}
-
-}  // namespace
 
 Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
   std::vector<uint64_t> seeds;
@@ -59,172 +32,23 @@ Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
   return seeds;
 }
 
-namespace {
-
-// One trace: the per-policy table, the bound, the files under `out_dir` (none when empty).
-Result<TraceRow> ReplayOneTrace(const ReplayOptions& o, const std::vector<TraceNode>& nodes,
-                                const std::string& pods_csv, const std::vector<uint64_t>& seeds,
-                                const std::vector<SummaryRow>& published,
-                                const std::string& out_dir) {
-  auto pods = LoadTracePods(pods_csv);
-  if (!pods.ok()) return pods.error();
-  const TieBreak tie_break =
-      o.tie_break == "uniform" ? TieBreak::kUniform : TieBreak::kFirstInNodeOrder;
-  PolicyFactories extra;
-  extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
-  extra["tessera-prior"] = [](const TargetWorkload& m) { return MakeTesseraPolicy(&m); };
-  const std::string workload = WorkloadName(pods_csv);
-  const bool tty = isatty(STDERR_FILENO) != 0;
-
-  TraceRow row;
-  row.workload = workload;
-  HtmlReportInput html;
-  html.title = "tessera replay: " + workload;
-  html.workload = workload;
-  html.published = published;
-  std::vector<SummaryRow> all_rows;
-  std::printf("\n%s\n", workload.c_str());
-  std::printf("%-14s %8s %16s %16s %10s %10s %10s %9s %9s\n", "policy", "seeds", "alloc@100%",
-              "alloc@130%", "failed", "s/run", "pods/s", "p50 us", "p99 us");
-  for (const auto& policy : o.policies) {
-    std::mutex progress_mutex;
-    ProgressFn progress = [&](int done, int total) {
-      if (!tty) return;
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      int width = 30;
-      int filled = total > 0 ? done * width / total : width;
-      std::fprintf(stderr, "\r%-14s [%s%s] %3d%%", policy.c_str(), std::string(filled, '#').c_str(),
-                   std::string(width - filled, '.').c_str(), total > 0 ? done * 100 / total : 100);
-      std::fflush(stderr);
-    };
-    auto runs =
-        RunReplay(nodes, pods.value(), policy, seeds, o.tune, o.jobs, &extra, progress, tie_break);
-    if (tty) std::fprintf(stderr, "\r%60s\r", "");
-    if (!runs.ok()) return runs.error();
-    auto rows = Summarize(workload, PublishedPolicyLabel(policy), runs.value());
-    double s100 = 0;
-    double s130 = 0;
-    double m100 = MeanAt(rows, 100, &s100);
-    double m130 = MeanAt(rows, 130, &s130);
-    double failed = 0;
-    double wall = 0;
-    double pods_total = 0;
-    double p50 = 0;
-    double p99 = 0;
-    for (const auto& r : runs.value()) {
-      failed += static_cast<double>(r.failed());
-      wall += r.wall_seconds;
-      pods_total += static_cast<double>(r.pods);
-      p50 = std::max(p50, r.decision_p50_us);
-      p99 = std::max(p99, r.decision_p99_us);
-    }
-    const double n = static_cast<double>(runs->size());
-    // Per-pod decision latency (the policy's choice and its placement): the largest over seeds.
-    std::printf("%-14s %8zu %9.2f ± %4.2f %9.2f ± %4.2f %10.0f %10.3f %10.0f %9.1f %9.1f\n",
-                policy.c_str(), runs->size(), m100, s100, m130, s130, failed / n, wall / n,
-                wall > 0 ? pods_total / wall : 0.0, p50, p99);
-    row.policies.push_back({policy, m130, s130});
-    all_rows.insert(all_rows.end(), rows.begin(), rows.end());
-    html.policies.push_back(PolicyRuns{policy, std::move(runs.value())});
-  }
-
-  std::vector<AllocationBound> bounds;
-  if (!o.skip_bound) {
-    auto solved = UpperBoundPerSeed(nodes, pods.value(), seeds, o.tune);
-    if (!solved.ok()) return Error{workload + ": " + solved.error().message};
-    bounds = std::move(solved.value());
-    // The stream ends at --tune x the capacity (130%); the bound is for that point.
-    const int end_pct = o.tune > 0 ? static_cast<int>(std::lround(o.tune * 100)) : kMaxArrivedPct;
-    const std::vector<SummaryRow> bound_rows = SummarizeBounds(workload, bounds, end_pct);
-    row.bound = {std::string(kUpperBoundLabel), bound_rows[0].mean, bound_rows[0].std};
-    row.offline_packing = {std::string(kOfflinePackingLabel), bound_rows[1].mean,
-                           bound_rows[1].std};
-    all_rows.insert(all_rows.end(), bound_rows.begin(), bound_rows.end());
-    double solve = 0;
-    for (const auto& b : bounds) solve += b.solve_seconds;
-    std::printf("%-14s %8zu %16s %9.2f ± %4.2f   (best-fit decreasing, knowing every pod)\n",
-                std::string(kOfflinePackingLabel).c_str(), bounds.size(), "", bound_rows[1].mean,
-                bound_rows[1].std);
-    std::printf("%-14s %8zu %16s %9.2f ± %4.2f %10s %10.3f   (LP: %d node classes, %d pod types)\n",
-                std::string(kUpperBoundLabel).c_str(), bounds.size(), "", bound_rows[0].mean,
-                bound_rows[0].std, "", solve / static_cast<double>(bounds.size()),
-                bounds.front().node_classes, bounds.front().pod_types);
-  }
-  if (!published.empty()) {
-    std::printf("published:\n");
-    for (const auto& label :
-         {"01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking", "05-BestFit", "06-FGD"}) {
-      const SummaryRow* a = FindSummaryRow(published, workload, label, kMetricAllocation, 100);
-      const SummaryRow* b = FindSummaryRow(published, workload, label, kMetricAllocation, 130);
-      if (a == nullptr || b == nullptr) continue;
-      std::printf("%-16s %6s %9.2f ± %4.2f %9.2f ± %4.2f\n", label, "", a->mean, a->std, b->mean,
-                  b->std);
-    }
-    if (const SummaryRow* fgd =
-            FindSummaryRow(published, workload, "06-FGD", kMetricAllocation, 130)) {
-      row.published_fgd = {"06-FGD", fgd->mean, fgd->std};
-    }
-  }
-  if (!out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec) return Error{out_dir + ": " + ec.message()};
-    std::ofstream(out_dir + "/summary.csv") << SummaryCsv(all_rows);
-    std::ofstream(out_dir + "/report.html") << RenderHtmlReport(html);
-    std::ofstream runs_csv(out_dir + "/runs.csv");
-    runs_csv << "workload,policy,seed,pods,scheduled,failed_cpu_only,failed_sharing,"
-                "failed_one_gpu,failed_multi_gpu,wall_seconds,decision_p99_us,decision_p50_us\n";
-    for (const auto& p : html.policies) {
-      for (const auto& r : p.runs) {
-        runs_csv << workload << "," << p.policy << "," << r.seed << "," << r.pods << ","
-                 << r.scheduled << "," << r.failed_by_kind[0] << "," << r.failed_by_kind[1] << ","
-                 << r.failed_by_kind[2] << "," << r.failed_by_kind[3] << "," << r.wall_seconds
-                 << "," << r.decision_p99_us << "," << r.decision_p50_us << "\n";
-      }
-    }
-    if (!bounds.empty())
-      std::ofstream(out_dir + "/bounds.csv") << BoundsCsv(workload, seeds, bounds);
-    std::printf("wrote %s/summary.csv, runs.csv%s, report.html\n", out_dir.c_str(),
-                bounds.empty() ? "" : ", bounds.csv");
-  }
-  return row;
-}
-
-}  // namespace
-
 int RunReplayCommand(const ReplayOptions& o) {
-  auto nodes = LoadTraceNodes(o.nodes_csv);
-  if (!nodes.ok()) return std::cerr << "tessera: " << nodes.error().message << "\n", 1;
-  auto pod_lists = ExpandPodLists(o.pods_csv);
-  if (!pod_lists.ok()) return std::cerr << "tessera: " << pod_lists.error().message << "\n", 1;
   auto seeds = ParseSeeds(o.seeds);
   if (!seeds.ok()) return std::cerr << "tessera: " << seeds.error().message << "\n", 1;
-  std::vector<SummaryRow> published;
-  if (!o.reference_csv.empty()) {
-    auto ref = LoadSummaryCsv(o.reference_csv);
-    if (!ref.ok()) return std::cerr << "tessera: " << ref.error().message << "\n", 1;
-    published = std::move(ref.value());
-  }
-  // One pod list writes its files into --out; several write one folder each and a table.
-  const bool several = pod_lists->size() > 1;
-  std::vector<TraceRow> table;
-  for (const std::string& pods_csv : pod_lists.value()) {
-    const std::string out_dir =
-        o.out_dir.empty() || !several ? o.out_dir : o.out_dir + "/" + WorkloadName(pods_csv);
-    auto row = ReplayOneTrace(o, nodes.value(), pods_csv, seeds.value(), published, out_dir);
-    if (!row.ok()) return std::cerr << "tessera: " << row.error().message << "\n", 1;
-    table.push_back(std::move(row.value()));
-  }
-  if (several) {
-    const std::string markdown = TraceTableMarkdown(table);
-    std::printf("\nallocation %% at 130%% arrived load, mean ± std over %zu seeds:\n\n%s",
-                seeds->size(), markdown.c_str());
-    if (!o.out_dir.empty()) {
-      std::ofstream(o.out_dir + "/traces.md") << markdown;
-      std::ofstream(o.out_dir + "/traces.csv") << TraceTableCsv(table);
-      std::printf("\nwrote %s/traces.md, traces.csv and one folder per trace\n", o.out_dir.c_str());
-    }
-  }
+  sim::replay::TraceReplayOptions r;
+  r.nodes_csv = o.nodes_csv;
+  r.pods_csv = o.pods_csv;
+  r.policies = o.policies;
+  r.seeds = std::move(seeds.value());
+  r.tune = o.tune;
+  r.out_dir = o.out_dir;
+  r.jobs = o.jobs;
+  r.reference_csv = o.reference_csv;
+  r.tie_break = o.tie_break == "uniform" ? sim::replay::TieBreak::kUniform
+                                         : sim::replay::TieBreak::kFirstInNodeOrder;
+  r.skip_bound = o.skip_bound;
+  const Status done = sim::replay::ReplayTraces(r);
+  if (!done.ok()) return std::cerr << "tessera: " << done.message() << "\n", 1;
   return 0;
 }
 
