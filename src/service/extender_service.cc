@@ -188,32 +188,39 @@ std::string ExtenderService::Filter(std::string_view body) {
   }
   const PodRef ref{pod->ns, pod->name, pod->uid};
   std::string outcome;
-  if (decision.passthrough()) {
-    outcome = "passthrough";
-  } else if (decision.invalid_request()) {
-    outcome = "invalid";
-    writer_.RecordEvent(ref, true, "FilteringFailed", decision.message);
-  } else if (!decision.scheduled()) {
-    outcome = "unschedulable";
-    writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
-    std::set<std::string> words;
-    for (const auto& [node, reason] : decision.failed_nodes) words.merge(ReasonWords(reason));
-    metrics_.Unschedulable(words);
-  } else {
-    Status written = options_.write_placement_in_bind
-                         ? Status::Ok()
-                         : writer_.PatchPodAnnotations(ref, FilterAnnotations(decision));
-    if (!written.ok()) {
-      // Nothing may stay reserved for a placement the pod does not carry.
-      ReleaseIfSerial(ref.Key(), serial);
-      result = {};
-      result.error = "writing the placement of pod " + ref.Key() + ": " + written.message();
-      outcome = "error";
-      spdlog::warn("filter {}: {}", ref.Key(), result.error);
-    } else {
-      outcome = "scheduled";
-      writer_.RecordEvent(ref, false, "FilteringSucceed",
-                          "Successfully filtered to node " + decision.node);
+  switch (decision.outcome) {
+    case sched::Outcome::kPassthrough:
+      outcome = "passthrough";
+      break;
+    case sched::Outcome::kInvalidRequest:
+      outcome = "invalid";
+      writer_.RecordEvent(ref, true, "FilteringFailed", decision.message);
+      break;
+    case sched::Outcome::kUnschedulable: {
+      outcome = "unschedulable";
+      writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
+      std::set<std::string> words;
+      for (const auto& [node, reason] : decision.failed_nodes) words.merge(ReasonWords(reason));
+      metrics_.Unschedulable(words);
+      break;
+    }
+    case sched::Outcome::kScheduled: {
+      Status written = options_.write_placement_in_bind
+                           ? Status::Ok()
+                           : writer_.PatchPodAnnotations(ref, FilterAnnotations(decision));
+      if (!written.ok()) {
+        // Nothing may stay reserved for a placement the pod does not carry.
+        ReleaseIfSerial(ref.Key(), serial);
+        result = {};
+        result.error = "writing the placement of pod " + ref.Key() + ": " + written.message();
+        outcome = "error";
+        spdlog::warn("filter {}: {}", ref.Key(), result.error);
+      } else {
+        outcome = "scheduled";
+        writer_.RecordEvent(ref, false, "FilteringSucceed",
+                            "Successfully filtered to node " + decision.node);
+      }
+      break;
     }
   }
   metrics_.FilterDone(outcome, SecondsSince(start));

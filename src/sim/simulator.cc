@@ -81,7 +81,7 @@ StepResult Simulator::Create(int step, const model::Pod& pod, const std::string&
     return r;
   }
   r.decision = scheduler_.Schedule(admitted->pod, nullptr, Now(step));
-  if (!r.decision.scheduled() && !r.decision.passthrough() && !r.decision.invalid_request()) {
+  if (r.decision.outcome == sched::Outcome::kUnschedulable) {
     pending_.push_back(admitted->pod);
   }
   return r;

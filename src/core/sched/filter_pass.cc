@@ -46,15 +46,8 @@ FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t
   out_->fits.reserve(32);  // few: MayFit rules most nodes out
 }
 
-uint32_t FilterPass::Evaluate(const state::NodeState& node) {
-  if (!node.usable()) return kUnusable;
-  uint32_t result = FilterOutcome::kNone;
-  const bool use_cache = node.pair_scores.empty() && node.state_class >= 0 &&
-                         static_cast<size_t>(node.state_class) < by_class_.size() &&
-                         (cycle_.cacheable() || !NamesAnyGpuOf(cycle_.prefs(), node));
-  if (use_cache) result = by_class_[node.state_class];
-  if (result != FilterOutcome::kNone) return result;
-  result = static_cast<uint32_t>(out_->evaluated.size());
+uint32_t FilterPass::EvaluateAnew(const state::NodeState& node, bool use_cache) {
+  const auto result = static_cast<uint32_t>(out_->evaluated.size());
   FilterOutcome::Evaluated& e = out_->evaluated.emplace_back();
   e.representative = &node;
   // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
@@ -66,22 +59,9 @@ uint32_t FilterPass::Evaluate(const state::NodeState& node) {
   return result;
 }
 
-void ConsiderNode(const CycleState& cycle, const state::NodeState& node, uint32_t evaluated,
-                  bool collect_refusals, FilterOutcome* out) {
-  if (evaluated == FilterPass::kUnusable) {
-    if (collect_refusals) out->refused.emplace_back(&node, FilterOutcome::kNone);
-    return;
-  }
-  const FilterOutcome::Evaluated& e = out->evaluated[evaluated];
-  if (!e.fits) {
-    if (collect_refusals) out->refused.emplace_back(&node, evaluated);
-    return;
-  }
-  if (out->best == nullptr ||
-      RanksBefore(e.rank, out->evaluated[out->best_eval].rank, node, *out->best, cycle)) {
-    out->best = &node;
-    out->best_eval = evaluated;
-  }
+void RecordRefusal(const state::NodeState& node, uint32_t evaluated, FilterOutcome* out) {
+  out->refused.emplace_back(&node,
+                            evaluated == FilterPass::kUnusable ? FilterOutcome::kNone : evaluated);
 }
 
 FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeState* const> nodes,

@@ -47,19 +47,45 @@ class FilterPass {
              FilterOutcome* out);
 
   // The node's entry of out->evaluated, or kUnusable for a node that takes no pod at all.
-  uint32_t Evaluate(const state::NodeState& node);
+  // Inline: on a cluster of alike nodes this is the whole per-node cost.
+  uint32_t Evaluate(const state::NodeState& node) {
+    if (!node.usable()) return kUnusable;
+    const bool use_cache = node.pair_scores.empty() && node.state_class >= 0 &&
+                           static_cast<size_t>(node.state_class) < by_class_.size() &&
+                           (cycle_.cacheable() || !NamesAnyGpuOf(cycle_.prefs(), node));
+    if (use_cache && by_class_[node.state_class] != FilterOutcome::kNone) {
+      return by_class_[node.state_class];
+    }
+    return EvaluateAnew(node, use_cache);
+  }
 
  private:
+  uint32_t EvaluateAnew(const state::NodeState& node, bool use_cache);
+
   const CycleState& cycle_;
   NodeEvaluator evaluator_;
   std::vector<uint32_t> by_class_;
   FilterOutcome* out_;
 };
 
+// Out of line: the refused list grows only where nodes refuse (kNone: the node is unusable).
+void RecordRefusal(const state::NodeState& node, uint32_t evaluated, FilterOutcome* out);
+
 // The score phase's choice among the evaluated nodes, in the candidates' order (the first of
 // equals wins, as in one pass over them): records `node` as refused or as the best so far.
-void ConsiderNode(const CycleState& cycle, const state::NodeState& node, uint32_t evaluated,
-                  bool collect_refusals, FilterOutcome* out);
+inline void ConsiderNode(const CycleState& cycle, const state::NodeState& node, uint32_t evaluated,
+                         bool collect_refusals, FilterOutcome* out) {
+  if (evaluated == FilterPass::kUnusable || !out->evaluated[evaluated].fits) {
+    if (collect_refusals) RecordRefusal(node, evaluated, out);
+    return;
+  }
+  const FilterOutcome::Evaluated& e = out->evaluated[evaluated];
+  if (out->best == nullptr ||
+      RanksBefore(e.rank, out->evaluated[out->best_eval].rank, node, *out->best, cycle)) {
+    out->best = &node;
+    out->best_eval = evaluated;
+  }
+}
 
 // The filter and score phases over `nodes`, in `shares` tasks of `runner` (nullptr or 1: on
 // this thread, in one pass). Each task evaluates a contiguous share with its own cycle state and

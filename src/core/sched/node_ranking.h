@@ -19,9 +19,42 @@ struct NodeRank {
 NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const NodeFit& fit,
                   const NodeCapacity& capacity, NodeCapacity* scratch);
 
-// Whether `candidate` ranks before `best` under the pod's node policy.
-bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
-                 const state::NodeState& candidate_node, const state::NodeState& best_node,
-                 const CycleState& cycle);
+// The first by name (ClusterState keeps each node's position in name order).
+inline bool NameBefore(const state::NodeState& a, const state::NodeState& b) {
+  if (a.name_order >= 0 && b.name_order >= 0) return a.name_order < b.name_order;
+  return a.name < b.name;
+}
+
+// Whether `candidate` ranks before `best` under the pod's node policy. Inline: it runs once per
+// node that fits, and the cached filter over 5000 nodes is tens of microseconds.
+inline bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
+                        const state::NodeState& candidate_node, const state::NodeState& best_node,
+                        const CycleState& cycle) {
+  // Expected fragmentation is an estimate: differences below a quantum (a small share of one
+  // GPU) are noise, and chasing them scatters pods.
+  if (candidate.bucket != best.bucket) return candidate.bucket < best.bucket;
+  if (cycle.by_fragmentation() && !candidate.mig && !best.mig) {
+    // binpack among equals: a node already in use before an idle one (an idle node stays whole
+    // for large pods and can be scaled down), then the first in a fixed node order, as FGD's
+    // simulator breaks ties (the first top-scoring node of a node list shuffled once). Pod after
+    // pod then fills the same nodes first, on every resource at once: a cluster-wide first fit.
+    // The fullest node instead jumps between half-used nodes: 0.1 points of allocation less on
+    // average over the 13 traces of the replay, up to 0.3 on some (docs/replay.md). The order
+    // is a hash of the name, not the name itself, so that nodes named alike (one rack, one
+    // pool) are not filled as a block, and it does not change when nodes come and go.
+    if (candidate.idle != best.idle) return best.idle;
+    if (candidate_node.tie_order != best_node.tie_order) {
+      return candidate_node.tie_order < best_node.tie_order;
+    }
+    return NameBefore(candidate_node, best_node);
+  }
+  // tessera and HAMi's binpack: the fullest node; HAMi's spread: the emptiest. Ties: the first by
+  // name (HAMi leaves them to goroutine timing).
+  if (candidate.score != best.score) {
+    return cycle.prefs().node_policy == NodePolicy::kSpread ? candidate.score < best.score
+                                                            : candidate.score > best.score;
+  }
+  return NameBefore(candidate_node, best_node);
+}
 
 }  // namespace tessera::sched
