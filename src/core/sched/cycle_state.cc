@@ -56,7 +56,8 @@ CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, i
       prepared_(mix.Target()),
       // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
       mig_weights_(mig_mix, defaults.mig_prior),
-      mig_goal_storage_{&mig_weights_, defaults.mig_allow_larger_profiles, &mig_cache_},
+      mig_goal_storage_{&mig_weights_, defaults.mig_allow_larger_profiles, &mig_cache_,
+                        &mig_buffers_},
       goal_(prefs.gpu_policy.tessera ? &mig_goal_storage_ : nullptr),
       cacheable_(prefs.use_uuids.empty() && prefs.nouse_uuids.empty()) {
   if (!rank_gpus_) single_ = nullptr;

@@ -82,7 +82,8 @@ class CycleState {
   bool rank_gpus_;
   PreparedTarget prepared_;
   MigWeights mig_weights_;
-  MigArrangeCache mig_cache_;  // per cycle: MIG layouts seen on several nodes are scored once
+  MigArrangeCache mig_cache_;   // per cycle: MIG layouts seen on several nodes are scored once
+  MigPlanBuffers mig_buffers_;  // per cycle: the MIG plan's working space, node after node
   MigGoal mig_goal_storage_;
   const MigGoal* goal_;
   bool cacheable_;

@@ -437,8 +437,9 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
     fit.reason = node.unusable_reason;
     return fit;
   }
-  PodFitter fitter(node, request, prefs, device_rank);
-  if (mig_goal != nullptr && fitter.mig_request() && OnlyMigDevicesAdmitted(node, prefs)) {
+  // The demand-aware plan needs none of HAMi's pass's working state (PodFitter::mig_request()).
+  if (mig_goal != nullptr && node.any_mig && MayUseMig(prefs.vgpu_mode) &&
+      OnlyMigDevicesAdmitted(node, prefs)) {
     if (auto plan = PlanMigPlacement(node, request, prefs, mig_goal)) {
       fit.fits = true;
       fit.mig_planned = true;
@@ -452,6 +453,7 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
     fit.reason_deferred = true;
     return fit;
   }
+  PodFitter fitter(node, request, prefs, device_rank);
   std::string failure;
   if (fitter.Run(&failure)) {
     fit.fits = true;

@@ -106,8 +106,23 @@ PreparedTarget::PreparedTarget(const std::vector<WeightedShape>& shapes) : shape
 }
 
 double NodeFragmentation(const NodeCapacity& node, const PreparedTarget& target) {
-  // The usable GPUs, in order: free memory and cores, and free memory as a fraction of the total.
+  return NodeFragmentationAfter(node, target, {}, 0);
+}
+
+double NodeFragmentationAfter(const NodeCapacity& node, const PreparedTarget& target,
+                              std::span<const GpuTake> takes, int64_t cpu_milli) {
   const size_t n = node.gpu_free_mem.size();
+  // Every GPU's free memory and cores after the takes.
+  SmallBuffer<int32_t, 16> mem_after(n, 0);
+  SmallBuffer<int32_t, 16> cores_after(n, 0);
+  std::copy(node.gpu_free_mem.begin(), node.gpu_free_mem.end(), mem_after.span().begin());
+  std::copy(node.gpu_free_cores.begin(), node.gpu_free_cores.end(), cores_after.span().begin());
+  for (const GpuTake& take : takes) {
+    const auto g = static_cast<size_t>(take.gpu);
+    mem_after[g] = std::max(0, mem_after[g] - take.mem_mib);
+    cores_after[g] = std::max(0, cores_after[g] - take.cores);
+  }
+  // The usable GPUs, in order: free memory and cores, and free memory as a fraction of the total.
   SmallBuffer<int32_t, 16> free_mem(n, 0);
   SmallBuffer<int32_t, 16> free_cores(n, 0);
   SmallBuffer<double, 16> fraction(n, 0.0);
@@ -117,17 +132,18 @@ double NodeFragmentation(const NodeCapacity& node, const PreparedTarget& target)
     if (!node.gpu_usable[g]) continue;
     double f = 0;
     if (node.gpu_total_mem[g] > 0) {
-      f = static_cast<double>(node.gpu_free_mem[g]) / node.gpu_total_mem[g];
+      f = static_cast<double>(mem_after[g]) / node.gpu_total_mem[g];
       total_free += f;
     }
-    free_mem[usable] = node.gpu_free_mem[g];
-    free_cores[usable] = node.gpu_free_cores[g];
+    free_mem[usable] = mem_after[g];
+    free_cores[usable] = cores_after[g];
     fraction[usable] = f;
     ++usable;
   }
   if (total_free <= 0) return 0;
   // Unknown host capacity is never the bottleneck.
-  const int64_t cpu_free = node.cpu_free_milli.value_or(std::numeric_limits<int64_t>::max());
+  const int64_t cpu_free =
+      node.cpu_free_milli ? *node.cpu_free_milli - cpu_milli : std::numeric_limits<int64_t>::max();
   // Per distinct per-GPU demand, worked out when a shape first needs it: how many GPUs can hold
   // it, and the free capacity of the others, summed in GPU order (adding 0.0 for a holder leaves
   // the sum as it was). holders < 0: not worked out yet.

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -76,6 +77,13 @@ struct NodeCapacity {
   std::optional<int64_t> cpu_free_milli;  // unknown host capacity = never the bottleneck
 };
 
+// What a placement takes from one GPU (free memory and cores go down, not below 0).
+struct GpuTake {
+  int32_t gpu = 0;  // index into the node's GPUs
+  int32_t mem_mib = 0;
+  int32_t cores = 0;
+};
+
 // A target workload prepared for many NodeFragmentation calls (one scheduling decision): the
 // shapes in a compact form, and shapes that ask the same of each GPU (memory and cores) or name
 // the same GPU models share the work on a node. It refers to `shapes`, which must outlive it and
@@ -86,7 +94,8 @@ class PreparedTarget {
   const std::vector<WeightedShape>& shapes() const { return *shapes_; }
 
  private:
-  friend double NodeFragmentation(const NodeCapacity& node, const PreparedTarget& target);
+  friend double NodeFragmentationAfter(const NodeCapacity& node, const PreparedTarget& target,
+                                       std::span<const GpuTake> takes, int64_t cpu_milli);
   struct Shape {
     double weight;
     int64_t cpu_milli;
@@ -105,6 +114,12 @@ class PreparedTarget {
 // all of it when the shape does not fit on the node at all (GPUs, host CPU, model), otherwise
 // the free capacity of the GPUs too small for it — weighted by the shape's probability.
 double NodeFragmentation(const NodeCapacity& node, const PreparedTarget& target);
+
+// The node's fragmentation after `takes` (applied in order) and `cpu_milli` of host CPU:
+// bit-identical to NodeFragmentation of a copy of `node` with them applied, without the copy.
+double NodeFragmentationAfter(const NodeCapacity& node, const PreparedTarget& target,
+                              std::span<const GpuTake> takes, int64_t cpu_milli);
+
 // The same for a target used once (prepares it first); both give bit-identical results.
 double NodeFragmentation(const NodeCapacity& node, const std::vector<WeightedShape>& target);
 

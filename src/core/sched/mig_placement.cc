@@ -37,21 +37,42 @@ bool DeviceAdmitted(const state::NodeState& node, size_t dev, const PodPreferenc
   return !(prefs.gpu_policy.mutex && node.usage[dev].used != 0);
 }
 
+// Clears every inner vector and sizes the outer one to `n`, keeping what was allocated.
+template <typename T>
+void ResetEach(std::vector<std::vector<T>>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+  for (size_t i = 0; i < n; ++i) (*v)[i].clear();
+}
+
 class PlanSearch {
  public:
   PlanSearch(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs,
-             const MigGoal* goal)
-      : node_(node), goal_(goal) {
+             const MigGoal* goal, MigPlanBuffers* buffers)
+      : node_(node),
+        goal_(goal),
+        b_(*buffers),
+        instances_(b_.instances),
+        devices_(b_.devices),
+        pending_(b_.pending),
+        owners_(b_.owners),
+        choice_(b_.choice),
+        goals_(b_.goals),
+        before_(b_.before),
+        after_(b_.after),
+        best_pending_(b_.best_pending),
+        best_owners_(b_.best_owners) {
+    instances_.clear();
     for (size_t slot = 0; slot < request.slots.size(); ++slot) {
       const ContainerRequest& k = request.slots[slot];
-      for (int32_t i = 0; i < k.nums; ++i) instances_.push_back({static_cast<int>(slot), k});
+      for (int32_t i = 0; i < k.nums; ++i) instances_.emplace_back(static_cast<int>(slot), &k);
     }
+    devices_.clear();
     for (size_t dev = 0; dev < node.devices.size(); ++dev) {
       if (DeviceAdmitted(node, dev, prefs)) devices_.push_back(static_cast<int>(dev));
     }
     const size_t n = node.devices.size();
-    pending_.assign(n, {});
-    owners_.assign(n, {});
+    ResetEach(&pending_, n);
+    ResetEach(&owners_, n);
     choice_.assign(instances_.size(), -1);
     if (goal_ != nullptr) {
       if (goal_->cache != nullptr) cache_ = goal_->cache;
@@ -60,8 +81,7 @@ class PlanSearch {
       after_.resize(n);
       for (int dev : devices_) {
         const mig::GpuMigModel& model = node.mig_models[dev];
-        goals_[dev] = mig::ArrangeGoal{&goal_->weights->For(model), goal_->allow_larger_profiles,
-                                       goal_->weights->StrandedSliceValue(model)};
+        goals_[dev] = cache_->GoalFor(model, *goal_->weights, goal_->allow_larger_profiles);
         before_[dev] = cache_->Get(model, node.usage[dev].layout, {}, goals_[dev]).score;
         after_[dev] = before_[dev];
       }
@@ -77,14 +97,19 @@ class PlanSearch {
     for (int dev : devices_) {
       if (best_pending_[dev].empty()) continue;
       const mig::GpuMigModel& model = node_.mig_models[dev];
-      auto arranged = goal_ != nullptr
-                          ? model.Arrange(node_.usage[dev].layout, best_pending_[dev], goals_[dev])
-                          : model.Arrange(node_.usage[dev].layout, best_pending_[dev]);
       const auto& profiles = model.profiles();
-      for (size_t j = 0; j < best_owners_[dev].size(); ++j) {
-        const auto& c = (*arranged)[j];
+      const auto assign = [&](size_t j, const mig::InstanceChoice& c) {
         plan.slots[best_owners_[dev][j]].push_back(DeviceAssignment{
             dev, profiles[c.profile].memory_mib, profiles[c.profile].core, c.profile, c.placement});
+      };
+      if (goal_ != nullptr) {
+        // The search arranged these instances on this layout already: the cache has the answer.
+        const MigArrangeCache::Entry& entry =
+            cache_->Get(model, node_.usage[dev].layout, best_pending_[dev], goals_[dev]);
+        for (size_t j = 0; j < best_owners_[dev].size(); ++j) assign(j, entry.Choice(j));
+      } else {
+        auto arranged = model.Arrange(node_.usage[dev].layout, best_pending_[dev]);
+        for (size_t j = 0; j < best_owners_[dev].size(); ++j) assign(j, (*arranged)[j]);
       }
     }
     return plan;
@@ -94,7 +119,7 @@ class PlanSearch {
   static constexpr long kBudget = 200000;
 
   mig::InstanceDemand Demand(size_t t, int dev) const {
-    const ContainerRequest& k = instances_[t].second;
+    const ContainerRequest& k = *instances_[t].second;
     int32_t mem = k.mem_mib;
     if (mem == 0) {
       mem = static_cast<int32_t>(
@@ -150,8 +175,16 @@ class PlanSearch {
       found_ = true;
       best_ = std::move(plan);
     }
-    best_pending_ = pending_;
-    best_owners_ = owners_;
+    CopyEach(pending_, &best_pending_);
+    CopyEach(owners_, &best_owners_);
+  }
+
+  // Copies the first node-size entries (the buffers may be longer, from a larger node).
+  template <typename T>
+  void CopyEach(const std::vector<std::vector<T>>& from, std::vector<std::vector<T>>* to) const {
+    const size_t n = node_.devices.size();
+    if (to->size() < n) to->resize(n);
+    for (size_t i = 0; i < n; ++i) (*to)[i].assign(from[i].begin(), from[i].end());
   }
 
   void Visit(size_t t) {
@@ -198,19 +231,20 @@ class PlanSearch {
 
   const state::NodeState& node_;
   const MigGoal* goal_;
-  std::vector<std::pair<int, ContainerRequest>> instances_;
-  std::vector<int> devices_;
-  std::vector<std::vector<mig::InstanceDemand>> pending_;
-  std::vector<std::vector<int>> owners_;
-  std::vector<int> choice_;
+  MigPlanBuffers& b_;
+  std::vector<std::pair<int, const ContainerRequest*>>& instances_;
+  std::vector<int>& devices_;
+  std::vector<std::vector<mig::InstanceDemand>>& pending_;
+  std::vector<std::vector<int>>& owners_;
+  std::vector<int>& choice_;
   MigArrangeCache own_cache_;  // when the goal brings none
   MigArrangeCache* cache_ = &own_cache_;
-  std::vector<mig::ArrangeGoal> goals_;    // per device, with a goal
-  std::vector<mig::ArrangeScore> before_;  // per device: the GPU as it is
-  std::vector<mig::ArrangeScore> after_;   // per device: with this plan's instances
+  std::vector<mig::ArrangeGoal>& goals_;
+  std::vector<mig::ArrangeScore>& before_;
+  std::vector<mig::ArrangeScore>& after_;
   MigPlan best_;
-  std::vector<std::vector<mig::InstanceDemand>> best_pending_;
-  std::vector<std::vector<int>> best_owners_;
+  std::vector<std::vector<mig::InstanceDemand>>& best_pending_;
+  std::vector<std::vector<int>>& best_owners_;
   bool found_ = false;
   bool done_ = false;
   long calls_ = 0;
@@ -233,7 +267,9 @@ const MigArrangeCache::Entry& MigArrangeCache::Get(const mig::GpuMigModel& model
                                                    const std::vector<mig::InstanceDemand>& demands,
                                                    const mig::ArrangeGoal& goal) {
   if (demands.size() > kMaxKeyDemands) {
-    scratch_.fits = model.Arrange(base, demands, goal, &scratch_.score).has_value();
+    auto arranged = model.Arrange(base, demands, goal, &scratch_.score);
+    scratch_.fits = arranged.has_value();
+    scratch_.choices = arranged ? std::move(*arranged) : std::vector<mig::InstanceChoice>{};
     return scratch_;
   }
   // Models without a table are keyed by themselves (their rules are not interned).
@@ -242,14 +278,35 @@ const MigArrangeCache::Entry& MigArrangeCache::Get(const mig::GpuMigModel& model
   Key key{rules, base, {}, static_cast<uint32_t>(demands.size())};
   std::copy(demands.begin(), demands.end(), key.demands.begin());
   auto [it, inserted] = entries_.try_emplace(key);
-  if (inserted) it->second.fits = model.Arrange(base, demands, goal, &it->second.score).has_value();
+  if (inserted) {
+    Entry& entry = it->second;
+    auto arranged = model.Arrange(base, demands, goal, &entry.score);
+    entry.fits = arranged.has_value();
+    if (arranged) std::copy(arranged->begin(), arranged->end(), entry.first.begin());
+  }
   return it->second;
+}
+
+const mig::ArrangeGoal& MigArrangeCache::GoalFor(const mig::GpuMigModel& model,
+                                                 const MigWeights& weights,
+                                                 bool allow_larger_profiles) {
+  const void* rules = model.table() != nullptr ? static_cast<const void*>(model.table())
+                                               : static_cast<const void*>(&model);
+  for (const auto& [key, goal] : goals_) {
+    if (key == rules) return goal;
+  }
+  return goals_
+      .emplace_back(rules, mig::ArrangeGoal{&weights.For(model), allow_larger_profiles,
+                                            weights.StrandedSliceValue(model)})
+      .second;
 }
 
 std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodRequest& request,
                                         const PodPreferences& prefs, const MigGoal* goal) {
-  PlanSearch search(node, request, prefs,
-                    goal != nullptr && goal->weights != nullptr ? goal : nullptr);
+  const bool with_goal = goal != nullptr && goal->weights != nullptr;
+  MigPlanBuffers own;
+  MigPlanBuffers* buffers = with_goal && goal->buffers != nullptr ? goal->buffers : &own;
+  PlanSearch search(node, request, prefs, with_goal ? goal : nullptr, buffers);
   return search.Run(request.slots.size());
 }
 

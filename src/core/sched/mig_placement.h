@@ -20,18 +20,31 @@ namespace tessera::sched {
 // not shared between threads.
 class MigArrangeCache {
  public:
+  // Up to kMaxKeyDemands instances per GPU are cached (no allocation per lookup); more are
+  // arranged every time.
+  static constexpr size_t kMaxKeyDemands = 4;
   struct Entry {
     bool fits = false;
     mig::ArrangeScore score;
+    // The arrangement itself (profile and placement per instance, in the demands' order), so
+    // that the chosen plan is not arranged a second time; `choices` holds it beyond
+    // kMaxKeyDemands (the uncached case).
+    std::array<mig::InstanceChoice, kMaxKeyDemands> first{};
+    std::vector<mig::InstanceChoice> choices;
+    const mig::InstanceChoice& Choice(size_t i) const {
+      return choices.empty() ? first[i] : choices[i];
+    }
   };
   const Entry& Get(const mig::GpuMigModel& model, const mig::Layout& base,
                    const std::vector<mig::InstanceDemand>& demands, const mig::ArrangeGoal& goal);
   size_t size() const { return entries_.size(); }
 
+  // The goal for GPUs of one set of rules (their weights looked up once per decision, not once
+  // per GPU).
+  const mig::ArrangeGoal& GoalFor(const mig::GpuMigModel& model, const MigWeights& weights,
+                                  bool allow_larger_profiles);
+
  private:
-  // Up to kMaxKeyDemands instances per GPU are cached (no allocation per lookup); more are
-  // arranged every time.
-  static constexpr size_t kMaxKeyDemands = 4;
   struct Key {
     const void* rules;
     mig::Layout layout;
@@ -44,6 +57,22 @@ class MigArrangeCache {
   };
   std::unordered_map<Key, Entry, KeyHash> entries_;
   Entry scratch_;
+  std::vector<std::pair<const void*, mig::ArrangeGoal>> goals_;  // few: one per GPU model
+};
+
+// PlanMigPlacement's working space, kept from node to node within one decision so that planning
+// a node allocates nothing once it is warm. Not shared between threads.
+struct MigPlanBuffers {
+  std::vector<std::pair<int, const ContainerRequest*>> instances;  // (slot, request)
+  std::vector<int> devices;
+  std::vector<std::vector<mig::InstanceDemand>> pending;
+  std::vector<std::vector<int>> owners;
+  std::vector<int> choice;
+  std::vector<mig::ArrangeGoal> goals;    // per device, with a goal
+  std::vector<mig::ArrangeScore> before;  // per device: the GPU as it is
+  std::vector<mig::ArrangeScore> after;   // per device: with this plan's instances
+  std::vector<std::vector<mig::InstanceDemand>> best_pending;
+  std::vector<std::vector<int>> best_owners;
 };
 
 // The demand-aware goal of MIG placement (docs/placement.md): keep the node's placeability —
@@ -52,7 +81,8 @@ class MigArrangeCache {
 struct MigGoal {
   const MigWeights* weights = nullptr;
   bool allow_larger_profiles = false;
-  MigArrangeCache* cache = nullptr;  // optional, per decision
+  MigArrangeCache* cache = nullptr;   // optional, per decision
+  MigPlanBuffers* buffers = nullptr;  // optional, per decision
 };
 
 // A placement of all of a pod's MIG instances on one node.

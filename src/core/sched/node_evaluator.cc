@@ -9,14 +9,18 @@ bool NodeEvaluator::MayFit(const state::NodeState& node) const {
 }
 
 NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank) {
-  if (cycle_.by_fragmentation() || cycle_.rank_gpus()) CapacityOf(node, &capacity_);
   if (cycle_.rank_gpus()) {
+    CapacityOf(node, &capacity_);
     SingleGpuRanks(node, capacity_, *cycle_.single(), cycle_.cpu_milli(), cycle_.target(),
-                   &gpu_ranks_, &scratch_);
+                   &gpu_ranks_);
   }
   NodeFit fit = FitPodOnNode(node, cycle_.request(), cycle_.prefs(),
                              cycle_.rank_gpus() ? &gpu_ranks_ : nullptr, cycle_.mig_goal());
-  *rank = RankNode(cycle_, node, fit, capacity_, &scratch_);
+  // RankNode reads the capacity only to rank a shared placement by fragmentation.
+  if (!cycle_.rank_gpus() && cycle_.by_fragmentation() && fit.fits && !fit.mig_planned) {
+    CapacityOf(node, &capacity_);
+  }
+  *rank = RankNode(cycle_, node, fit, capacity_);
   return fit;
 }
 

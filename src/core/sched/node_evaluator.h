@@ -29,7 +29,6 @@ class NodeEvaluator {
  private:
   const CycleState& cycle_;
   NodeCapacity capacity_;
-  NodeCapacity scratch_;
   std::vector<double> gpu_ranks_;
 };
 

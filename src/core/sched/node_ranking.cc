@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/common/small_buffer.h"
 #include "core/sched/node_scoring.h"
 
 namespace tessera::sched {
@@ -15,10 +16,18 @@ constexpr double kFragmentationQuantum = 0.04;
 // MIG placeability drops are sums of weights times small integers; this rounds away float noise.
 constexpr double kPlaceabilityQuantum = 1e-6;
 
+size_t TakesOf(const state::NodeState& node, const SlotAssignments& slots) {
+  size_t count = 0;
+  for (const auto& slot : slots) {
+    for (const auto& a : slot) count += node.devices[a.device].IsMig() ? 0 : 1;
+  }
+  return count;
+}
+
 }  // namespace
 
 NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const NodeFit& fit,
-                  const NodeCapacity& capacity, NodeCapacity* scratch) {
+                  const NodeCapacity& capacity) {
   NodeRank rank{0, cycle.tessera_nodes() ? fit.score : NodeScore(node, {}),
                 std::all_of(node.usage.begin(), node.usage.end(),
                             [](const state::DeviceUsage& u) { return u.used == 0; }),
@@ -28,9 +37,16 @@ NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const N
     rank.bucket = std::round(fit.mig_drop / kPlaceabilityQuantum);
   } else if (fit.fits && cycle.by_fragmentation()) {
     const double before = NodeFragmentation(capacity, cycle.target());
-    *scratch = capacity;
-    ApplyToCapacity(node, fit.slots, cycle.cpu_milli(), scratch);
-    const double after = NodeFragmentation(*scratch, cycle.target());
+    // What the placement takes from the shared GPUs (ApplyToCapacity, without copying).
+    SmallBuffer<GpuTake, 16> takes(TakesOf(node, fit.slots), GpuTake{});
+    size_t count = 0;
+    for (const auto& slot : fit.slots) {
+      for (const auto& a : slot) {
+        if (!node.devices[a.device].IsMig()) takes[count++] = GpuTake{a.device, a.mem, a.cores};
+      }
+    }
+    const double after =
+        NodeFragmentationAfter(capacity, cycle.target(), takes.span(), cycle.cpu_milli());
     rank.bucket = std::floor((after - before) / kFragmentationQuantum);
   }
   return rank;

@@ -15,9 +15,9 @@ struct NodeRank {
 };
 
 // Scores a node the filter admitted (`fit.fits`). `capacity` is the node's capacity as
-// CapacityOf gives it when cycle.by_fragmentation(); `scratch` is working space.
+// CapacityOf gives it when cycle.by_fragmentation().
 NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const NodeFit& fit,
-                  const NodeCapacity& capacity, NodeCapacity* scratch);
+                  const NodeCapacity& capacity);
 
 // The first by name (ClusterState keeps each node's position in name order).
 inline bool NameBefore(const state::NodeState& a, const state::NodeState& b) {

@@ -74,14 +74,10 @@ NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
 
 void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                     const ContainerRequest& request, int64_t cpu_milli,
-                    const PreparedTarget& target, std::vector<double>* ranks_out,
-                    NodeCapacity* scratch) {
+                    const PreparedTarget& target, std::vector<double>* ranks_out) {
   const size_t n = node.devices.size();
   std::vector<double>& ranks = *ranks_out;
   ranks.assign(n, std::numeric_limits<double>::infinity());
-  NodeCapacity& after = *scratch;
-  after = capacity;
-  if (after.cpu_free_milli) *after.cpu_free_milli -= cpu_milli;
   for (size_t g = 0; g < n; ++g) {
     if (!capacity.gpu_usable[g] || node.devices[g].IsMig()) continue;
     int32_t mem = request.mem_mib;
@@ -103,11 +99,9 @@ void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
       }
     }
     if (reused) continue;
-    after.gpu_free_mem[g] -= mem;
-    after.gpu_free_cores[g] -= request.cores;
-    ranks[g] = NodeFragmentation(after, target);
-    after.gpu_free_mem[g] += mem;
-    after.gpu_free_cores[g] += request.cores;
+    // The GPU has the room (checked above), so the take is not clipped at 0.
+    const GpuTake take{static_cast<int32_t>(g), mem, request.cores};
+    ranks[g] = NodeFragmentationAfter(capacity, target, {&take, 1}, cpu_milli);
   }
 }
 
@@ -115,8 +109,7 @@ std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapac
                                    const ContainerRequest& request, int64_t cpu_milli,
                                    const PreparedTarget& target) {
   std::vector<double> ranks;
-  NodeCapacity scratch;
-  SingleGpuRanks(node, capacity, request, cpu_milli, target, &ranks, &scratch);
+  SingleGpuRanks(node, capacity, request, cpu_milli, target, &ranks);
   return ranks;
 }
 

@@ -36,10 +36,9 @@ void ApplyToCapacity(const state::NodeState& node, const SlotAssignments& slots,
 std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                                    const ContainerRequest& request, int64_t cpu_milli,
                                    const PreparedTarget& target);
-// The same, written into `ranks`, with `scratch` as working space (both reuse their buffers).
+// The same, written into `ranks` (reusing its buffer).
 void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                     const ContainerRequest& request, int64_t cpu_milli,
-                    const PreparedTarget& target, std::vector<double>* ranks,
-                    NodeCapacity* scratch);
+                    const PreparedTarget& target, std::vector<double>* ranks);
 
 }  // namespace tessera::sched

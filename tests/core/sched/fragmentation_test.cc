@@ -168,6 +168,24 @@ TEST(NodeFragmentationTest, PreparedTargetGivesTheFormulasDoublesBitForBit) {
     EXPECT_EQ(NodeFragmentation(node, PreparedTarget(target)), expected)
         << "iteration " << iteration;
     EXPECT_EQ(NodeFragmentation(node, target), expected) << "iteration " << iteration;
+    // The same node after a placement, applied on the fly, against a copy with it applied
+    // (what the ranking did before): bit-identical, takes clipped at 0 and repeated GPUs too.
+    if (gpus > 0) {
+      std::vector<GpuTake> takes;
+      NodeCapacity after = node;
+      const int count = 1 + pick(3);
+      for (int t = 0; t < count; ++t) {
+        const GpuTake take{pick(gpus), pick(1500), pick(120)};
+        takes.push_back(take);
+        after.gpu_free_mem[take.gpu] = std::max(0, after.gpu_free_mem[take.gpu] - take.mem_mib);
+        after.gpu_free_cores[take.gpu] = std::max(0, after.gpu_free_cores[take.gpu] - take.cores);
+      }
+      const int64_t cpu = static_cast<int64_t>(pick(4)) * 1000;
+      if (after.cpu_free_milli) *after.cpu_free_milli -= cpu;
+      EXPECT_EQ(NodeFragmentationAfter(node, PreparedTarget(target), takes, cpu),
+                ReferenceFragmentation(after, target))
+          << "iteration " << iteration;
+    }
   }
   EXPECT_GT(compared_nonzero, 1000);
 }

@@ -80,8 +80,7 @@ TEST_F(NodeRankingTest, HamiPoliciesRankByTheNodeScoreBeforeThePod) {
   fit.fits = true;
   fit.score = 7;  // after the pod: not what HAMi ranks by
   NodeCapacity capacity;
-  NodeCapacity scratch;
-  const NodeRank rank = RankNode(c, A(), fit, capacity, &scratch);
+  const NodeRank rank = RankNode(c, A(), fit, capacity);
   EXPECT_EQ(rank.score, NodeScore(A(), {}));
   EXPECT_EQ(rank.bucket, 0);
   EXPECT_TRUE(rank.idle);
@@ -94,8 +93,7 @@ TEST_F(NodeRankingTest, TesseraRanksByTheFragmentationThePodAdds) {
   fit.score = 4;
   fit.slots = {{DeviceAssignment{0, 4000, 0, -1, {}}}};
   NodeCapacity capacity = CapacityOf(A());
-  NodeCapacity scratch;
-  const NodeRank rank = RankNode(c, A(), fit, capacity, &scratch);
+  const NodeRank rank = RankNode(c, A(), fit, capacity);
   EXPECT_EQ(rank.score, 4);
   // The growth in whole quanta of the fragmentation the node's capacity shows before and after.
   NodeCapacity after = capacity;
@@ -106,7 +104,7 @@ TEST_F(NodeRankingTest, TesseraRanksByTheFragmentationThePodAdds) {
   NodeFit mig = fit;
   mig.mig_planned = true;
   mig.mig_drop = 3e-6;
-  EXPECT_EQ(RankNode(c, A(), mig, capacity, &scratch).bucket, 3);
+  EXPECT_EQ(RankNode(c, A(), mig, capacity).bucket, 3);
 }
 
 }  // namespace
