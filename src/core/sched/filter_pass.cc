@@ -46,8 +46,18 @@ FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t
   out_->fits.reserve(32);  // few: MayFit rules most nodes out
 }
 
+void FilterPass::ForgetUnneededFit(uint32_t evaluated) {
+  if (evaluated != last_unshared_ || evaluated == out_->best_eval) return;
+  FilterOutcome::Evaluated& e = out_->evaluated[evaluated];
+  // Only a fit is dropped: a refusal's reasons may be asked for once nothing fits.
+  if (!e.fits || e.fit + 1 != out_->fits.size()) return;
+  out_->fits.pop_back();
+  e.fit = FilterOutcome::kNone;
+}
+
 uint32_t FilterPass::EvaluateAnew(const state::NodeState& node, bool use_cache) {
   const auto result = static_cast<uint32_t>(out_->evaluated.size());
+  last_unshared_ = use_cache ? kUnusable : result;
   FilterOutcome::Evaluated& e = out_->evaluated.emplace_back();
   e.representative = &node;
   // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
@@ -74,7 +84,9 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
     FilterPass pass(cycle, state_class_bound, nodes.size(), &out);
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
-      ConsiderNode(cycle, *nodes[i], pass.Evaluate(*nodes[i]), collect_refusals, &out);
+      const uint32_t evaluated = pass.Evaluate(*nodes[i]);
+      ConsiderNode(cycle, *nodes[i], evaluated, collect_refusals, &out);
+      pass.ForgetUnneededFit(evaluated);
     }
     return out;
   }

@@ -49,6 +49,7 @@ class FilterPass {
   // The node's entry of out->evaluated, or kUnusable for a node that takes no pod at all.
   // Inline: on a cluster of alike nodes this is the whole per-node cost.
   uint32_t Evaluate(const state::NodeState& node) {
+    last_unshared_ = kUnusable;
     if (!node.usable()) return kUnusable;
     const bool use_cache = node.pair_scores.empty() && node.state_class >= 0 &&
                            static_cast<size_t>(node.state_class) < by_class_.size() &&
@@ -59,6 +60,11 @@ class FilterPass {
     return EvaluateAnew(node, use_cache);
   }
 
+  // After the choice has seen `evaluated` (the last Evaluate's answer): drops its fit when no
+  // other node shares it and it is not the best, so a pass over nodes that all fit keeps a few
+  // fits, not one per node. Only for a pass that chooses as it goes.
+  void ForgetUnneededFit(uint32_t evaluated);
+
  private:
   uint32_t EvaluateAnew(const state::NodeState& node, bool use_cache);
 
@@ -66,6 +72,7 @@ class FilterPass {
   NodeEvaluator evaluator_;
   std::vector<uint32_t> by_class_;
   FilterOutcome* out_;
+  uint32_t last_unshared_ = kUnusable;  // the last evaluation no other node can share
 };
 
 // Out of line: the refused list grows only where nodes refuse (kNone: the node is unusable).

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,29 @@ TEST_F(FilterPassTest, AnyNumberOfSharesChoosesAsOnePass) {
       EXPECT_EQ(Chosen(pod, &runner, shares), one) << pod.Key() << ", " << shares << " shares";
     }
   }
+}
+
+TEST_F(FilterPassTest, OnePassWithoutTheCacheKeepsOnlyTheFitsItMayNeed) {
+  const model::Pod pod = PodBuilder("ns/small").Container(1, 2000).Build();
+  ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
+  const CycleState cycle(parsed.request.value(), parsed.prefs->value(), parsed.cpu_milli,
+                         scheduler_.demand_mix(), scheduler_.mig_demand_mix(), defaults_);
+  const FilterOutcome kept = FilterNodes(cycle, state_.node_list(), /*state_class_bound=*/0,
+                                         /*collect_refusals=*/true, nullptr, 1);
+  ReversedRunner runner(3);  // shares choose afterwards: they keep every fit
+  const FilterOutcome all = FilterNodes(cycle, state_.node_list(), /*state_class_bound=*/0,
+                                        /*collect_refusals=*/true, &runner, 3);
+  ASSERT_NE(kept.best, nullptr);
+  EXPECT_EQ(kept.best, all.best);
+  const auto fitting = static_cast<size_t>(std::count_if(all.evaluated.begin(), all.evaluated.end(),
+                                                         [](const auto& e) { return e.fits; }));
+  EXPECT_GT(fitting, 20U);
+  EXPECT_EQ(all.fits.size(), fitting);
+  // One fit per change of the best at most, and the best's is the one kept last.
+  EXPECT_LT(kept.fits.size(), fitting / 2);
+  ASSERT_EQ(kept.best_fit().slots.size(), all.best_fit().slots.size());
+  EXPECT_EQ(kept.best_fit().slots[0][0].device, all.best_fit().slots[0][0].device);
+  EXPECT_EQ(kept.best_fit().score, all.best_fit().score);
 }
 
 TEST_F(FilterPassTest, OneShareOrNoRunnerStaysOnTheCallingThread) {
