@@ -47,7 +47,9 @@ FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t
 }
 
 void FilterPass::ForgetUnneededFit(uint32_t evaluated) {
-  if (evaluated != last_unshared_ || evaluated == out_->best_eval) return;
+  if (evaluated == kUnusable || evaluated != last_unshared_ || evaluated == out_->best_eval) {
+    return;
+  }
   FilterOutcome::Evaluated& e = out_->evaluated[evaluated];
   // Only a fit is dropped: a refusal's reasons may be asked for once nothing fits.
   if (!e.fits || e.fit + 1 != out_->fits.size()) return;

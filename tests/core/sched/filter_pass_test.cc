@@ -124,6 +124,12 @@ TEST_F(FilterPassTest, AnyNumberOfSharesChoosesAsOnePass) {
 }
 
 TEST_F(FilterPassTest, OnePassWithoutTheCacheKeepsOnlyTheFitsItMayNeed) {
+  // Nodes that take no pod at all (kUnusable) among them, first and in the middle.
+  for (const char* bare : {"a-bare", "node-15-bare"}) {
+    model::Node node;
+    node.name = bare;
+    state_.UpsertNode(node);
+  }
   const model::Pod pod = PodBuilder("ns/small").Container(1, 2000).Build();
   ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
   const CycleState cycle(parsed.request.value(), parsed.prefs->value(), parsed.cpu_milli,
