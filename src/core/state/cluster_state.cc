@@ -141,6 +141,29 @@ void ClusterState::RebuildNodeList() {
   }
 }
 
+void ClusterState::AddToNodeList(NodeState& node) {
+  node.tie_order = StableHash(node.name);
+  auto at = std::lower_bound(
+      node_list_.begin(), node_list_.end(), node.name,
+      [](const NodeState* listed, const std::string& name) { return listed->name < name; });
+  at = node_list_.insert(at, &node);
+  // The list points into nodes_, which this object owns and may change.
+  for (auto it = at; it != node_list_.end(); ++it) {
+    const_cast<NodeState*>(*it)->name_order = static_cast<int>(it - node_list_.begin());
+  }
+}
+
+void ClusterState::RemoveFromNodeList(const NodeState& node) {
+  if (node.name_order < 0 || static_cast<size_t>(node.name_order) >= node_list_.size() ||
+      node_list_[node.name_order] != &node) {
+    return RebuildNodeList();  // not where it should be: start over
+  }
+  auto at = node_list_.erase(node_list_.begin() + node.name_order);
+  for (auto it = at; it != node_list_.end(); ++it) {
+    const_cast<NodeState*>(*it)->name_order = static_cast<int>(it - node_list_.begin());
+  }
+}
+
 int NodeState::DeviceIndex(const std::string& uuid) const {
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i].uuid == uuid) return static_cast<int>(i);
@@ -221,7 +244,7 @@ void ClusterState::UpsertNode(const model::Node& node) {
   ResetUsage(ns);
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
   RefreshSignature(ns);
-  if (node_list_.size() != nodes_.size()) RebuildNodeList();
+  if (node_list_.size() != nodes_.size()) AddToNodeList(ns);
 }
 
 int ClusterState::SpecId(const NodeState& ns) {
@@ -253,8 +276,8 @@ void ClusterState::RemoveNode(const std::string& name) {
   // Pods stay known: if the node comes back, their reservations are applied again.
   for (const auto& key : it->second.pods) applied_.erase(key);
   if (it->second.state_class >= 0) ReleaseClass(it->second.state_class);
+  RemoveFromNodeList(it->second);
   nodes_.erase(it);
-  RebuildNodeList();
 }
 
 void ClusterState::SetNodeBlocked(const std::string& name, const std::string& reason) {
@@ -295,7 +318,7 @@ void ClusterState::AddPod(PodReservation reservation) {
   ns.pods.insert(key);
   Apply(ns, pods_[key]);
   RefreshSignature(ns);
-  if (node_list_.size() != nodes_.size()) RebuildNodeList();
+  if (node_list_.size() != nodes_.size()) AddToNodeList(ns);
 }
 
 std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {

@@ -189,6 +189,10 @@ class ClusterState {
   void RefreshSignature(NodeState& node);
   void ReleaseClass(int id);
   void RebuildNodeList();
+  // The node just added to nodes_ takes its place in node_list_ (no walk of the map, no hashing
+  // of the other names: registering n nodes one by one stays cheap).
+  void AddToNodeList(NodeState& node);
+  void RemoveFromNodeList(const NodeState& node);
 
   config::SchedulerConfig config_;
   QuotaBook quotas_;

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "core/common/strings.h"
 #include "support/builders.h"
 
 namespace tessera::state {
@@ -197,7 +198,8 @@ TEST(ClusterStateTest, InitContainersSharesAreFreedOnceTheyAllSucceeded) {
 
 TEST(ClusterStateTest, StateClassesGroupExactlyTheNodesInTheSameState) {
   // Random pods come and go on nodes of two GPU kinds and two CPU sizes; nodes re-register and
-  // leave. After every change, two nodes share a state class exactly when SameAs says so.
+  // leave. After every change, two nodes share a state class exactly when SameAs says so, and
+  // the node list is in name order with each node's position and tie order current.
   ClusterState s{config::SchedulerConfig{}};
   std::mt19937 rng(5);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -232,10 +234,15 @@ TEST(ClusterStateTest, StateClassesGroupExactlyTheNodesInTheSameState) {
       s.RemoveNode("n" + std::to_string(pick(kNodes)));
     }
     const auto& list = s.node_list();
+    ASSERT_EQ(list.size(), s.nodes().size());
     for (size_t a = 0; a < list.size(); ++a) {
       ASSERT_GE(list[a]->state_class, 0);
       ASSERT_LT(static_cast<size_t>(list[a]->state_class), s.state_class_bound());
       EXPECT_EQ(list[a]->name_order, static_cast<int>(a));
+      EXPECT_EQ(list[a]->tie_order, StableHash(list[a]->name));
+      if (a > 0) {
+        EXPECT_LT(list[a - 1]->name, list[a]->name);
+      }
       for (size_t b = a + 1; b < list.size(); ++b) {
         EXPECT_EQ(list[a]->state_class == list[b]->state_class, list[a]->SameAs(*list[b]))
             << "step " << step << ": " << list[a]->name << ", " << list[b]->name;
