@@ -134,7 +134,8 @@ TEST(MigPlanReuseTest, TheCacheKeepsTheArrangementArrangeChooses) {
   const mig::GpuMigModel model(device, nullptr);
   MigDemandMix mix(1.0);
   mix.Observe(MigDemandKey{4000, 0, 0}, 2);
-  const MigWeights weights(mix, MigPrior{});
+  const MigPrior prior;  // MigWeights keeps a reference to it
+  const MigWeights weights(mix, prior);
   MigArrangeCache cache;
   const mig::ArrangeGoal& goal = cache.GoalFor(model, weights, false);
   EXPECT_EQ(goal.profile_weights, &weights.For(model));
