@@ -137,6 +137,12 @@ class GpuMigModel {
   std::string RulesKey() const;
   void set_table(std::shared_ptr<const LayoutTable> table) { table_ = std::move(table); }
   const LayoutTable* table() const { return table_.get(); }
+  // What identifies these rules in a cache: the shared table, or the model itself when it has
+  // none (its rules are not interned).
+  const void* RulesIdentity() const {
+    return table_ != nullptr ? static_cast<const void*>(table_.get())
+                             : static_cast<const void*>(this);
+  }
 
  private:
   std::optional<std::vector<InstanceChoice>> ArrangeWith(const Layout& base,

@@ -83,8 +83,7 @@ MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior)
 }
 
 const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model) const {
-  const void* key = model.table() != nullptr ? static_cast<const void*>(model.table())
-                                             : static_cast<const void*>(&model);
+  const void* key = model.RulesIdentity();
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   // The unit follows what the requests name. Memory values a slice by its GiB: a slice of an

@@ -50,17 +50,16 @@ class PlanSearch {
              const MigGoal* goal, MigPlanBuffers* buffers)
       : node_(node),
         goal_(goal),
-        b_(*buffers),
-        instances_(b_.instances),
-        devices_(b_.devices),
-        pending_(b_.pending),
-        owners_(b_.owners),
-        choice_(b_.choice),
-        goals_(b_.goals),
-        before_(b_.before),
-        after_(b_.after),
-        best_pending_(b_.best_pending),
-        best_owners_(b_.best_owners) {
+        instances_(buffers->instances),
+        devices_(buffers->devices),
+        pending_(buffers->pending),
+        owners_(buffers->owners),
+        choice_(buffers->choice),
+        goals_(buffers->goals),
+        before_(buffers->before),
+        after_(buffers->after),
+        best_pending_(buffers->best_pending),
+        best_owners_(buffers->best_owners) {
     instances_.clear();
     for (size_t slot = 0; slot < request.slots.size(); ++slot) {
       const ContainerRequest& k = request.slots[slot];
@@ -231,7 +230,6 @@ class PlanSearch {
 
   const state::NodeState& node_;
   const MigGoal* goal_;
-  MigPlanBuffers& b_;
   std::vector<std::pair<int, const ContainerRequest*>>& instances_;
   std::vector<int>& devices_;
   std::vector<std::vector<mig::InstanceDemand>>& pending_;
@@ -272,9 +270,7 @@ const MigArrangeCache::Entry& MigArrangeCache::Get(const mig::GpuMigModel& model
     scratch_.choices = arranged ? std::move(*arranged) : std::vector<mig::InstanceChoice>{};
     return scratch_;
   }
-  // Models without a table are keyed by themselves (their rules are not interned).
-  const void* rules = model.table() != nullptr ? static_cast<const void*>(model.table())
-                                               : static_cast<const void*>(&model);
+  const void* rules = model.RulesIdentity();
   Key key{rules, base, {}, static_cast<uint32_t>(demands.size())};
   std::copy(demands.begin(), demands.end(), key.demands.begin());
   auto [it, inserted] = entries_.try_emplace(key);
@@ -290,8 +286,7 @@ const MigArrangeCache::Entry& MigArrangeCache::Get(const mig::GpuMigModel& model
 const mig::ArrangeGoal& MigArrangeCache::GoalFor(const mig::GpuMigModel& model,
                                                  const MigWeights& weights,
                                                  bool allow_larger_profiles) {
-  const void* rules = model.table() != nullptr ? static_cast<const void*>(model.table())
-                                               : static_cast<const void*>(&model);
+  const void* rules = model.RulesIdentity();
   for (const auto& [key, goal] : goals_) {
     if (key == rules) return goal;
   }

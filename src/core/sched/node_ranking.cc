@@ -37,7 +37,7 @@ NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const N
     rank.bucket = std::round(fit.mig_drop / kPlaceabilityQuantum);
   } else if (fit.fits && cycle.by_fragmentation()) {
     const double before = NodeFragmentation(capacity, cycle.target());
-    // What the placement takes from the shared GPUs (ApplyToCapacity, without copying).
+    // What the placement takes from the shared GPUs (MIG instances take no shares).
     SmallBuffer<GpuTake, 16> takes(TakesOf(node, fit.slots), GpuTake{});
     size_t count = 0;
     for (const auto& slot : fit.slots) {

@@ -53,25 +53,6 @@ std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
   return s;
 }
 
-void ApplyToCapacity(const state::NodeState& node, const SlotAssignments& slots, int64_t cpu_milli,
-                     NodeCapacity* capacity) {
-  for (const auto& slot : slots) {
-    for (const auto& a : slot) {
-      if (node.devices[a.device].IsMig()) continue;
-      capacity->gpu_free_mem[a.device] = std::max(0, capacity->gpu_free_mem[a.device] - a.mem);
-      capacity->gpu_free_cores[a.device] =
-          std::max(0, capacity->gpu_free_cores[a.device] - a.cores);
-    }
-  }
-  if (capacity->cpu_free_milli) *capacity->cpu_free_milli -= cpu_milli;
-}
-
-NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
-                           const SlotAssignments& slots, int64_t cpu_milli) {
-  ApplyToCapacity(node, slots, cpu_milli, &capacity);
-  return capacity;
-}
-
 void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                     const ContainerRequest& request, int64_t cpu_milli,
                     const PreparedTarget& target, std::vector<double>* ranks_out) {

@@ -24,13 +24,6 @@ void CapacityOf(const state::NodeState& node, NodeCapacity* out);
 std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
                                    const std::string& gpu_type);
 
-// The node's capacity after the assignments (and `cpu_milli` more host CPU) are applied.
-NodeCapacity CapacityAfter(const state::NodeState& node, NodeCapacity capacity,
-                           const SlotAssignments& slots, int64_t cpu_milli);
-// The same, applied to `capacity` in place.
-void ApplyToCapacity(const state::NodeState& node, const SlotAssignments& slots, int64_t cpu_milli,
-                     NodeCapacity* capacity);
-
 // For a pod asking one shared GPU: the fragmentation after placing it on each GPU (infinity where
 // it does not fit by memory or cores). Lower is better; FitPodOnNode tries the lowest first.
 std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,

@@ -97,7 +97,7 @@ TEST_F(NodeRankingTest, TesseraRanksByTheFragmentationThePodAdds) {
   EXPECT_EQ(rank.score, 4);
   // The growth in whole quanta of the fragmentation the node's capacity shows before and after.
   NodeCapacity after = capacity;
-  ApplyToCapacity(A(), fit.slots, 0, &after);
+  after.gpu_free_mem[0] -= 4000;  // the one assignment: 4000 MiB of GPU 0
   EXPECT_EQ(rank.bucket, std::floor((NodeFragmentation(after, c.target()) -
                                      NodeFragmentation(capacity, c.target())) /
                                     0.04));
