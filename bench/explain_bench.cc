@@ -39,7 +39,7 @@ std::unique_ptr<ExplainCluster> Build(Kind kind, int nodes, double share) {
              .scheduled()) {
     ++capacity;
   }
-  for (int k = 0; k < capacity; ++k) (void)scheduler.Release("bench/cap-" + std::to_string(k));
+  for (int k = 0; k < capacity; ++k) (void)c->state.RemovePod("bench/cap-" + std::to_string(k));
   const int per_node = static_cast<int>(share * capacity + 0.5);
   for (int i = 0; i < nodes; ++i) {
     const std::vector<std::string> only = {NodeName(i)};

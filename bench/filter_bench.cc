@@ -101,7 +101,7 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
   if (!c->scheduler->Schedule(warmup, nullptr, kNow).scheduled()) {
     c->error = "the probe pod does not fit on an empty node";
   }
-  (void)c->scheduler->Release(warmup.Key());
+  (void)c->state.RemovePod(warmup.Key());
   c->capacity = NodeCapacity(kind);
   int per_node_uniform = 0;
   int full_nodes = 0;

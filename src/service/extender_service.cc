@@ -109,6 +109,7 @@ ExtenderService::ExtenderService(config::SchedulerConfig config, ServiceOptions 
       clocks_(std::move(clocks)),
       state_(std::move(config)),
       scheduler_(state_, options_.policy),
+      reservations_(state_, options_.reservation_timeout),
       // A restarted scheduler counts /ui versions from 1 again: its start time tells them apart.
       ui_etag_prefix_(std::to_string(clocks_.steady().time_since_epoch().count())),
       liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {
@@ -249,7 +250,7 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
     waiting_[pod_in.Key()] = decision->message;
   }
   if (decision->passthrough()) {
-    passthrough_.insert(pod_in.Key());
+    reservations_.AssumePassthrough(pod_in.Key());
     result.node_names = args.node_names;
     result.nodes = args.nodes;
     return result;
@@ -273,15 +274,10 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
     }
     return result;
   }
-  Pending p;
-  p.serial = next_serial_++;
-  p.uid = pod_in.uid;
-  p.node = decision->node;
-  p.deadline = clocks_.steady() + options_.reservation_timeout;
-  if (options_.write_placement_in_bind) p.placement = FilterAnnotations(*decision);
-  *serial = p.serial;
-  pending_[pod_in.Key()] = p;
-  metrics_.SetPending(pending_.size());
+  *serial = reservations_.Assume(
+      pod_in, decision->node, clocks_.steady(),
+      options_.write_placement_in_bind ? FilterAnnotations(*decision) : AnnotationChanges{});
+  metrics_.SetPending(reservations_.awaiting_bind());
   if (args.node_names || !args.nodes) {
     result.node_names = std::vector<std::string>{decision->node};
   } else {
@@ -298,11 +294,7 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
 
 void ExtenderService::ReleaseIfSerial(const std::string& key, uint64_t serial) {
   std::lock_guard lock(mu_);
-  auto it = pending_.find(key);
-  if (it == pending_.end() || it->second.serial != serial) return;
-  pending_.erase(it);
-  scheduler_.Release(key);
-  metrics_.SetPending(pending_.size());
+  if (reservations_.Undo(key, serial)) metrics_.SetPending(reservations_.awaiting_bind());
 }
 
 // ---- bind ---------------------------------------------------------------------------------
@@ -326,26 +318,14 @@ std::string ExtenderService::Bind(std::string_view body) {
   AnnotationChanges placement;
   {
     std::lock_guard lock(mu_);
-    const state::PodReservation* held = state_.pod(key);
-    auto it = pending_.find(key);
-    if (held != nullptr && held->node != args->node) {
+    auto ticket = reservations_.BeginBind(key, args->node);
+    if (!ticket.ok()) {
       metrics_.BindDone("error", SecondsSince(start));
-      return extender::EncodeBindingResult("pod " + key + " holds devices on node " + held->node +
-                                           ", not on " + args->node +
-                                           "; it must be filtered again");
+      return extender::EncodeBindingResult(ticket.error().message);
     }
-    if (it != pending_.end()) {
-      it->second.binding = true;  // expiry must not release it while the bind is in flight
-      serial = it->second.serial;
-      placement = it->second.placement;
-    }
-    reserved = held != nullptr;
-    if (!reserved && passthrough_.erase(key) == 0) {
-      metrics_.BindDone("error", SecondsSince(start));
-      return extender::EncodeBindingResult(
-          "pod " + key + " holds no reservation (it expired, or the pod was never filtered by " +
-          "this replica); it must be filtered again");
-    }
+    serial = ticket->serial;
+    reserved = ticket->reserved;
+    placement = std::move(ticket->to_write);
   }
   auto fail = [&](const std::string& message) {
     if (reserved) ReleaseIfSerial(key, serial);
@@ -373,9 +353,8 @@ std::string ExtenderService::Bind(std::string_view body) {
   }
   {
     std::lock_guard lock(mu_);
-    auto it = pending_.find(key);
-    if (it != pending_.end() && it->second.serial == serial) pending_.erase(it);
-    metrics_.SetPending(pending_.size());
+    reservations_.BindDone(key, serial);
+    metrics_.SetPending(reservations_.awaiting_bind());
   }
   writer_.RecordEvent(ref, false, "BindingSucceed",
                       "Successfully binding node [" + args->node + "] to " + key);
@@ -633,90 +612,55 @@ void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
 }
 
 void ExtenderService::ForgetPodLocked(const std::string& key) {
-  if (const state::PodReservation* held = state_.pod(key); held != nullptr) {
+  std::optional<state::PodReservation> gone = reservations_.Forget(key);
+  ForgetPodViewsLocked(key, gone ? gone->uid : "");
+  metrics_.SetPending(reservations_.awaiting_bind());
+}
+
+void ExtenderService::ForgetPodViewsLocked(const std::string& key, const std::string& held_uid) {
+  if (!held_uid.empty()) {
     std::erase_if(reported_problems_,
-                  [&](const std::string& p) { return p.rfind(held->uid + "/", 0) == 0; });
+                  [&](const std::string& p) { return p.rfind(held_uid + "/", 0) == 0; });
   }
-  pending_.erase(key);
-  passthrough_.erase(key);
   unbound_.erase(key);
   waiting_.erase(key);
-  scheduler_.Release(key);
-  metrics_.SetPending(pending_.size());
 }
 
 void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
+  using Adoption = state::ReservationCache::Adoption;
   const std::string key = pod.Key();
-  const state::PodReservation* held = state_.pod(key);
-  // Same name, new pod (a StatefulSet replica): the old one's devices are free.
-  if (held != nullptr && !held->uid.empty() && !pod.uid.empty() && held->uid != pod.uid) {
-    ForgetPodLocked(key);
-    held = nullptr;
+  state::ReservationCache::Observed seen = reservations_.Observe(pod, clocks_.steady());
+  metrics_.SetPending(reservations_.awaiting_bind());
+  if (seen.forgotten || seen.adoption == Adoption::kGone) {
+    ForgetPodViewsLocked(key, seen.forgotten ? seen.forgotten->uid : "");
   }
-  if (pod.IsTerminal()) {
-    ForgetPodLocked(key);
-    return;
-  }
+  if (seen.adoption == Adoption::kGone) return;
   if (pod.node_name.empty()) {
     unbound_[key] = pod;
   } else {
     unbound_.erase(key);
     waiting_.erase(key);
   }
-  auto pending = pending_.find(key);
-  if (pending != pending_.end() && pod.node_name.empty()) {
-    // Our own reservation is newer than whatever annotations this (possibly older) event carries.
-    return;
-  }
-  auto reservation = state::ClusterState::ReservationFromAnnotations(pod);
-  if (!reservation.ok()) {
+  if (seen.adoption == Adoption::kUnreadable) {
     metrics_.DecodeError("pod");
-    spdlog::warn("pod {}: {}", key, reservation.error().message);
+    spdlog::warn("pod {}: {}", key, seen.error);
     return;
   }
-  if (reservation.value() && !reservation.value()->problem.empty() &&
-      reported_problems_.insert(pod.uid + "/" + reservation.value()->problem).second) {
+  if (!seen.problem.empty() && reported_problems_.insert(pod.uid + "/" + seen.problem).second) {
     // Once per pod and problem: the GPUs it names stay unusable until it goes away.
     metrics_.DecodeError("pod");
-    const auto& r = *reservation.value();
     std::string gpus;
-    for (const auto& g : r.held_gpus) gpus += (gpus.empty() ? "" : ", ") + g;
+    for (const auto& g : seen.held_gpus) gpus += (gpus.empty() ? "" : ", ") + g;
     const std::string message =
-        r.problem + "; GPUs " + (gpus.empty() ? "(none named)" : gpus) +
+        seen.problem + "; GPUs " + (gpus.empty() ? "(none named)" : gpus) +
         " are held whole and not offered to other pods until this pod goes away";
     spdlog::warn("{}", message);
     writer_.RecordEvent(PodRef{pod.ns, pod.name, pod.uid}, true, "UnreadableGPUAllocation",
                         message);
   }
-  if (!reservation.value()) {
-    // A bound pod without a placement holds no GPU; an unbound one may still be filtered.
-    if (held != nullptr && !pod.node_name.empty()) ForgetPodLocked(key);
-    return;
-  }
-  state::PodReservation r = std::move(*reservation.value());
-  if (!pod.node_name.empty() && pod.node_name != r.node) {
+  if (seen.adoption == Adoption::kBound && pod.node_name != seen.placed_node) {
     spdlog::warn("pod {} is bound to {} but its placement names {}; trusting the placement", key,
-                 pod.node_name, r.node);
-  }
-  if (pending != pending_.end()) {
-    pending_.erase(pending);  // bound: confirmed
-    metrics_.SetPending(pending_.size());
-  }
-  const bool same = held != nullptr && held->node == r.node && held->devices == r.devices &&
-                    held->mig == r.mig && held->held_gpus == r.held_gpus;
-  if (!same) state_.AddPod(std::move(r));
-  if (pod.node_name.empty() && pending_.count(key) == 0 && !same) {
-    // Placed by filter (this process before a restart, or another replica) and not bound yet:
-    // hold it until it is bound or the reservation times out.
-    Pending p;
-    p.serial = next_serial_++;
-    p.uid = pod.uid;
-    p.node = pod.Annotation(std::string(ann::kAssignedNode))
-                 ? *pod.Annotation(std::string(ann::kAssignedNode))
-                 : "";
-    p.deadline = clocks_.steady() + options_.reservation_timeout;
-    pending_[key] = p;
-    metrics_.SetPending(pending_.size());
+                 pod.node_name, seen.placed_node);
   }
 }
 
@@ -726,20 +670,12 @@ size_t ExtenderService::ExpireReservations() {
   std::vector<std::pair<PodRef, std::string>> expired;
   {
     std::lock_guard lock(mu_);
-    const auto now = clocks_.steady();
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (!it->second.binding && it->second.deadline <= now) {
-        const std::string key = it->first;
-        const size_t slash = key.find('/');
-        expired.push_back(
-            {PodRef{key.substr(0, slash), key.substr(slash + 1), it->second.uid}, it->second.node});
-        scheduler_.Release(key);
-        it = pending_.erase(it);
-      } else {
-        ++it;
-      }
+    for (auto& e : reservations_.Expire(clocks_.steady())) {
+      const size_t slash = e.key.find('/');
+      expired.push_back(
+          {PodRef{e.key.substr(0, slash), e.key.substr(slash + 1), std::move(e.uid)}, e.node});
     }
-    metrics_.SetPending(pending_.size());
+    metrics_.SetPending(reservations_.awaiting_bind());
   }
   for (const auto& [ref, node] : expired) {
     spdlog::info("released the reservation of pod {} on {}: not bound in time", ref.Key(), node);
@@ -815,14 +751,8 @@ std::vector<prometheus::MetricFamily> ExtenderService::StateFamilies() const {
   auto placement = PlacementFamilies(state_, weights);
   families.insert(families.end(), std::make_move_iterator(placement.begin()),
                   std::make_move_iterator(placement.end()));
-  double oldest = 0;
-  const auto now = clocks_.steady();
-  for (const auto& [key, p] : pending_) {
-    const auto made = p.deadline - options_.reservation_timeout;
-    oldest = std::max(oldest, std::chrono::duration<double>(now - made).count());
-  }
   prometheus::ClientMetric age;
-  age.gauge.value = oldest;
+  age.gauge.value = reservations_.OldestWait(clocks_.steady()).count();
   families.push_back(prometheus::MetricFamily{
       "tessera_oldest_pending_reservation_age_seconds",
       "Age of the oldest reservation made by filter and not yet bound (0 when none)",
@@ -838,7 +768,7 @@ void ExtenderService::WithState(const std::function<void(const state::ClusterSta
 
 size_t ExtenderService::pending_reservations() const {
   std::lock_guard lock(mu_);
-  return pending_.size();
+  return reservations_.awaiting_bind();
 }
 
 }  // namespace tessera::service

@@ -22,6 +22,7 @@
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
 #include "core/state/node_liveness.h"
+#include "core/state/reservation_cache.h"
 #include "service/cluster_writer.h"
 #include "service/service_metrics.h"
 #include "service/ui_state.h"
@@ -141,20 +142,14 @@ class ExtenderService {
   size_t pending_reservations() const;
 
  private:
-  struct Pending {
-    uint64_t serial = 0;
-    std::string uid;
-    std::string node;
-    std::chrono::steady_clock::time_point deadline;
-    bool binding = false;
-    AnnotationChanges placement;  // still to be written (write_placement_in_bind)
-  };
-
   extender::FilterResult FilterLocked(const extender::ExtenderArgs& args, const model::Pod& pod,
                                       uint64_t* serial, sched::Decision* decision);
   bool WaitReady(std::string* why);
   void ApplyPodLocked(const model::Pod& pod);
   void ForgetPodLocked(const std::string& key);
+  // What the service keeps about a pod besides its devices (the waiting list, reported
+  // problems), dropped when the pod is gone. `held_uid`: the uid its devices were held under.
+  void ForgetPodViewsLocked(const std::string& key, const std::string& held_uid);
   void ReleaseIfSerial(const std::string& key, uint64_t serial);
   void UpsertNodeLocked(const model::Node& node);
   void RemoveNodeLocked(const std::string& name);
@@ -172,9 +167,8 @@ class ExtenderService {
   std::condition_variable ready_cv_;
   state::ClusterState state_;
   sched::Scheduler scheduler_;
-  std::map<std::string, Pending> pending_;  // by pod key
-  // Pods filter let through without devices (no GPU request): bind needs no reservation for them.
-  std::set<std::string> passthrough_;
+  // Reservations between filter and bind, pass-through pods, adoption of pods seen.
+  state::ReservationCache reservations_;
   // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
   std::map<std::string, model::Pod> unbound_;
   std::map<std::string, std::string> waiting_;  // unbound pods the last filter placed nowhere: why
@@ -187,7 +181,6 @@ class ExtenderService {
   std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
   std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin
   std::set<std::string> reported_problems_;  // "<uid>/<problem>": unreadable annotations, once
-  uint64_t next_serial_ = 1;
   bool synced_ = false;
   bool leader_ = true;
 };

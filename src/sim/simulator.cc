@@ -10,7 +10,8 @@ namespace tessera::sim {
 Simulator::Simulator(Scenario scenario)
     : scenario_(std::move(scenario)),
       state_(scenario_.config),
-      scheduler_(state_, scenario_.policy) {
+      scheduler_(state_, scenario_.policy),
+      reservations_(state_, kReservationTimeout) {
   for (const auto& node : scenario_.nodes) ApplyNode(node);
   for (const auto& quota : scenario_.quotas) state_.UpsertQuota(quota);  // checked when parsed
 }
@@ -35,44 +36,53 @@ void Simulator::RetryPending(int step, std::vector<StepResult>* out) {
   for (const auto& pod : waiting) out->push_back(Create(step, pod, "retry"));
 }
 
+sched::Decision Simulator::AdoptedDecision(const model::Pod& pod,
+                                           const state::PodReservation& reservation) {
+  sched::Decision d;
+  d.outcome = sched::Outcome::kScheduled;
+  d.node = reservation.node;
+  d.annotations = pod.annotations;
+  for (const auto& c : pod.init_containers) d.container_names.push_back(c.name);
+  for (const auto& c : pod.containers) d.container_names.push_back(c.name);
+  d.containers.resize(d.container_names.size());
+  for (size_t slot = 0; slot < reservation.devices.size() && slot < d.containers.size(); ++slot) {
+    for (size_t pos = 0; pos < reservation.devices[slot].size(); ++pos) {
+      const auto& device = reservation.devices[slot][pos];
+      sched::GrantedDevice g{device.uuid, device.used_mem, device.used_cores, "", {}};
+      for (const auto& m : reservation.mig) {
+        if (m.container_index == static_cast<int>(slot) &&
+            m.device_index == static_cast<int>(pos)) {
+          g.mig_profile = m.profile;
+          g.placement = m.placement;
+        }
+      }
+      d.containers[slot].push_back(g);
+    }
+  }
+  return d;
+}
+
 StepResult Simulator::Create(int step, const model::Pod& pod, const std::string& action) {
   StepResult r;
   r.step = step;
   r.action = action;
   r.pod = pod.Key();
-  // A pod that already carries a placement is running: adopt it as the live cluster's state
-  // would be rebuilt, without scheduling it again.
-  auto existing = state::ClusterState::ReservationFromAnnotations(pod);
-  if (!existing.ok()) {
-    r.error = existing.error().message;
+  // The pod as an informer would show it, adopted by the service's rules: a pod bound to a node
+  // with a placement is running and is not scheduled again.
+  using Adoption = state::ReservationCache::Adoption;
+  const state::ReservationCache::Observed seen = reservations_.Observe(pod, Clock(step));
+  if (seen.adoption == Adoption::kUnreadable) {
+    r.error = seen.error;
     return r;
   }
-  if (existing.value() && !pod.node_name.empty()) {
-    state::PodReservation reservation = std::move(*existing.value());
+  if (seen.adoption == Adoption::kGone) {
+    r.error = "pod " + pod.Key() + " has finished (phase " + pod.phase + "): nothing to schedule";
+    return r;
+  }
+  if (seen.adoption == Adoption::kBound) {
     r.adopted = true;
-    r.warning = reservation.problem;
-    r.decision.outcome = sched::Outcome::kScheduled;
-    r.decision.node = reservation.node;
-    r.decision.annotations = pod.annotations;
-    for (const auto& c : pod.init_containers) r.decision.container_names.push_back(c.name);
-    for (const auto& c : pod.containers) r.decision.container_names.push_back(c.name);
-    r.decision.containers.resize(r.decision.container_names.size());
-    for (size_t slot = 0; slot < reservation.devices.size() && slot < r.decision.containers.size();
-         ++slot) {
-      for (size_t pos = 0; pos < reservation.devices[slot].size(); ++pos) {
-        const auto& d = reservation.devices[slot][pos];
-        sched::GrantedDevice g{d.uuid, d.used_mem, d.used_cores, "", {}};
-        for (const auto& m : reservation.mig) {
-          if (m.container_index == static_cast<int>(slot) &&
-              m.device_index == static_cast<int>(pos)) {
-            g.mig_profile = m.profile;
-            g.placement = m.placement;
-          }
-        }
-        r.decision.containers[slot].push_back(g);
-      }
-    }
-    state_.AddPod(std::move(reservation));
+    r.warning = seen.problem;
+    r.decision = AdoptedDecision(pod, *state_.pod(pod.Key()));
     return r;
   }
   auto admitted = sched::ApplyAdmissionDefaults(pod, state_.config().nvidia);
@@ -81,7 +91,9 @@ StepResult Simulator::Create(int step, const model::Pod& pod, const std::string&
     return r;
   }
   r.decision = scheduler_.Schedule(admitted->pod, nullptr, Now(step));
-  if (r.decision.outcome == sched::Outcome::kUnschedulable) {
+  if (r.decision.outcome == sched::Outcome::kScheduled) {
+    reservations_.Confirm(pod.Key());  // bound at once: the simulator has no bind phase
+  } else if (r.decision.outcome == sched::Outcome::kUnschedulable) {
     pending_.push_back(admitted->pod);
   }
   return r;
@@ -114,11 +126,9 @@ std::vector<StepResult> Simulator::RunStep(size_t index) {
   auto it = std::find_if(pending_.begin(), pending_.end(),
                          [&](const model::Pod& p) { return p.Key() == st.pod_key; });
   if (it != pending_.end()) pending_.erase(it);
-  auto released = scheduler_.Release(st.pod_key);
+  auto released = reservations_.Forget(st.pod_key);
   r.found = released.has_value();
   if (released) {
-    const state::NodeState* node = state_.node(released->node);
-    std::vector<bool> mig_entry_seen;
     for (size_t slot = 0; slot < released->devices.size(); ++slot) {
       for (size_t pos = 0; pos < released->devices[slot].size(); ++pos) {
         const auto& d = released->devices[slot][pos];
@@ -130,7 +140,6 @@ std::vector<StepResult> Simulator::RunStep(size_t index) {
             rd.placement = m.placement;
           }
         }
-        (void)node;
         r.released.push_back(rd);
       }
     }

@@ -8,6 +8,7 @@
 #include "core/mig/catalog.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
+#include "core/state/reservation_cache.h"
 #include "sim/scenario.h"
 
 namespace tessera::sim {
@@ -58,6 +59,9 @@ class Simulator {
 
  private:
   StepResult Create(int step, const model::Pod& pod, const std::string& action);
+  // The decision an adopted (running) pod stands for: its placement as its annotations say.
+  static sched::Decision AdoptedDecision(const model::Pod& pod,
+                                         const state::PodReservation& reservation);
   // Adds or replaces a node. A node whose allocatable GPU count is 0 has no live device plugin
   // (the file is a snapshot: the grace period is taken as over); without the key it is live.
   void ApplyNode(const model::Node& node);
@@ -65,10 +69,17 @@ class Simulator {
   void RetryPending(int step, std::vector<StepResult>* out);
   int64_t Now(int step) const { return kEpoch + step; }
   static constexpr int64_t kEpoch = 1767225600;  // 2026-01-01T00:00:00Z: deterministic output
+  // One step is one second on the reservation cache's clock. Nothing expires in a simulation (a
+  // scheduled pod is bound at once), so the timeout only has to be positive.
+  static state::ReservationCache::TimePoint Clock(int step) {
+    return state::ReservationCache::TimePoint{} + std::chrono::seconds(step);
+  }
+  static constexpr std::chrono::milliseconds kReservationTimeout{60000};
 
   Scenario scenario_;
   state::ClusterState state_;
   sched::Scheduler scheduler_;
+  state::ReservationCache reservations_;  // adoption of running pods, releases on delete
   std::vector<model::Pod> pending_;
 };
 

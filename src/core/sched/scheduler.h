@@ -57,11 +57,6 @@ class Scheduler {
   Decision Preview(const model::Pod& pod, const std::vector<std::string>* candidates,
                    int64_t now_unix);
 
-  // Releases a pod's devices; returns what it held.
-  std::optional<state::PodReservation> Release(const std::string& pod_key) {
-    return state_.RemovePod(pod_key);
-  }
-
   const state::ClusterState& state() const { return state_; }
 
   // Whether a pod that fits nowhere gets the reason of every node (Decision::failed_nodes and a

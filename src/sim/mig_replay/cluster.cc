@@ -61,7 +61,7 @@ void MigCluster::Commit(const std::string& key, int node, const std::vector<Inst
     m.placement = pick.placement;
     r.mig.push_back(std::move(m));
   }
-  state_.AddPod(std::move(r));
+  reservations_.Place(std::move(r));
 }
 
 int64_t MigCluster::ServedSlices(const std::string& key, int type) const {

@@ -12,6 +12,7 @@
 #include "core/mig/layout.h"
 #include "core/model/pod.h"
 #include "core/state/cluster_state.h"
+#include "core/state/reservation_cache.h"
 #include "sim/mig_replay/demand.h"
 
 namespace tessera::sim::mig_replay {
@@ -48,7 +49,8 @@ class MigCluster {
   // Reserves the instances for pod `key` on node `node` (a PodReservation with one device and
   // one codec::MigAllocation per instance, accounted with the profile's memory and cores).
   void Commit(const std::string& key, int node, const std::vector<InstancePick>& picks);
-  void Release(const std::string& key) { state_.RemovePod(key); }
+  // The pod left: its instances are free (whoever placed it, tessera's scheduler or a baseline).
+  void Release(const std::string& key) { reservations_.Forget(key); }
   // Memory slices of the intended profiles of type `type` on the GPUs placed pod `key` holds, one
   // per instance; 0 when it is not placed.
   int64_t ServedSlices(const std::string& key, int type) const;
@@ -62,6 +64,8 @@ class MigCluster {
 
  private:
   state::ClusterState state_;
+  // Every placement is bound at once; nothing expires (the timeout is never reached).
+  state::ReservationCache reservations_{state_, std::chrono::hours(24)};
   Workload workload_;
   std::vector<const state::NodeState*> nodes_;
   std::map<std::string, int, std::less<>> node_index_;  // node name -> index in nodes_

@@ -10,6 +10,7 @@
 #include "core/sched/node_scoring.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
+#include "core/state/reservation_cache.h"
 
 namespace tessera::sim::replay {
 namespace {
@@ -23,7 +24,9 @@ std::string GpuUuid(int node, int gpu) {
 class TesseraPolicy : public Policy {
  public:
   explicit TesseraPolicy(const TargetWorkload* prior)
-      : state_(config::SchedulerConfig{}), scheduler_(state_, Defaults()) {
+      : state_(config::SchedulerConfig{}),
+        scheduler_(state_, Defaults()),
+        reservations_(state_, std::chrono::hours(24)) {
     // A pod that fits nowhere stays unplaced; why each node refused it is not needed.
     scheduler_.set_explain_failures(false);
     if (prior == nullptr) return;
@@ -201,12 +204,14 @@ class TesseraPolicy : public Policy {
     r.key = "trace/cpu-" + std::to_string(pod_counter_);
     r.node = NodeName(best);
     r.cpu_milli = pod.cpu_milli;
-    state_.AddPod(std::move(r));
+    reservations_.Place(std::move(r));
     return Choice{best, {}};
   }
 
   state::ClusterState state_;
   sched::Scheduler scheduler_;
+  // The trace's pods never leave and are bound at once: nothing here expires.
+  state::ReservationCache reservations_;
   std::vector<const state::NodeState*> nodes_;  // by replay node index
   // Reused from pod to pod.
   std::vector<const state::NodeState*> candidates_;

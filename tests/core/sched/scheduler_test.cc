@@ -78,7 +78,7 @@ TEST_F(SchedulerTest, ReleaseFreesExactlyThePodsInstances) {
   Decision p1 = Schedule(PodBuilder("default/p1").MigMode().Container(2, 8000).Build());
   Decision p2 = Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build());
   ASSERT_TRUE(p1.scheduled() && p2.scheduled());
-  auto released = scheduler_.Release("default/p1");
+  auto released = state_.RemovePod("default/p1");
   ASSERT_TRUE(released.has_value());
   EXPECT_EQ(released->mig.size(), 2U);
   const auto& instances = state_.node("node-a")->instances[0];
@@ -717,7 +717,7 @@ TEST_F(SchedulerTest, QuotaCountsInitContainersAtTheirPeakWhenFitting) {
   EXPECT_FALSE(o.scheduled());
   EXPECT_EQ(o.failed_nodes["n1"], "1/1 ResourceQuotaNotFit")
       << "the first container took the last 1000 MiB; the second found none";
-  scheduler_.Release("team/p");
+  state_.RemovePod("team/p");
   EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 10000);
   EXPECT_TRUE(Schedule(over).scheduled());
 }
