@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/codec/node_register.h"
+#include "core/extender/extender_args_decoder.h"
 #include "service/extender_service.h"
 
 namespace {
@@ -46,6 +47,22 @@ tessera::service::ExtenderService& Service() {
   return *service;
 }
 
+// The on-demand decoder the service uses must decode exactly as DecodeExtenderArgs does.
+void CheckDecodersAgree(const std::string& body) {
+  static tessera::extender::ExtenderArgsDecoder decoder;
+  auto fast = decoder.Decode(body);
+  auto general = tessera::extender::DecodeExtenderArgs(body);
+  if (fast.ok() != general.ok()) __builtin_trap();
+  if (!fast.ok()) {
+    if (fast.error().message != general.error().message) __builtin_trap();
+    return;
+  }
+  if (fast->pod != general->pod || fast->node_names != general->node_names ||
+      fast->nodes != general->nodes) {
+    __builtin_trap();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -54,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto& service = Service();
   switch (data[0] % 4) {
     case 0:
+      CheckDecodersAgree(body);
       (void)service.Filter(body);
       break;
     case 1:

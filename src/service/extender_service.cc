@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/codec/k8s_objects.h"
+#include "core/extender/extender_args_decoder.h"
 #include "core/model/annotations.h"
 #include "core/sched/admission.h"
 #include "core/sched/explain.h"
@@ -18,6 +19,12 @@ namespace ann = model::annotations;
 using codec::Json;
 
 namespace {
+
+// One decoder per thread: it keeps its parser's buffers from one request to the next.
+extender::ExtenderArgsDecoder& ArgsDecoder() {
+  thread_local extender::ExtenderArgsDecoder decoder;
+  return decoder;
+}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -163,7 +170,7 @@ bool ExtenderService::WaitReady(std::string* why) {
 std::string ExtenderService::Filter(std::string_view body) {
   const auto start = std::chrono::steady_clock::now();
   extender::FilterResult result;
-  auto args = extender::DecodeExtenderArgs(body);
+  auto args = ArgsDecoder().Decode(body);
   if (!args.ok()) {
     result.error = args.error().message;
     metrics_.FilterDone("error", SecondsSince(start));
@@ -233,7 +240,10 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
                                                      sched::Decision* decision) {
   extender::FilterResult result;
   if (pod_in.node_name.empty()) unbound_[pod_in.Key()] = pod_in;
-  std::vector<std::string> candidates = extender::CandidateNames(args);
+  // Names as sent (nodeCacheCapable), not copied; node objects give theirs.
+  std::vector<std::string> names_of_nodes;
+  if (!args.node_names) names_of_nodes = extender::CandidateNames(args);
+  const std::vector<std::string>& candidates = args.node_names ? *args.node_names : names_of_nodes;
   const bool have_candidates = args.node_names.has_value() || args.nodes.has_value();
   // Pods created without the webhook get the same resource defaults it would have applied.
   auto admitted = sched::ApplyAdmissionDefaults(pod_in, config_.nvidia);
@@ -365,11 +375,11 @@ std::string ExtenderService::Bind(std::string_view body) {
 // ---- prioritize ---------------------------------------------------------------------------
 
 std::string ExtenderService::Prioritize(std::string_view body) {
-  auto args = extender::DecodeExtenderArgs(body);
+  auto args = ArgsDecoder().Decode(body);
   std::vector<extender::HostPriority> out;
   if (!args.ok()) return extender::EncodeHostPriorityList(out);
   auto pod = codec::DecodePod(args->pod);
-  std::vector<std::string> candidates = extender::CandidateNames(*args);
+  const std::vector<std::string> candidates = extender::CandidateNames(*args);
   std::string chosen;
   if (pod.ok()) {
     auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);

@@ -134,7 +134,10 @@ ClusterState ClusterState::Subset(const std::vector<std::string>& names) const {
 
 void ClusterState::RebuildNodeList() {
   node_list_.clear();
+  by_name_.clear();
+  by_name_.reserve(nodes_.size());
   for (auto& [name, ns] : nodes_) {
+    by_name_.emplace(name, &ns);
     ns.name_order = static_cast<int>(node_list_.size());
     ns.tie_order = StableHash(ns.name);
     node_list_.push_back(&ns);
@@ -142,6 +145,7 @@ void ClusterState::RebuildNodeList() {
 }
 
 void ClusterState::AddToNodeList(NodeState& node) {
+  by_name_[node.name] = &node;
   node.tie_order = StableHash(node.name);
   auto at = std::lower_bound(
       node_list_.begin(), node_list_.end(), node.name,
@@ -172,8 +176,8 @@ int NodeState::DeviceIndex(const std::string& uuid) const {
 }
 
 const NodeState* ClusterState::node(const std::string& name) const {
-  auto it = nodes_.find(name);
-  return it == nodes_.end() ? nullptr : &it->second;
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
 }
 
 const PodReservation* ClusterState::pod(const std::string& key) const {
@@ -277,6 +281,7 @@ void ClusterState::RemoveNode(const std::string& name) {
   for (const auto& key : it->second.pods) applied_.erase(key);
   if (it->second.state_class >= 0) ReleaseClass(it->second.state_class);
   RemoveFromNodeList(it->second);
+  by_name_.erase(name);
   nodes_.erase(it);
 }
 

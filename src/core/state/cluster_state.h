@@ -201,6 +201,8 @@ class ClusterState {
   std::map<std::string, std::shared_ptr<const mig::LayoutTable>> layout_tables_;  // by RulesKey
   std::map<std::string, NodeState> nodes_;
   std::vector<const NodeState*> node_list_;
+  // nodes_ by hash, for node(): a filter looks up every candidate name (thousands per request).
+  std::unordered_map<std::string, const NodeState*> by_name_;
   std::map<std::string, PodReservation> pods_;
   std::map<std::string, std::vector<Applied>> applied_;  // by pod key
   std::vector<StateClass> classes_;                      // by NodeState::state_class
