@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/model/annotations.h"
 #include "support/builders.h"
 
 namespace tessera::sim {
@@ -13,7 +12,6 @@ using ::testing::HasSubstr;
 using testing::NodeWith;
 using testing::PodBuilder;
 using testing::SharingGpu;
-namespace ann = model::annotations;
 
 ScenarioStep Create(model::Pod pod) {
   ScenarioStep s;
@@ -31,12 +29,7 @@ ScenarioStep Delete(const std::string& key) {
 
 model::Pod Placed(const std::string& key, const std::string& node, const std::string& uuid,
                   int mem) {
-  return PodBuilder(key)
-      .Container(1, mem)
-      .Annotation(std::string(ann::kAssignedNode), node)
-      .Annotation(std::string(ann::kDevicesAllocated),
-                  uuid + ",NVIDIA," + std::to_string(mem) + ",10:;")
-      .Build();
+  return PodBuilder(key).Container(1, mem).PlacedOn(node, uuid, mem).Build();
 }
 
 Scenario OneNode(std::vector<ScenarioStep> steps) {

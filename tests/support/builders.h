@@ -70,6 +70,14 @@ class PodBuilder {
     return *this;
   }
   PodBuilder& MigMode() { return Annotation("nvidia.com/vgpu-mode", "mig"); }
+  // HAMi's placement annotations of one shared GPU (what filter writes): node and device.
+  PodBuilder& PlacedOn(const std::string& node, const std::string& uuid, int mem_mib,
+                       int cores = 10) {
+    Annotation(std::string(model::annotations::kAssignedNode), node);
+    return Annotation(
+        std::string(model::annotations::kDevicesAllocated),
+        uuid + ",NVIDIA," + std::to_string(mem_mib) + "," + std::to_string(cores) + ":;");
+  }
   model::Pod Build() const { return pod_; }
 
  private:

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/model/annotations.h"
 #include "support/builders.h"
 
 namespace tessera::state {
@@ -13,7 +12,6 @@ using ::testing::HasSubstr;
 using testing::NodeWith;
 using testing::PodBuilder;
 using testing::SharingGpu;
-namespace ann = model::annotations;
 using Adoption = ReservationCache::Adoption;
 using std::chrono::seconds;
 
@@ -37,12 +35,7 @@ class ReservationCacheTest : public ::testing::Test {
   // A pod as an informer shows it, with HAMi's placement annotations.
   static model::Pod Placed(const std::string& key, const std::string& node, const std::string& uuid,
                            int mem) {
-    return PodBuilder(key)
-        .Container(1, mem)
-        .Annotation(std::string(ann::kAssignedNode), node)
-        .Annotation(std::string(ann::kDevicesAllocated),
-                    uuid + ",NVIDIA," + std::to_string(mem) + ",10:;")
-        .Build();
+    return PodBuilder(key).Container(1, mem).PlacedOn(node, uuid, mem).Build();
   }
   static model::Pod Bound(model::Pod pod, const std::string& node) {
     pod.node_name = node;
@@ -204,8 +197,8 @@ TEST_F(ReservationCacheTest, ABoundPodWithoutAPlacementGivesItsDevicesBack) {
 TEST_F(ReservationCacheTest, AnUnreadablePlacementHoldsTheGpusItNamesAndSaysWhy) {
   model::Pod pod = PodBuilder("ns/bad")
                        .Container(1, 1000)
-                       .Annotation(std::string(ann::kAssignedNode), "n1")
-                       .Annotation(std::string(ann::kDevicesAllocated), "GPU-0,NVIDIA,lots,10:;")
+                       .Annotation("hami.io/vgpu-node", "n1")
+                       .Annotation("hami.io/vgpu-devices-allocated", "GPU-0,NVIDIA,lots,10:;")
                        .Build();
   auto seen = cache_.Observe(Bound(pod, "n1"), kT0);
   EXPECT_EQ(seen.adoption, Adoption::kBound);
