@@ -196,27 +196,24 @@ void ClusterState::UpsertNode(const model::Node& node) {
   NodeState& ns = nodes_[node.name];
   // Forget what this node's pods applied: usage is rebuilt against the new device list.
   for (const auto& key : ns.pods) applied_.erase(key);
+  const std::string* reg = node.Annotation(std::string(ann::kNodeRegister));
+  // Most updates of a node (heartbeats, the plugin's handshake, kubelet status) leave its
+  // registration as it was: its devices and MIG rules are kept, not decoded again.
+  const std::string* old_reg =
+      ns.registration_decoded ? ns.node.Annotation(std::string(ann::kNodeRegister)) : nullptr;
+  const bool same_registration = reg != nullptr && old_reg != nullptr && *reg == *old_reg;
+  const std::string old_unusable = std::move(ns.unusable_reason);
+  const std::set<std::string> old_cordoned = std::move(ns.cordoned);
   ns.name = node.name;
   ns.node = node;
   ns.unusable_reason.clear();
-  ns.devices.clear();
-  ns.mig_models.clear();
   ns.pair_scores.clear();
   ns.cordoned.clear();
-  const std::string* reg = node.Annotation(std::string(ann::kNodeRegister));
+  if (!same_registration) DecodeRegistration(reg, ns);
   if (reg == nullptr) {
     ns.unusable_reason = "node unregistered";
-  } else {
-    auto devices = codec::DecodeNodeRegister(*reg);
-    if (!devices.ok()) {
-      ns.unusable_reason = "node unusable: " + devices.error().message;
-    } else {
-      // HAMi's NVIDIA backend takes only entries whose type names NVIDIA (hami-protocol.md 5,
-      // typeDevices); other vendors' entries on a mixed node are not NVIDIA GPUs.
-      for (auto& d : devices.value()) {
-        if (ToUpper(d.type).find("NVIDIA") != std::string::npos) ns.devices.push_back(std::move(d));
-      }
-    }
+  } else if (!ns.registration_error.empty()) {
+    ns.unusable_reason = "node unusable: " + ns.registration_error;
   }
   if (auto b = blocked_.find(node.name); b != blocked_.end()) ns.unusable_reason = b->second;
   if (ns.usable()) {
@@ -225,6 +222,10 @@ void ClusterState::UpsertNode(const model::Node& node) {
       if (!scores.ok()) {
         ns.unusable_reason = "node unusable: " + scores.error().message;
         ns.devices.clear();
+        ns.mig_models.clear();
+        ns.types_upper.clear();
+        ns.any_mig = false;
+        ns.registration_decoded = false;  // the devices no longer hold its decode
       } else {
         ns.pair_scores = std::move(scores.value());
       }
@@ -233,22 +234,44 @@ void ClusterState::UpsertNode(const model::Node& node) {
   if (const std::string* c = node.Annotation(std::string(ann::kDeviceCordon))) {
     for (auto& uuid : SplitTrimmed(*c, ',')) ns.cordoned.insert(uuid);
   }
+  ns.cpu_allocatable_milli = model::NodeCpuAllocatableMilli(node);
+  if (!same_registration || ns.spec_id < 0 || ns.unusable_reason != old_unusable ||
+      ns.cordoned != old_cordoned) {
+    ns.spec_id = SpecId(ns);
+  }
+  ResetUsage(ns);
+  for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
+  RefreshSignature(ns);
+  if (node_list_.size() != nodes_.size()) AddToNodeList(ns);
+}
+
+void ClusterState::DecodeRegistration(const std::string* reg, NodeState& ns) {
+  ns.devices.clear();
+  ns.mig_models.clear();
+  ns.registration_error.clear();
+  ns.registration_decoded = reg != nullptr;
+  if (reg != nullptr) {
+    auto devices = codec::DecodeNodeRegister(*reg);
+    if (!devices.ok()) {
+      ns.registration_error = devices.error().message;
+    } else {
+      // HAMi's NVIDIA backend takes only entries whose type names NVIDIA (hami-protocol.md 5,
+      // typeDevices); other vendors' entries on a mixed node are not NVIDIA GPUs.
+      for (auto& d : devices.value()) {
+        if (ToUpper(d.type).find("NVIDIA") != std::string::npos) ns.devices.push_back(std::move(d));
+      }
+    }
+  }
   for (const auto& d : ns.devices) {
     mig::GpuMigModel& model = ns.mig_models.emplace_back(d, config_.nvidia.AllowedProfiles(d.type));
     if (d.IsMig()) model.set_table(LayoutTableFor(model));
   }
-  ns.cpu_allocatable_milli = model::NodeCpuAllocatableMilli(node);
   ns.types_upper.clear();
   ns.any_mig = false;
   for (const auto& d : ns.devices) {
     ns.types_upper.push_back(ToUpper(d.type));
     ns.any_mig = ns.any_mig || d.IsMig();
   }
-  ns.spec_id = SpecId(ns);
-  ResetUsage(ns);
-  for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
-  RefreshSignature(ns);
-  if (node_list_.size() != nodes_.size()) AddToNodeList(ns);
 }
 
 int ClusterState::SpecId(const NodeState& ns) {

@@ -65,6 +65,10 @@ struct NodeState {
   std::string unusable_reason;
   std::vector<model::GpuDevice> devices;
   std::vector<mig::GpuMigModel> mig_models;  // one per device
+  // The node-register annotation was decoded into devices and mig_models and has not
+  // changed since: an update that leaves it as it was keeps them (no JSON parse per heartbeat).
+  bool registration_decoded = false;
+  std::string registration_error;  // why the registration did not decode; empty when it did
   model::PairScores pair_scores;
   std::set<std::string> cordoned;
   std::vector<DeviceUsage> usage;
@@ -182,6 +186,9 @@ class ClusterState {
   };
 
   int SpecId(const NodeState& node);
+  // Decodes the node-register annotation (nullptr: none) into the node's devices, MIG models
+  // and type keys, or its registration_error.
+  void DecodeRegistration(const std::string* reg, NodeState& node);
   // The layout table of a MIG model, built on first use and shared by every GPU with the same
   // rules (a handful of models per cluster).
   std::shared_ptr<const mig::LayoutTable> LayoutTableFor(const mig::GpuMigModel& model);
