@@ -1,242 +1,30 @@
 #include "app/mig_replay_command.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "app/replay_command.h"
-#include "sim/mig_replay/benchmark.h"
-#include "sim/mig_replay/geometry_free.h"
-#include "sim/mig_replay/optimum_study.h"
-#include "sim/mig_replay/report.h"
-#include "sim/mig_replay/summary.h"
-#include "sim/mig_replay/upper_bound.h"
-#include "sim/replay/trace.h"
+#include "sim/mig_replay/mig_replay.h"
 
 namespace tessera::app {
-namespace {
-
-using namespace tessera::sim::mig_replay;  // NOLINT: one command, one library
-
-int Fail(const std::string& message) {
-  std::cerr << "tessera: " << message << "\n";
-  return 1;
-}
-
-std::string Joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-// Validates the names given to a list option against the known ones; empty selects all.
-Result<std::vector<std::string>> Select(const std::vector<std::string>& given,
-                                        const std::vector<std::string>& known,
-                                        const std::string& option) {
-  if (given.empty()) return known;
-  for (const auto& name : given) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      return Error{option + ": unknown value \"" + name + "\" (known: " + Joined(known) + ")"};
-    }
-  }
-  return given;
-}
-
-class ProgressBar {
- public:
-  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
-  void Draw(const std::string& label, int done, int total) const {
-    if (!enabled_) return;
-    constexpr int kWidth = 30;
-    const int filled = total > 0 ? done * kWidth / total : kWidth;
-    std::fprintf(stderr, "\r%-18s [%s%s] %d/%d", label.c_str(), std::string(filled, '#').c_str(),
-                 std::string(kWidth - filled, '.').c_str(), done, total);
-    std::fflush(stderr);
-  }
-  void Clear() const {
-    if (enabled_) std::fprintf(stderr, "\r%70s\r", "");
-  }
-
- private:
-  bool enabled_;
-};
-
-// One line per cell: at saturation the demand served (memory slices of the intended profiles
-// held, % of all), in steady state the acceptance rate, with a pending queue the pods ever
-// placed: the headline of each protocol. A policy without a row (the bound where it is not
-// defined) prints "-".
-void PrintSummaryTable(const std::vector<SummaryRow>& rows,
-                       const std::vector<std::string>& policies) {
-  std::printf(
-      "saturation: demand served (%% of memory slices); steady-L: acceptance %%; pending-L: pods "
-      "ever placed %%\n");
-  std::printf("%-13s %-12s %-11s", "fleet", "workload", "protocol");
-  for (const auto& p : policies) {
-    std::printf(" %*s", std::max<int>(7, static_cast<int>(p.size())), p.c_str());
-  }
-  std::printf("\n");
-  for (const SummaryRow& r : rows) {
-    if (r.policy != policies.front()) continue;
-    std::printf("%-13s %-12s %-11s", r.fleet.c_str(), r.workload.c_str(), r.protocol.c_str());
-    for (const auto& p : policies) {
-      const int width = std::max<int>(7, static_cast<int>(p.size()));
-      const SummaryRow* row = FindRow(rows, r.fleet, r.workload, r.protocol, p);
-      if (row == nullptr) {
-        std::printf(" %*s", width, "-");
-        continue;
-      }
-      const double value = r.protocol == "saturation"           ? row->served_slices.mean
-                           : r.protocol.starts_with("pending-") ? row->ever_placed.mean
-                                                                : row->acceptance.mean;
-      std::printf(" %*.1f", width, value);
-    }
-    std::printf("\n");
-  }
-}
-
-}  // namespace
 
 int RunMigReplayCommand(const MigReplayOptions& o) {
-  const auto started = std::chrono::steady_clock::now();
-  auto catalog = mig::GpuModelCatalog::Builtin();
-  if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);
   auto seeds = ParseSeeds(o.seeds);
-  if (!seeds.ok()) return Fail(seeds.error().message);
-  if (o.nodes_per_fleet < 1 || o.nodes_per_fleet > 999) {
-    return Fail("--nodes-per-fleet: " + std::to_string(o.nodes_per_fleet) +
-                " is not between 1 and 999");
-  }
-  if (o.jobs < 0) return Fail("--jobs: must be 0 (one per CPU) or more");
-  if (o.stop_after_rejections < 0) return Fail("--stop-after-rejections: must be 0 or more");
-  for (double load : o.loads) {
-    if (!(load > 0 && load <= 10)) {
-      return Fail("--loads: " + std::to_string(load) + " is not an offered load in (0, 10]");
-    }
-  }
-  std::vector<std::string> fleet_names;
-  for (const auto& f : AllFleets()) fleet_names.push_back(f.name);
-  auto fleets = Select(o.fleets, fleet_names, "--fleet");
-  if (!fleets.ok()) return Fail(fleets.error().message);
-  // An empty --policy runs the default set; the optional variants must be named.
-  auto policies =
-      Select(o.policies.empty() ? AllPolicyNames() : o.policies, KnownPolicyNames(), "--policy");
-  if (!policies.ok()) return Fail(policies.error().message);
-
-  const std::vector<std::string> workload_names = {
-      std::string(kWorkloadUniform), std::string(kWorkloadSmallHeavy),
-      std::string(kWorkloadLargeHeavy), std::string(kWorkloadMemoryMix),
-      std::string(kWorkloadOpenb)};
-  auto chosen = Select(o.workloads, workload_names, "--workload");
-  if (!chosen.ok()) return Fail(chosen.error().message);
-  std::vector<std::string> notes;
-  BenchmarkOptions options;
-  for (const auto& name : chosen.value()) {
-    if (name == kWorkloadUniform)
-      options.workloads.push_back(MakeSyntheticWorkload(SyntheticMix::kUniform));
-    if (name == kWorkloadSmallHeavy) {
-      options.workloads.push_back(MakeSyntheticWorkload(SyntheticMix::kSmallHeavy));
-    }
-    if (name == kWorkloadLargeHeavy) {
-      options.workloads.push_back(MakeSyntheticWorkload(SyntheticMix::kLargeHeavy));
-    }
-    if (name == kWorkloadMemoryMix) options.workloads.push_back(MakeMemoryMixWorkload());
-    if (name != kWorkloadOpenb) continue;
-    if (o.trace_csv.empty()) {
-      if (!o.workloads.empty())
-        return Fail("--workload openb: needs --trace PATH (an openb pod CSV)");
-      notes.push_back("openb workload skipped: no --trace given (the synthetic mixes ran).");
-      std::fprintf(stderr, "tessera: %s\n", notes.back().c_str());
-      continue;
-    }
-    auto pods = sim::replay::LoadTracePods(o.trace_csv);
-    if (!pods.ok()) return Fail("--trace: " + pods.error().message);
-    auto openb = MakeOpenbWorkload(pods.value());
-    if (!openb.ok()) return Fail("--trace: " + openb.error().message);
-    options.workloads.push_back(std::move(openb.value()));
-    notes.push_back("openb workload: " + o.trace_csv);
-  }
-  options.fleets = fleets.value();
-  options.policies = policies.value();
-  options.seeds = seeds.value();
-  options.nodes_per_fleet = o.nodes_per_fleet;
-  options.loads = o.loads;
-  options.pending_queue = !o.skip_pending;
-  options.stop_after_rejections = o.stop_after_rejections;
-  options.jobs = o.jobs;
-
-  const ProgressBar bar(isatty(STDERR_FILENO) != 0);
-  auto records = RunBenchmark(options, catalog.value(),
-                              [&](int done, int total) { bar.Draw("mig benchmark", done, total); });
-  bar.Clear();
-  if (!records.ok()) return Fail(records.error().message);
-  const std::vector<SummaryRow> rows = Summarize(records.value());
-  std::vector<std::string> columns = options.policies;
-  columns.emplace_back(kReferencePooledSlices);
-  columns.emplace_back(kUpperBound);
-  PrintSummaryTable(rows, columns);
-
-  std::vector<OptimumCase> optimum;
-  if (!o.skip_optimum) {
-    OptimumStudyOptions study;
-    study.seeds = options.seeds;
-    auto cases = RunOptimumStudy(options.policies, study, catalog.value());
-    if (!cases.ok()) return Fail(cases.error().message);
-    optimum = std::move(cases.value());
-    std::printf("\nserved slices / offline optimum (tiny instances, mean %%):");
-    for (const auto& p : options.policies) {
-      double sum = 0;
-      int n = 0;
-      for (const auto& c : optimum) {
-        if (c.optimum == 0) continue;
-        sum += 100.0 * static_cast<double>(c.served.at(p)) / static_cast<double>(c.optimum);
-        ++n;
-      }
-      std::printf(" %s %.1f", p.c_str(), n > 0 ? sum / n : 0.0);
-    }
-    std::printf("\n");
-  }
-
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("%zu runs in %.1f s (--jobs %d)\n", records->size(), seconds, o.jobs);
-  if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    if (ec) return Fail("--out: " + o.out_dir + ": " + ec.message());
-    std::ofstream(o.out_dir + "/summary.csv") << SummaryCsv(rows);
-    std::ofstream(o.out_dir + "/runs.csv") << RunsCsv(records.value());
-    if (!optimum.empty()) {
-      std::ofstream(o.out_dir + "/optimum.csv") << OptimumCsv(optimum, options.policies);
-    }
-    MigReportInput report;
-    report.title = "tessera MIG placement benchmark";
-    char params[256];
-    std::snprintf(
-        params, sizeof(params),
-        "%d nodes per fleet, seeds %s, offered loads %s (steady state%s), saturation stops after "
-        "%d consecutive rejections.",
-        o.nodes_per_fleet, o.seeds.c_str(),
-        [&] {
-          std::string s;
-          for (double l : o.loads) s += (s.empty() ? "" : ", ") + std::to_string(l).substr(0, 4);
-          return s;
-        }()
-            .c_str(),
-        o.skip_pending ? "" : " and pending queue", o.stop_after_rejections);
-    report.notes = notes;
-    report.notes.emplace_back(params);
-    report.policies = columns;
-    report.rows = rows;
-    report.optimum = optimum;
-    std::ofstream(o.out_dir + "/report.html") << RenderMigHtmlReport(report);
-    std::printf("wrote %s/summary.csv, runs.csv, %sreport.html\n", o.out_dir.c_str(),
-                optimum.empty() ? "" : "optimum.csv, ");
-  }
+  if (!seeds.ok()) return std::cerr << "tessera: " << seeds.error().message << "\n", 1;
+  sim::mig_replay::MigReplayOptions r;
+  r.fleets = o.fleets;
+  r.workloads = o.workloads;
+  r.policies = o.policies;
+  r.seeds = std::move(seeds.value());
+  r.trace_csv = o.trace_csv;
+  r.nodes_per_fleet = o.nodes_per_fleet;
+  r.loads = o.loads;
+  r.stop_after_rejections = o.stop_after_rejections;
+  r.skip_optimum = o.skip_optimum;
+  r.skip_pending = o.skip_pending;
+  r.out_dir = o.out_dir;
+  r.jobs = o.jobs;
+  const Status done = sim::mig_replay::ReplayMig(r);
+  if (!done.ok()) return std::cerr << "tessera: " << done.message() << "\n", 1;
   return 0;
 }
 

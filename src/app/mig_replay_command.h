@@ -23,6 +23,7 @@ struct MigReplayOptions {
 
 // `tessera replay --mig`: the MIG placement benchmark (docs/mig-replay.md). Prints one line per
 // cell, writes summary.csv, runs.csv, optimum.csv and report.html under --out.
+// Parses the seeds and hands the rest to sim::mig_replay::ReplayMig.
 int RunMigReplayCommand(const MigReplayOptions& options);
 
 }  // namespace tessera::app

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
+#include "sim/replay/progress_bar.h"
 #include "sim/replay/report.h"
 #include "sim/replay/runner.h"
 #include "sim/replay/tessera_policy.h"
@@ -70,19 +70,11 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
   std::printf("%-14s %8s %16s %16s %10s %10s %10s %9s %9s\n", "policy", "seeds", "alloc@100%",
               "alloc@130%", "failed", "s/run", "pods/s", "p50 us", "p99 us");
   for (const auto& policy : o.policies) {
-    std::mutex progress_mutex;
-    ProgressFn progress = [&](int done, int total) {
-      if (!tty) return;
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      int width = 30;
-      int filled = total > 0 ? done * width / total : width;
-      std::fprintf(stderr, "\r%-14s [%s%s] %3d%%", policy.c_str(), std::string(filled, '#').c_str(),
-                   std::string(width - filled, '.').c_str(), total > 0 ? done * 100 / total : 100);
-      std::fflush(stderr);
-    };
+    ProgressBar bar(tty);
+    ProgressFn progress = [&](int done, int total) { bar.Draw(policy, done, total); };
     auto runs =
         RunReplay(nodes, pods.value(), policy, seeds, o.tune, o.jobs, &extra, progress, tie_break);
-    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+    bar.Clear();
     if (!runs.ok()) return runs.error();
     auto rows = Summarize(workload, PublishedPolicyLabel(policy), runs.value());
     double s100 = 0;
