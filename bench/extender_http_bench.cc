@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "bench_cluster.h"
-#include "serve/embedded_cluster.h"
-#include "serve/http_server.h"
-#include "service/extender_service.h"
+#include "scheduler_runtime/embedded_cluster.h"
+#include "scheduler_runtime/http_server.h"
+#include "scheduler/extender_service.h"
 
 namespace tessera {
 namespace {
@@ -60,10 +60,10 @@ double Percentile(std::vector<double> v, double p) {
 // A service over `nodes` nodes where node i holds i % 5 probe-shaped pods (different states
 // side by side), served over loopback HTTP.
 struct Served {
-  serve::EmbeddedCluster cluster;
-  service::ExtenderService svc{config::SchedulerConfig{}, service::ServiceOptions{}, cluster};
+  scheduler_runtime::EmbeddedCluster cluster;
+  scheduler::ExtenderService svc{config::SchedulerConfig{}, scheduler::ServiceOptions{}, cluster};
   std::vector<std::string> names;
-  std::unique_ptr<serve::HttpServer> server;
+  std::unique_ptr<scheduler_runtime::HttpServer> server;
   std::thread thread;
 
   Served(int nodes, Kind kind) {
@@ -81,9 +81,9 @@ struct Served {
         if (!r["NodeNames"].is_array()) break;
       }
     }
-    serve::HttpOptions ho;
+    scheduler_runtime::HttpOptions ho;
     ho.bind = "127.0.0.1:0";
-    server = std::make_unique<serve::HttpServer>(svc, ho);
+    server = std::make_unique<scheduler_runtime::HttpServer>(svc, ho);
     if (Status s = server->Listen(); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.message().c_str());
       std::exit(1);
@@ -107,7 +107,7 @@ struct Served {
 
 void Run(int nodes, Kind kind, int probes) {
   Served served(nodes, kind);
-  service::ExtenderService& svc = served.svc;
+  scheduler::ExtenderService& svc = served.svc;
   const std::vector<std::string>& names = served.names;
   httplib::Client client = served.Client();
   std::vector<double> http_ms;

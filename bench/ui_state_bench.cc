@@ -1,4 +1,4 @@
-// GET /ui/state (service::UiStateEncoder) at 1000 nodes × 8 A100-40GB, every node full of the
+// GET /ui/state (scheduler::UiStateEncoder) at 1000 nodes × 8 A100-40GB, every node full of the
 // filter benchmark's pods (shared: 40 000 pods; MIG: 16 000 pods of two instances), 50 pods
 // waiting. Three costs:
 //   Fresh:   the whole body from nothing (the first poll; EncodeUiState).
@@ -18,7 +18,7 @@
 #include "core/config/scheduler_config.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
-#include "service/ui_state.h"
+#include "scheduler/ui_state.h"
 
 namespace tessera {
 namespace {
@@ -53,7 +53,7 @@ void BM_UiStateFresh(benchmark::State& state, Kind kind) {
   auto c = Build(kind, static_cast<int>(state.range(0)));
   size_t bytes = 0;
   for (auto _ : state) {
-    std::string body = service::EncodeUiState(c->state, c->waiting);
+    std::string body = scheduler::EncodeUiState(c->state, c->waiting);
     bytes = body.size();
     benchmark::DoNotOptimize(body);
   }
@@ -64,7 +64,7 @@ void BM_UiStateFresh(benchmark::State& state, Kind kind) {
 void BM_UiStateCollect(benchmark::State& state, Kind kind) {
   auto c = Build(kind, static_cast<int>(state.range(0)));
   const int churn = static_cast<int>(state.range(1));
-  service::UiStateEncoder encoder;
+  scheduler::UiStateEncoder encoder;
   (void)encoder.Collect(c->state, c->waiting);
   size_t next = 0;
   size_t encoded = 0;
@@ -84,7 +84,7 @@ void BM_UiStateCollect(benchmark::State& state, Kind kind) {
 
 void BM_UiStateJoin(benchmark::State& state, Kind kind) {
   auto c = Build(kind, static_cast<int>(state.range(0)));
-  service::UiStateEncoder encoder;
+  scheduler::UiStateEncoder encoder;
   const auto snap = encoder.Collect(c->state, c->waiting);
   for (auto _ : state) {
     std::string body = snap.Join();

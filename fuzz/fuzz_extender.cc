@@ -7,15 +7,15 @@
 
 #include "core/codec/node_register.h"
 #include "core/extender/extender_args_decoder.h"
-#include "service/extender_service.h"
+#include "scheduler/extender_service.h"
 
 namespace {
 
 using tessera::Status;
-using tessera::service::AnnotationChanges;
-using tessera::service::PodRef;
+using tessera::scheduler::AnnotationChanges;
+using tessera::scheduler::PodRef;
 
-class NullWriter : public tessera::service::ClusterWriter {
+class NullWriter : public tessera::scheduler::ClusterWriter {
  public:
   Status PatchPodAnnotations(const PodRef&, const AnnotationChanges&) override {
     return Status::Ok();
@@ -26,10 +26,10 @@ class NullWriter : public tessera::service::ClusterWriter {
   Status UnlockNode(const std::string&, const PodRef&) override { return Status::Ok(); }
 };
 
-tessera::service::ExtenderService& Service() {
+tessera::scheduler::ExtenderService& Service() {
   static NullWriter writer;
-  static tessera::service::ExtenderService* service = [] {
-    auto* s = new tessera::service::ExtenderService(tessera::config::SchedulerConfig{}, {}, writer);
+  static tessera::scheduler::ExtenderService* service = [] {
+    auto* s = new tessera::scheduler::ExtenderService(tessera::config::SchedulerConfig{}, {}, writer);
     tessera::model::GpuDevice gpu;
     gpu.uuid = "GPU-0";
     gpu.count = 10;

@@ -52,10 +52,10 @@ check_layers() {
     echo "src/core includes something outside the pure core (see above)"
     return 1
   fi
-  if grep -rnE '#include "app/' src/sim src/adapters src/service src/serve; then return 1; fi
+  if grep -rnE '#include "app/' src/sim src/adapters src/scheduler src/scheduler_runtime; then return 1; fi
   # The service is the state machine behind the endpoints: core only, I/O through interfaces.
-  if grep -rnE '#include "(adapters|serve|sim)/|#include <(curl|httplib|yaml-cpp)' src/service; then
-    echo "src/service reaches past its ClusterWriter interface (see above)"
+  if grep -rnE '#include "(adapters|scheduler_runtime|sim)/|#include <(curl|httplib|yaml-cpp)' src/scheduler; then
+    echo "src/scheduler reaches past its ClusterWriter interface (see above)"
     return 1
   fi
   # Adapters know the core, never the service or the commands built on them.

@@ -10,7 +10,7 @@
 #include "core/mig/catalog.h"
 #include "core/model/pod.h"
 #include "core/sched/explain.h"
-#include "service/extender_service.h"
+#include "scheduler/extender_service.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 
@@ -23,17 +23,17 @@ int Fail(const std::string& message, int code = 1) {
 }
 
 // Explaining writes nothing: the one-shot view of a real cluster has no writer.
-class ReadOnlyCluster : public service::ClusterWriter {
+class ReadOnlyCluster : public scheduler::ClusterWriter {
  public:
-  Status PatchPodAnnotations(const service::PodRef&, const service::AnnotationChanges&) override {
+  Status PatchPodAnnotations(const scheduler::PodRef&, const scheduler::AnnotationChanges&) override {
     return Error{"explain writes nothing"};
   }
-  Status BindPod(const service::PodRef&, const std::string&) override {
+  Status BindPod(const scheduler::PodRef&, const std::string&) override {
     return Error{"explain writes nothing"};
   }
-  void RecordEvent(const service::PodRef&, bool, const std::string&, const std::string&) override {}
-  Status LockNode(const std::string&, const service::PodRef&) override { return Status::Ok(); }
-  Status UnlockNode(const std::string&, const service::PodRef&) override { return Status::Ok(); }
+  void RecordEvent(const scheduler::PodRef&, bool, const std::string&, const std::string&) override {}
+  Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
+  Status UnlockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
 };
 
 Result<sched::PolicyDefaults> Policy(sched::PolicyDefaults policy, const ExplainOptions& o) {
@@ -90,7 +90,7 @@ Result<std::vector<codec::Json>> List(kube::Client& client, const std::string& p
 int ExplainCluster(const ExplainOptions& o) {
   auto config = LoadDeviceConfig(o.device_config);
   if (!config.ok()) return Fail(config.error().message, 2);
-  service::ServiceOptions so;
+  scheduler::ServiceOptions so;
   auto policy = Policy(so.policy, o);
   if (!policy.ok()) return Fail(policy.error().message, 2);
   so.policy = *policy;
@@ -105,7 +105,7 @@ int ExplainCluster(const ExplainOptions& o) {
   auto quotas = List(client, "/api/v1/resourcequotas");
   if (!quotas.ok()) return Fail(quotas.error().message);
   ReadOnlyCluster writer;
-  service::ExtenderService service(std::move(config.value()), so, writer);
+  scheduler::ExtenderService service(std::move(config.value()), so, writer);
   service.ReplaceNodes(*nodes);
   service.ReplaceQuotas(*quotas);
   service.ReplacePods(*pods);

@@ -20,10 +20,10 @@
 #include "core/config/config_codec.h"
 #include "core/mig/catalog.h"
 #include "core/sched/preferences.h"
-#include "serve/embedded_cluster.h"
-#include "serve/http_server.h"
-#include "serve/kube_cluster.h"
-#include "service/extender_service.h"
+#include "scheduler_runtime/embedded_cluster.h"
+#include "scheduler_runtime/http_server.h"
+#include "scheduler_runtime/kube_cluster.h"
+#include "scheduler/extender_service.h"
 #include "sim/scenario.h"
 
 namespace tessera::app {
@@ -77,7 +77,7 @@ int RunServeCommand(const ServeOptions& options) {
   auto catalog = mig::GpuModelCatalog::Builtin();
   if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);
 
-  service::ServiceOptions so;
+  scheduler::ServiceOptions so;
   std::optional<sim::Scenario> scenario;
   config::SchedulerConfig config;
   if (!options.cluster.empty()) {
@@ -157,18 +157,18 @@ int RunServeCommand(const ServeOptions& options) {
 
   sigset_t stop_signals = BlockStopSignals();
 
-  std::unique_ptr<service::ClusterWriter> writer;
-  serve::EmbeddedCluster* embedded = nullptr;
-  serve::KubeCluster* kube = nullptr;
+  std::unique_ptr<scheduler::ClusterWriter> writer;
+  scheduler_runtime::EmbeddedCluster* embedded = nullptr;
+  scheduler_runtime::KubeCluster* kube = nullptr;
   if (scenario) {
     if (options.leader_elect) {
       spdlog::info("--leader-elect: no effect with --cluster (no API server, no Lease)");
     }
-    auto e = std::make_unique<serve::EmbeddedCluster>();
+    auto e = std::make_unique<scheduler_runtime::EmbeddedCluster>();
     embedded = e.get();
     writer = std::move(e);
   } else {
-    serve::KubeClusterOptions ko;
+    scheduler_runtime::KubeClusterOptions ko;
     ko.kubeconfig = options.kubeconfig;
     ko.scheduler_name = options.scheduler_name;
     ko.node_lock_timeout = lock_timeout.value();
@@ -179,7 +179,7 @@ int RunServeCommand(const ServeOptions& options) {
       auto le = ResolveLeaderElection(options);
       if (!le.ok()) return Fail(le.error().message);
       ko.leader_election =
-          le->follow ? serve::LeaderElectionMode::kFollow : serve::LeaderElectionMode::kCampaign;
+          le->follow ? scheduler_runtime::LeaderElectionMode::kFollow : scheduler_runtime::LeaderElectionMode::kCampaign;
       ko.lease_namespace = le->lease_namespace;
       ko.lease_name = le->lease_name;
       // Following, the identity is the prefix of the kube-scheduler's holder identity
@@ -190,7 +190,7 @@ int RunServeCommand(const ServeOptions& options) {
       spdlog::info("leader election: {} Lease {}/{} as {}", le->follow ? "follow" : "campaign",
                    ko.lease_namespace, ko.lease_name, ko.identity);
     }
-    auto k = serve::KubeCluster::Connect(ko);
+    auto k = scheduler_runtime::KubeCluster::Connect(ko);
     if (!k.ok()) return Fail(k.error().message);
     kube = k.value().get();
     writer = std::move(k.value());
@@ -202,30 +202,30 @@ int RunServeCommand(const ServeOptions& options) {
     filter_pool.emplace(static_cast<size_t>(options.filter_threads));
     so.filter_runner = &*filter_pool;
   }
-  service::ExtenderService service(config, so, *writer);
-  serve::HttpOptions ho;
+  scheduler::ExtenderService service(config, so, *writer);
+  scheduler_runtime::HttpOptions ho;
   ho.bind = options.http_bind;
   ho.tls_cert_file = options.tls_cert_file;
   ho.tls_key_file = options.tls_key_file;
   ho.legacy_metrics = options.legacy_metrics;
-  serve::HttpServer http(service, ho);
+  scheduler_runtime::HttpServer http(service, ho);
   if (Status s = http.Listen(); !s.ok()) return Fail(s.message());
   // HAMi serves /metrics on its own port (--metrics-bind-address); tessera keeps it on the main
   // port too, so both kinds of scrape configuration work.
-  std::unique_ptr<serve::HttpServer> metrics_http;
+  std::unique_ptr<scheduler_runtime::HttpServer> metrics_http;
   if (!options.metrics_bind_address.empty()) {
-    serve::HttpOptions mo;
+    scheduler_runtime::HttpOptions mo;
     mo.bind = options.metrics_bind_address;
     mo.metrics_only = true;
     mo.legacy_metrics = options.legacy_metrics;
     mo.threads = 2;
     mo.flag = "--metrics-bind-address";
-    metrics_http = std::make_unique<serve::HttpServer>(service, mo);
+    metrics_http = std::make_unique<scheduler_runtime::HttpServer>(service, mo);
     if (Status s = metrics_http->Listen(); !s.ok()) return Fail(s.message());
   }
 
   if (embedded != nullptr) {
-    size_t adopted = serve::EmbeddedCluster::Load(*scenario, service);
+    size_t adopted = scheduler_runtime::EmbeddedCluster::Load(*scenario, service);
     spdlog::info("embedded cluster from {}: {} nodes, {} placed pods", options.cluster,
                  scenario->nodes.size(), adopted);
   } else {

@@ -11,10 +11,10 @@
 #include "adapters/kube/leader_election.h"
 #include "adapters/kube/object_writes.h"
 #include "core/common/result.h"
-#include "service/cluster_writer.h"
-#include "service/extender_service.h"
+#include "scheduler/cluster_writer.h"
+#include "scheduler/extender_service.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 
 enum class LeaderElectionMode {
   kNone,      // always serve
@@ -36,7 +36,7 @@ struct KubeClusterOptions {
 
 // A real cluster through the API server: informers feed the service, writes are merge patches,
 // bindings and events, and the Lease decides which replica serves.
-class KubeCluster : public service::ClusterWriter {
+class KubeCluster : public scheduler::ClusterWriter {
  public:
   static Result<std::unique_ptr<KubeCluster>> Connect(const KubeClusterOptions& options);
   // With a configuration at hand (tests; programs that load it themselves).
@@ -46,22 +46,22 @@ class KubeCluster : public service::ClusterWriter {
   ~KubeCluster() override;
 
   // Starts the informers (and leader election); the service turns ready once both have listed.
-  void Start(service::ExtenderService& service);
+  void Start(scheduler::ExtenderService& service);
   void Stop();
 
-  Status PatchPodAnnotations(const service::PodRef& pod,
-                             const service::AnnotationChanges& changes) override;
-  Status BindPod(const service::PodRef& pod, const std::string& node) override;
-  void RecordEvent(const service::PodRef& pod, bool warning, const std::string& reason,
+  Status PatchPodAnnotations(const scheduler::PodRef& pod,
+                             const scheduler::AnnotationChanges& changes) override;
+  Status BindPod(const scheduler::PodRef& pod, const std::string& node) override;
+  void RecordEvent(const scheduler::PodRef& pod, bool warning, const std::string& reason,
                    const std::string& message) override;
-  Status LockNode(const std::string& node, const service::PodRef& pod) override;
-  Status UnlockNode(const std::string& node, const service::PodRef& pod) override;
+  Status LockNode(const std::string& node, const scheduler::PodRef& pod) override;
+  Status UnlockNode(const std::string& node, const scheduler::PodRef& pod) override;
 
  private:
   KubeCluster(KubeClusterOptions options, kube::ClusterConfig config,
               kube::ClientOptions client_options);
-  void WatchSync(service::ExtenderService& service);
-  void FollowLease(service::ExtenderService& service);
+  void WatchSync(scheduler::ExtenderService& service);
+  void FollowLease(scheduler::ExtenderService& service);
 
   KubeClusterOptions options_;
   kube::Client client_;
@@ -75,4 +75,4 @@ class KubeCluster : public service::ClusterWriter {
   std::thread follow_thread_;
 };
 
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

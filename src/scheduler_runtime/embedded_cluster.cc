@@ -1,11 +1,11 @@
-#include "serve/embedded_cluster.h"
+#include "scheduler_runtime/embedded_cluster.h"
 
 #include <spdlog/spdlog.h>
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 
-Status EmbeddedCluster::PatchPodAnnotations(const service::PodRef& pod,
-                                            const service::AnnotationChanges& changes) {
+Status EmbeddedCluster::PatchPodAnnotations(const scheduler::PodRef& pod,
+                                            const scheduler::AnnotationChanges& changes) {
   std::lock_guard lock(mu_);
   auto& stored = annotations_[pod.Key()];
   for (const auto& [k, v] : changes) {
@@ -18,7 +18,7 @@ Status EmbeddedCluster::PatchPodAnnotations(const service::PodRef& pod,
   return Status::Ok();
 }
 
-Status EmbeddedCluster::BindPod(const service::PodRef& pod, const std::string& node) {
+Status EmbeddedCluster::BindPod(const scheduler::PodRef& pod, const std::string& node) {
   std::lock_guard lock(mu_);
   auto [it, inserted] = bound_.emplace(pod.Key(), node);
   if (!inserted && it->second != node) {
@@ -27,12 +27,12 @@ Status EmbeddedCluster::BindPod(const service::PodRef& pod, const std::string& n
   return Status::Ok();
 }
 
-void EmbeddedCluster::RecordEvent(const service::PodRef& pod, bool warning,
+void EmbeddedCluster::RecordEvent(const scheduler::PodRef& pod, bool warning,
                                   const std::string& reason, const std::string& message) {
   spdlog::info("event {} {} {}: {}", warning ? "Warning" : "Normal", pod.Key(), reason, message);
 }
 
-size_t EmbeddedCluster::Load(const sim::Scenario& scenario, service::ExtenderService& service) {
+size_t EmbeddedCluster::Load(const sim::Scenario& scenario, scheduler::ExtenderService& service) {
   for (const auto& node : scenario.nodes) service.UpsertNodeModel(node);
   for (const auto& quota : scenario.quotas) service.UpsertQuotaModel(quota);
   size_t adopted = 0;
@@ -58,4 +58,4 @@ std::string EmbeddedCluster::BoundNode(const std::string& pod_key) const {
   return it == bound_.end() ? std::string() : it->second;
 }
 
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

@@ -1,4 +1,4 @@
-#include "service/service_metrics.h"
+#include "scheduler/service_metrics.h"
 
 #include <algorithm>
 #include <bit>
@@ -8,7 +8,7 @@
 
 #include <prometheus/text_serializer.h>
 
-namespace tessera::service {
+namespace tessera::scheduler {
 namespace {
 
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
@@ -288,4 +288,4 @@ std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterStat
           std::move(placeability), std::move(mig_frag), std::move(stranded)};
 }
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

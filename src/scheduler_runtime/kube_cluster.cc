@@ -1,4 +1,4 @@
-#include "serve/kube_cluster.h"
+#include "scheduler_runtime/kube_cluster.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,7 +7,7 @@
 #include "core/common/strings.h"
 #include "core/model/annotations.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 
 namespace ann = model::annotations;
 using codec::Json;
@@ -68,7 +68,7 @@ KubeCluster::KubeCluster(KubeClusterOptions options, kube::ClusterConfig config,
 
 KubeCluster::~KubeCluster() { Stop(); }
 
-void KubeCluster::Start(service::ExtenderService& service) {
+void KubeCluster::Start(scheduler::ExtenderService& service) {
   // spdlog creates its registry on first use; doing that here, before any thread starts, keeps
   // the threads below from racing on it (the library is not instrumented for TSan).
   spdlog::default_logger_raw();
@@ -126,7 +126,7 @@ void KubeCluster::Start(service::ExtenderService& service) {
   }
 }
 
-void KubeCluster::WatchSync(service::ExtenderService& service) {
+void KubeCluster::WatchSync(scheduler::ExtenderService& service) {
   bool reported = false;
   while (!stopping_.load()) {
     const bool synced = nodes_->HasSynced() && pods_->HasSynced() && quotas_->HasSynced();
@@ -141,7 +141,7 @@ void KubeCluster::WatchSync(service::ExtenderService& service) {
 
 // Serve while the kube-scheduler next to us holds its Lease: its holderIdentity starts with our
 // pod's hostname, and the record was renewed within the lease duration by our own clock.
-void KubeCluster::FollowLease(service::ExtenderService& service) {
+void KubeCluster::FollowLease(scheduler::ExtenderService& service) {
   const std::string path = "/apis/coordination.k8s.io/v1/namespaces/" + options_.lease_namespace +
                            "/leases/" + options_.lease_name;
   std::string last_record;
@@ -195,8 +195,8 @@ void KubeCluster::Stop() {
   if (events_) events_->Stop();
 }
 
-Status KubeCluster::PatchPodAnnotations(const service::PodRef& pod,
-                                        const service::AnnotationChanges& changes) {
+Status KubeCluster::PatchPodAnnotations(const scheduler::PodRef& pod,
+                                        const scheduler::AnnotationChanges& changes) {
   Json annotations = Json::object();
   for (const auto& [k, v] : changes) {
     annotations[k] = v ? Json(*v) : Json(nullptr);
@@ -209,11 +209,11 @@ Status KubeCluster::PatchPodAnnotations(const service::PodRef& pod,
   return Status::Ok();
 }
 
-Status KubeCluster::BindPod(const service::PodRef& pod, const std::string& node) {
+Status KubeCluster::BindPod(const scheduler::PodRef& pod, const std::string& node) {
   return kube::BindPod(client_, pod.ns, pod.name, pod.uid, node);
 }
 
-void KubeCluster::RecordEvent(const service::PodRef& pod, bool warning, const std::string& reason,
+void KubeCluster::RecordEvent(const scheduler::PodRef& pod, bool warning, const std::string& reason,
                               const std::string& message) {
   events_->Record(kube::PodEvent(pod.ns, pod.name, pod.uid, warning, reason, message));
 }
@@ -221,7 +221,7 @@ void KubeCluster::RecordEvent(const service::PodRef& pod, bool warning, const st
 // HAMi's node lock (hami-protocol.md 6.2): "<RFC3339>,<ns>,<name>", taken with a
 // resourceVersion-guarded merge patch; stale (older than the timeout) or dangling locks are taken
 // over.
-Status KubeCluster::LockNode(const std::string& node, const service::PodRef& pod) {
+Status KubeCluster::LockNode(const std::string& node, const scheduler::PodRef& pod) {
   const std::string path = "/api/v1/nodes/" + node;
   const std::string owner_suffix = "," + pod.ns + "," + pod.name;
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -253,7 +253,7 @@ Status KubeCluster::LockNode(const std::string& node, const service::PodRef& pod
   return Error{"node " + node + ": node lock contention (the node kept changing)"};
 }
 
-Status KubeCluster::UnlockNode(const std::string& node, const service::PodRef& pod) {
+Status KubeCluster::UnlockNode(const std::string& node, const scheduler::PodRef& pod) {
   const std::string path = "/api/v1/nodes/" + node;
   for (int attempt = 0; attempt < 5; ++attempt) {
     kube::Response r = client_.Get(path);
@@ -271,4 +271,4 @@ Status KubeCluster::UnlockNode(const std::string& node, const service::PodRef& p
   return Error{"node " + node + ": could not release the node lock (the node kept changing)"};
 }
 
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

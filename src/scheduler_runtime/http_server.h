@@ -5,9 +5,9 @@
 #include <string>
 
 #include "core/common/result.h"
-#include "service/extender_service.h"
+#include "scheduler/extender_service.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 
 struct HttpOptions {
   std::string bind = "127.0.0.1:8080";  // HOST:PORT; port 0 picks a free one
@@ -29,7 +29,7 @@ struct HttpOptions {
 // Error field, never a crash.
 class HttpServer {
  public:
-  HttpServer(service::ExtenderService& service, HttpOptions options);
+  HttpServer(scheduler::ExtenderService& service, HttpOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -46,9 +46,9 @@ class HttpServer {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  service::ExtenderService& service_;
+  scheduler::ExtenderService& service_;
   HttpOptions options_;
   int port_ = 0;
 };
 
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

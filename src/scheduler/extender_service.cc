@@ -1,4 +1,4 @@
-#include "service/extender_service.h"
+#include "scheduler/extender_service.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,9 +11,9 @@
 #include "core/model/annotations.h"
 #include "core/sched/admission.h"
 #include "core/sched/explain.h"
-#include "service/ui_state.h"
+#include "scheduler/ui_state.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 
 namespace ann = model::annotations;
 using codec::Json;
@@ -781,4 +781,4 @@ size_t ExtenderService::pending_reservations() const {
   return reservations_.awaiting_bind();
 }
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

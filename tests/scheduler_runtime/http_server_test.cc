@@ -1,4 +1,4 @@
-#include "serve/http_server.h"
+#include "scheduler_runtime/http_server.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "core/mig/catalog.h"
-#include "serve/embedded_cluster.h"
+#include "scheduler_runtime/embedded_cluster.h"
 #include "sim/scenario.h"
 #include "support/builders.h"
 #include "support/k8s_json.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 namespace {
 
 using codec::Json;
@@ -39,9 +39,9 @@ class ServerFixture {
     auto catalog = mig::GpuModelCatalog::Builtin();
     auto scenario = sim::LoadScenarioText(kScenario, catalog.value(), "test.yaml");
     EXPECT_TRUE(scenario.ok()) << scenario.error().message;
-    service::ServiceOptions so;
+    scheduler::ServiceOptions so;
     so.ready_wait = std::chrono::milliseconds(10);
-    service_ = std::make_unique<service::ExtenderService>(scenario->config, so, cluster_);
+    service_ = std::make_unique<scheduler::ExtenderService>(scenario->config, so, cluster_);
     EmbeddedCluster::Load(*scenario, *service_);
     options.bind = "127.0.0.1:0";
     server_ = std::make_unique<HttpServer>(*service_, options);
@@ -59,7 +59,7 @@ class ServerFixture {
 
  private:
   EmbeddedCluster cluster_;
-  std::unique_ptr<service::ExtenderService> service_;
+  std::unique_ptr<scheduler::ExtenderService> service_;
   std::unique_ptr<HttpServer> server_;
   Status listen_status_;
   std::thread thread_;
@@ -228,9 +228,9 @@ TEST(HttpServer, NoLegacyMetricNamesByDefault) {
 }
 
 TEST(HttpServer, BadMetricsAddressNamesItsFlag) {
-  service::ServiceOptions so;
+  scheduler::ServiceOptions so;
   EmbeddedCluster cluster;
-  service::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
   HttpOptions o;
   o.bind = "9395";
   o.metrics_only = true;
@@ -242,9 +242,9 @@ TEST(HttpServer, BadMetricsAddressNamesItsFlag) {
 }
 
 TEST(HttpServer, BadBindAddressIsAClearError) {
-  service::ServiceOptions so;
+  scheduler::ServiceOptions so;
   EmbeddedCluster cluster;
-  service::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
   HttpOptions o;
   o.bind = "127.0.0.1:notaport";
   HttpServer server(svc, o);
@@ -308,4 +308,4 @@ TEST(HttpServer, MissingCertificateIsAClearError) {
 }
 
 }  // namespace
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

@@ -15,7 +15,7 @@
 #include "core/sched/mig_demand.h"
 #include "core/state/cluster_state.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 
 // The extender's own counters and latencies (prometheus-cpp objects are thread-safe).
 class ServiceMetrics {
@@ -69,4 +69,4 @@ std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterStat
 std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
     const std::vector<prometheus::MetricFamily>& current);
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

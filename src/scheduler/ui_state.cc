@@ -1,4 +1,4 @@
-#include "service/ui_state.h"
+#include "scheduler/ui_state.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 
 #include "core/state/gpu_holders.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 namespace {
 
 void AppendString(std::string* out, std::string_view s) {
@@ -236,4 +236,4 @@ std::string EncodeUiState(const state::ClusterState& state,
   return encoder.Collect(state, waiting).Join();
 }
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

@@ -1,4 +1,4 @@
-#include "service/extender_service.h"
+#include "scheduler/extender_service.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "support/builders.h"
 #include "support/k8s_json.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 namespace {
 
 using codec::Json;
@@ -855,4 +855,4 @@ TEST_F(ServiceTest, NodeLabelSelectorLeavesOtherNodesUnregistered) {
 }
 
 }  // namespace
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

@@ -23,11 +23,11 @@
 #include "core/state/cluster_state.h"
 #include "core/state/node_liveness.h"
 #include "core/state/reservation_cache.h"
-#include "service/cluster_writer.h"
-#include "service/service_metrics.h"
-#include "service/ui_state.h"
+#include "scheduler/cluster_writer.h"
+#include "scheduler/service_metrics.h"
+#include "scheduler/ui_state.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 
 struct ServiceOptions {
   sched::PolicyDefaults policy;
@@ -122,7 +122,7 @@ class ExtenderService {
   ExplainAnswer Explain(std::string_view pod_key, bool json, const std::string& node = {}) const;
 
   // GET /ui/state: every node and GPU (MIG slice maps, shared use and holders) and the pods
-  // waiting with the last filter's message, as compact JSON (service/ui_state.h). Under the lock
+  // waiting with the last filter's message, as compact JSON (scheduler/ui_state.h). Under the lock
   // only the nodes that changed since the last poll are encoded; the body is joined outside it
   // and reused while nothing changes. `etag` names the body (it changes when the body does, and
   // between processes).
@@ -185,4 +185,4 @@ class ExtenderService {
   bool leader_ = true;
 };
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

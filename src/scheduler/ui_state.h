@@ -10,7 +10,7 @@
 
 #include "core/state/cluster_state.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 
 // The /ui page's view of the cluster, as compact JSON (docs/ui.md). Strings that repeat
 // (namespaces, GPU types, modes, MIG profile names) are one table, GPUs of one shape one entry
@@ -75,4 +75,4 @@ class UiStateEncoder {
 std::string EncodeUiState(const state::ClusterState& state,
                           const std::map<std::string, std::string>& waiting);
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

@@ -1,4 +1,4 @@
-#include "service/ui_state.h"
+#include "scheduler/ui_state.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "core/codec/json_util.h"
 #include "support/builders.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 namespace {
 
 using codec::Json;
@@ -161,4 +161,4 @@ TEST(UiStateTest, IncrementalEncodingMatchesAFreshOneThroughRandomChanges) {
 }
 
 }  // namespace
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

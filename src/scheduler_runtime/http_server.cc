@@ -1,19 +1,19 @@
-#include "serve/http_server.h"
+#include "scheduler_runtime/http_server.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include "serve/tls_reloader.h"
-#include "service/service_metrics.h"
+#include "scheduler_runtime/tls_reloader.h"
+#include "scheduler/service_metrics.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 
 struct HttpServer::Impl {
   std::unique_ptr<TlsReloader> tls;
   std::unique_ptr<httplib::Server> server;
 };
 
-// Generated from serve/ui/index.html (src/CMakeLists.txt).
+// Generated from scheduler_runtime/ui/index.html (src/CMakeLists.txt).
 const char* UiPageHtml();
 
 namespace {
@@ -67,7 +67,7 @@ bool RefuseQuery(const httplib::Request& req, httplib::Response& res) {
 
 // Everything but /metrics: the extender's verbs, the webhook, health and readiness, explain and
 // the web view.
-void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
+void AddExtenderRoutes(httplib::Server& server, scheduler::ExtenderService& svc) {
   server.Get("/ui", [](const httplib::Request& req, httplib::Response& res) {
     if (RefuseQuery(req, res)) return;
     res.set_content(UiPageHtml(), "text/html; charset=utf-8");
@@ -138,7 +138,7 @@ void AddExtenderRoutes(httplib::Server& server, service::ExtenderService& svc) {
 
 }  // namespace
 
-HttpServer::HttpServer(service::ExtenderService& service, HttpOptions options)
+HttpServer::HttpServer(scheduler::ExtenderService& service, HttpOptions options)
     : impl_(std::make_unique<Impl>()), service_(service), options_(std::move(options)) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -171,14 +171,14 @@ Status HttpServer::Listen() {
   server.set_payload_max_length(options_.max_request_bytes);
   server.set_read_timeout(options_.read_timeout_seconds, 0);
   server.set_write_timeout(options_.write_timeout_seconds, 0);
-  service::ExtenderService& svc = service_;
+  scheduler::ExtenderService& svc = service_;
   if (!options_.metrics_only) AddExtenderRoutes(server, svc);
   const bool legacy = options_.legacy_metrics;
   server.Get("/metrics", [&svc, legacy](const httplib::Request&, httplib::Response& res) {
     std::vector<prometheus::MetricFamily> usage;
     usage = svc.StateFamilies();
     if (legacy) {
-      auto old_names = service::LegacyGpuUsageFamilies(usage);
+      auto old_names = scheduler::LegacyGpuUsageFamilies(usage);
       usage.insert(usage.end(), old_names.begin(), old_names.end());
     }
     res.set_content(svc.metrics().Render(usage), "text/plain; version=0.0.4");
@@ -219,4 +219,4 @@ void HttpServer::Stop() {
   if (impl_ && impl_->server) impl_->server->stop();
 }
 
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

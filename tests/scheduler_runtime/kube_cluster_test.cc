@@ -1,4 +1,4 @@
-#include "serve/kube_cluster.h"
+#include "scheduler_runtime/kube_cluster.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "support/builders.h"
 #include "support/k8s_json.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 namespace {
 
 using codec::Json;
@@ -188,9 +188,9 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
   api.On("POST", "/api/v1/namespaces/ns/events",
          [](const RecordedRequest&, httplib::Response& r) { ReplyJson(r, 201, Json::object()); });
   auto cluster = ClusterFor(api);
-  service::ServiceOptions so;
+  scheduler::ServiceOptions so;
   so.ready_wait = std::chrono::milliseconds(10);
-  service::ExtenderService svc(config::SchedulerConfig{}, so, *cluster);
+  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, *cluster);
   std::string why;
   EXPECT_FALSE(svc.Ready(&why));
   cluster->Start(svc);
@@ -245,8 +245,8 @@ TEST(KubeCluster, FollowModeServesOnlyWhileOurKubeSchedulerLeads) {
   o.lease_name = "sched";
   o.identity = "my-pod_";
   auto cluster = ClusterFor(api, o);
-  service::ServiceOptions so;
-  service::ExtenderService svc(config::SchedulerConfig{}, so, *cluster);
+  scheduler::ServiceOptions so;
+  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, *cluster);
   cluster->Start(svc);
   std::string why;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -260,4 +260,4 @@ TEST(KubeCluster, FollowModeServesOnlyWhileOurKubeSchedulerLeads) {
 }
 
 }  // namespace
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime

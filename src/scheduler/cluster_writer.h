@@ -6,7 +6,7 @@
 
 #include "core/common/result.h"
 
-namespace tessera::service {
+namespace tessera::scheduler {
 
 struct PodRef {
   std::string ns;
@@ -35,4 +35,4 @@ class ClusterWriter {
   virtual Status UnlockNode(const std::string& node, const PodRef& pod) = 0;
 };
 
-}  // namespace tessera::service
+}  // namespace tessera::scheduler

@@ -5,27 +5,27 @@
 #include <string>
 
 #include "core/common/result.h"
-#include "service/cluster_writer.h"
-#include "service/extender_service.h"
+#include "scheduler/cluster_writer.h"
+#include "scheduler/extender_service.h"
 #include "sim/scenario.h"
 
-namespace tessera::serve {
+namespace tessera::scheduler_runtime {
 
 // `serve --cluster SCENARIO.yaml`: an in-memory cluster, so the extender can be tried with curl
 // with no Kubernetes at all. Writes land in memory; the service's own state is the truth.
-class EmbeddedCluster : public service::ClusterWriter {
+class EmbeddedCluster : public scheduler::ClusterWriter {
  public:
-  Status PatchPodAnnotations(const service::PodRef& pod,
-                             const service::AnnotationChanges& changes) override;
-  Status BindPod(const service::PodRef& pod, const std::string& node) override;
-  void RecordEvent(const service::PodRef& pod, bool warning, const std::string& reason,
+  Status PatchPodAnnotations(const scheduler::PodRef& pod,
+                             const scheduler::AnnotationChanges& changes) override;
+  Status BindPod(const scheduler::PodRef& pod, const std::string& node) override;
+  void RecordEvent(const scheduler::PodRef& pod, bool warning, const std::string& reason,
                    const std::string& message) override;
-  Status LockNode(const std::string&, const service::PodRef&) override { return Status::Ok(); }
-  Status UnlockNode(const std::string&, const service::PodRef&) override { return Status::Ok(); }
+  Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
+  Status UnlockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
 
   // Feeds the scenario's nodes, and its pods that already carry a placement, to the service.
   // Returns how many pods were adopted.
-  static size_t Load(const sim::Scenario& scenario, service::ExtenderService& service);
+  static size_t Load(const sim::Scenario& scenario, scheduler::ExtenderService& service);
 
   // What has been written, for tests and the debug view.
   std::map<std::string, std::string> Annotations(const std::string& pod_key) const;
@@ -37,4 +37,4 @@ class EmbeddedCluster : public service::ClusterWriter {
   std::map<std::string, std::string> bound_;
 };
 
-}  // namespace tessera::serve
+}  // namespace tessera::scheduler_runtime
