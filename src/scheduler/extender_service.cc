@@ -379,7 +379,11 @@ std::string ExtenderService::Prioritize(std::string_view body) {
   std::vector<extender::HostPriority> out;
   if (!args.ok()) return extender::EncodeHostPriorityList(out);
   auto pod = codec::DecodePod(args->pod);
-  const std::vector<std::string> candidates = extender::CandidateNames(*args);
+  // Names as sent (nodeCacheCapable), not copied, as in the filter.
+  std::vector<std::string> names_of_nodes;
+  if (!args->node_names) names_of_nodes = extender::CandidateNames(*args);
+  const std::vector<std::string>& candidates =
+      args->node_names ? *args->node_names : names_of_nodes;
   std::string chosen;
   if (pod.ok()) {
     auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);

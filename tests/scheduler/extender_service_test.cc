@@ -502,6 +502,19 @@ TEST_F(ServiceTest, PrioritizeScoresTheNodeFilterWouldChoose) {
   EXPECT_EQ(writer.patches, 0) << "prioritize reserves nothing";
 }
 
+// Without nodeCacheCapable kube-scheduler sends whole Node objects: the names come from them.
+TEST_F(ServiceTest, PrioritizeReadsTheNamesOfNodeObjects) {
+  auto& s = MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 8000)}), NodeWith("n2", {SharingGpu("GPU-2", 32768)})});
+  auto pod = PodBuilder("ns/p").Container(1, 16000).Build();
+  Json items = Json::array();
+  for (const char* name : {"n2", "n1"}) items.push_back({{"metadata", {{"name", name}}}});
+  const std::string body =
+      Json{{"Pod", PodJson(pod)}, {"Nodes", {{"items", items}}}, {"NodeNames", nullptr}}.dump();
+  EXPECT_EQ(Json::parse(s.Prioritize(body)),
+            Json::parse(R"([{"Host":"n2","Score":10},{"Host":"n1","Score":0}])"));
+}
+
 // kube-scheduler scores a pod after filtering it, while the filter's reservation stands: the
 // reservation must not push the score away from the node the filter chose.
 TEST_F(ServiceTest, PrioritizeAfterFilterScoresTheFiltersNode) {
