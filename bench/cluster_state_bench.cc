@@ -47,7 +47,8 @@ void BM_UpdateNodes(benchmark::State& state, Kind kind) {
     state.PauseTiming();
     ++round;
     for (model::Node& node : nodes) {
-      node.annotations[std::string(model::annotations::kNodeHandshake)] = "Reported " + std::to_string(round);
+      node.annotations[std::string(model::annotations::kNodeHandshake)] =
+          "Reported " + std::to_string(round);
     }
     state.ResumeTiming();
     for (const model::Node& node : nodes) cluster.UpsertNode(node);

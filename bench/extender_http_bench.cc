@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "bench_cluster.h"
+#include "scheduler/extender_service.h"
 #include "scheduler_runtime/embedded_cluster.h"
 #include "scheduler_runtime/http_server.h"
-#include "scheduler/extender_service.h"
 
 namespace tessera {
 namespace {

@@ -29,7 +29,8 @@ class NullWriter : public tessera::scheduler::ClusterWriter {
 tessera::scheduler::ExtenderService& Service() {
   static NullWriter writer;
   static tessera::scheduler::ExtenderService* service = [] {
-    auto* s = new tessera::scheduler::ExtenderService(tessera::config::SchedulerConfig{}, {}, writer);
+    auto* s =
+        new tessera::scheduler::ExtenderService(tessera::config::SchedulerConfig{}, {}, writer);
     tessera::model::GpuDevice gpu;
     gpu.uuid = "GPU-0";
     gpu.count = 10;

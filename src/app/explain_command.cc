@@ -25,13 +25,15 @@ int Fail(const std::string& message, int code = 1) {
 // Explaining writes nothing: the one-shot view of a real cluster has no writer.
 class ReadOnlyCluster : public scheduler::ClusterWriter {
  public:
-  Status PatchPodAnnotations(const scheduler::PodRef&, const scheduler::AnnotationChanges&) override {
+  Status PatchPodAnnotations(const scheduler::PodRef&,
+                             const scheduler::AnnotationChanges&) override {
     return Error{"explain writes nothing"};
   }
   Status BindPod(const scheduler::PodRef&, const std::string&) override {
     return Error{"explain writes nothing"};
   }
-  void RecordEvent(const scheduler::PodRef&, bool, const std::string&, const std::string&) override {}
+  void RecordEvent(const scheduler::PodRef&, bool, const std::string&,
+                   const std::string&) override {}
   Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
   Status UnlockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
 };

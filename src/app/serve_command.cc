@@ -20,10 +20,10 @@
 #include "core/config/config_codec.h"
 #include "core/mig/catalog.h"
 #include "core/sched/preferences.h"
+#include "scheduler/extender_service.h"
 #include "scheduler_runtime/embedded_cluster.h"
 #include "scheduler_runtime/http_server.h"
 #include "scheduler_runtime/kube_cluster.h"
-#include "scheduler/extender_service.h"
 #include "sim/scenario.h"
 
 namespace tessera::app {
@@ -178,8 +178,8 @@ int RunServeCommand(const ServeOptions& options) {
     if (options.leader_elect) {
       auto le = ResolveLeaderElection(options);
       if (!le.ok()) return Fail(le.error().message);
-      ko.leader_election =
-          le->follow ? scheduler_runtime::LeaderElectionMode::kFollow : scheduler_runtime::LeaderElectionMode::kCampaign;
+      ko.leader_election = le->follow ? scheduler_runtime::LeaderElectionMode::kFollow
+                                      : scheduler_runtime::LeaderElectionMode::kCampaign;
       ko.lease_namespace = le->lease_namespace;
       ko.lease_name = le->lease_name;
       // Following, the identity is the prefix of the kube-scheduler's holder identity

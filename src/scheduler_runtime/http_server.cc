@@ -3,8 +3,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include "scheduler_runtime/tls_reloader.h"
 #include "scheduler/service_metrics.h"
+#include "scheduler_runtime/tls_reloader.h"
 
 namespace tessera::scheduler_runtime {
 
