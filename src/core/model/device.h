@@ -37,6 +37,9 @@ std::string_view ToString(DeviceMode mode);
 // Unknown strings map to false; the register codec keeps the raw string for type checks.
 bool ParseDeviceMode(std::string_view text, DeviceMode* out);
 
+// The device mode of a GPU in MIG mode, as registered.
+inline constexpr std::string_view kMigMode = "mig";
+
 // One physical GPU as the node agent registers it (hami.io/node-nvidia-register).
 struct GpuDevice {
   std::string uuid;
@@ -50,7 +53,7 @@ struct GpuDevice {
   bool healthy = false;
   std::vector<MigProfile> mig_profiles;
 
-  bool IsMig() const { return mode == "mig"; }
+  bool IsMig() const { return mode == kMigMode; }
   // Placement grid size: the end of the largest placement over all profiles.
   uint32_t MemorySlices() const;
   // Compute-slice budget: the largest slice count of any profile.

@@ -314,6 +314,8 @@ std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
 }
 
 bool OnlyMigDevicesAdmitted(const state::NodeState& node, const PodPreferences& prefs) {
+  // A node of MIG GPUs only (most MIG nodes) answers without touching its devices.
+  if (node.all_mig) return ModeAdmits(prefs.vgpu_mode, model::kMigMode);
   bool any = false;
   for (const auto& d : node.devices) {
     if (!ModeAdmits(prefs.vgpu_mode, d.mode)) continue;

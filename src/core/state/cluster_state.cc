@@ -225,6 +225,7 @@ void ClusterState::UpsertNode(const model::Node& node) {
         ns.mig_models.clear();
         ns.types_upper.clear();
         ns.any_mig = false;
+        ns.all_mig = false;
         ns.registration_decoded = false;  // the devices no longer hold its decode
       } else {
         ns.pair_scores = std::move(scores.value());
@@ -268,9 +269,11 @@ void ClusterState::DecodeRegistration(const std::string* reg, NodeState& ns) {
   }
   ns.types_upper.clear();
   ns.any_mig = false;
+  ns.all_mig = !ns.devices.empty();
   for (const auto& d : ns.devices) {
     ns.types_upper.push_back(ToUpper(d.type));
     ns.any_mig = ns.any_mig || d.IsMig();
+    ns.all_mig = ns.all_mig && d.IsMig();
   }
 }
 

@@ -95,6 +95,7 @@ struct NodeState {
   uint64_t change_stamp = 0;
   std::vector<std::string> types_upper;          // per device, for type filters
   bool any_mig = false;                          // some device is in MIG mode
+  bool all_mig = false;                          // it has devices, every one in MIG mode
   int64_t max_free_mem = 0;                      // MiB, the most any one device has free
   std::optional<int64_t> cpu_allocatable_milli;  // from the Node object, when it says
   int64_t cpu_used_milli = 0;                    // by the pods reserved here

@@ -38,6 +38,7 @@ void ExpectSameNode(const NodeState& got, const NodeState& want) {
   EXPECT_EQ(got.mig_models.size(), want.mig_models.size());
   EXPECT_EQ(got.types_upper, want.types_upper);
   EXPECT_EQ(got.any_mig, want.any_mig);
+  EXPECT_EQ(got.all_mig, want.all_mig);
   EXPECT_EQ(got.cordoned, want.cordoned);
   EXPECT_EQ(got.usage, want.usage);
   EXPECT_EQ(got.cpu_allocatable_milli, want.cpu_allocatable_milli);
