@@ -234,3 +234,36 @@ TEST(MigProfileChoiceTest, LargerProfilesNeverLoseAndSmallestIsTheDefault) {
 
 }  // namespace
 }  // namespace tessera::sched
+
+namespace tessera::sched {
+namespace {
+
+// The shortcut for nodes of MIG GPUs only must answer as the walk over the devices does.
+TEST(OnlyMigDevicesAdmittedTest, AllMigNodesAnswerAsTheDeviceWalk) {
+  state::ClusterState cluster(config::SchedulerConfig{});
+  cluster.UpsertNode(testing::NodeWith("mig", {testing::A100Mig("GPU-0", 0)}));
+  cluster.UpsertNode(testing::NodeWith(
+      "mixed", {testing::A100Mig("GPU-1", 0), testing::SharingGpu("GPU-2", 32768, 0, 1)}));
+  const state::NodeState& mig = *cluster.node("mig");
+  const state::NodeState& mixed = *cluster.node("mixed");
+  ASSERT_TRUE(mig.all_mig);
+  ASSERT_FALSE(mixed.all_mig);
+  PodPreferences prefs;
+  for (VgpuMode mode : {VgpuMode::kAny, VgpuMode::kMig, VgpuMode::kHamiCore, VgpuMode::kMps}) {
+    prefs.vgpu_mode = mode;
+    state::NodeState walked = mig;
+    walked.all_mig = false;  // forces the walk
+    EXPECT_EQ(OnlyMigDevicesAdmitted(mig, prefs), OnlyMigDevicesAdmitted(walked, prefs))
+        << ToString(mode);
+  }
+  prefs.vgpu_mode = VgpuMode::kAny;
+  EXPECT_TRUE(OnlyMigDevicesAdmitted(mig, prefs));
+  EXPECT_FALSE(OnlyMigDevicesAdmitted(mixed, prefs));
+  prefs.vgpu_mode = VgpuMode::kMig;
+  EXPECT_TRUE(OnlyMigDevicesAdmitted(mixed, prefs));  // the shared GPU is not admitted
+  prefs.vgpu_mode = VgpuMode::kHamiCore;
+  EXPECT_FALSE(OnlyMigDevicesAdmitted(mig, prefs));
+}
+
+}  // namespace
+}  // namespace tessera::sched
