@@ -41,8 +41,13 @@ FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t
       evaluator_(cycle),
       by_class_(state_class_bound, FilterOutcome::kNone),
       out_(out) {
-  out_->evaluated.reserve(state_class_bound > 0 ? std::min(expected_nodes, state_class_bound)
-                                                : expected_nodes);
+  // A one-thread pass over nodes that fit drops their entries as it goes (ForgetUnneededFit):
+  // a modest start, grown only where entries stay (refusals, shared classes). A large buffer
+  // freed at the end of every decision would also make malloc consolidate its free lists.
+  constexpr size_t kInitialEntries = 1024;
+  out_->evaluated.reserve(
+      std::min(kInitialEntries, state_class_bound > 0 ? std::min(expected_nodes, state_class_bound)
+                                                      : expected_nodes));
   out_->fits.reserve(32);  // few: MayFit rules most nodes out
 }
 
@@ -55,6 +60,8 @@ void FilterPass::ForgetUnneededFit(uint32_t evaluated) {
   if (!e.fits || e.fit + 1 != out_->fits.size()) return;
   out_->fits.pop_back();
   e.fit = FilterOutcome::kNone;
+  // Nothing refers to the entry either (not the best, not shared, not a refusal).
+  if (evaluated + 1 == out_->evaluated.size()) out_->evaluated.pop_back();
 }
 
 uint32_t FilterPass::EvaluateAnew(const state::NodeState& node, bool use_cache) {

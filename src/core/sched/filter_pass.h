@@ -60,9 +60,9 @@ class FilterPass {
     return EvaluateAnew(node, use_cache);
   }
 
-  // After the choice has seen `evaluated` (the last Evaluate's answer): drops its fit when no
-  // other node shares it and it is not the best, so a pass over nodes that all fit keeps a few
-  // fits, not one per node. Only for a pass that chooses as it goes.
+  // After the choice has seen `evaluated` (the last Evaluate's answer): drops its fit, and its
+  // entry, when no other node shares it and it is not the best, so a pass over nodes that all
+  // fit keeps a few, not one per node. Only for a pass that chooses as it goes.
   void ForgetUnneededFit(uint32_t evaluated);
 
  private:

@@ -147,6 +147,8 @@ TEST_F(FilterPassTest, OnePassWithoutTheCacheKeepsOnlyTheFitsItMayNeed) {
   EXPECT_EQ(all.fits.size(), fitting);
   // One fit per change of the best at most, and the best's is the one kept last.
   EXPECT_LT(kept.fits.size(), fitting / 2);
+  // Nor an entry per fitting node: the dropped fits' entries go too.
+  EXPECT_LT(kept.evaluated.size(), all.evaluated.size() - fitting / 2);
   ASSERT_EQ(kept.best_fit().slots.size(), all.best_fit().slots.size());
   EXPECT_EQ(kept.best_fit().slots[0][0].device, all.best_fit().slots[0][0].device);
   EXPECT_EQ(kept.best_fit().score, all.best_fit().score);
