@@ -150,30 +150,30 @@ int main(int argc, char** argv) {
   replay->add_option("--out", replay_options.out_dir, "Write summary.csv, runs.csv, report.html");
   replay->add_option("--jobs", replay_options.jobs, "Runs in parallel (results do not change)");
   replay
-      ->add_option("--fleet", mig_options.fleets,
+      ->add_option("--fleet", mig_options.run.fleets,
                    "--mig: fleets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, b200-180gb, "
                    "rtx-pro-6000, mixed, mixed-rtx; default all)")
       ->delimiter(',');
   replay
-      ->add_option("--workload", mig_options.workloads,
+      ->add_option("--workload", mig_options.run.workloads,
                    "--mig: workloads (uniform, small-heavy, large-heavy, memory-mix, openb; "
                    "default all but openb, and openb when --trace is given)")
       ->delimiter(',');
-  replay->add_option("--trace", mig_options.trace_csv, "--mig: openb pod list CSV");
+  replay->add_option("--trace", mig_options.run.trace_csv, "--mig: openb pod list CSV");
   replay
-      ->add_option("--nodes-per-fleet", mig_options.nodes_per_fleet,
+      ->add_option("--nodes-per-fleet", mig_options.run.nodes_per_fleet,
                    "--mig: nodes per fleet (8 GPUs each; 2 on mixed-rtx)")
       ->capture_default_str();
-  replay->add_option("--loads", mig_options.loads, "--mig: steady-state offered loads")
+  replay->add_option("--loads", mig_options.run.loads, "--mig: steady-state offered loads")
       ->delimiter(',')
       ->capture_default_str();
   replay
-      ->add_option("--stop-after-rejections", mig_options.stop_after_rejections,
+      ->add_option("--stop-after-rejections", mig_options.run.stop_after_rejections,
                    "--mig: consecutive rejections that end a saturation run (0: never)")
       ->capture_default_str();
-  replay->add_flag("--no-optimum", mig_options.skip_optimum,
+  replay->add_flag("--no-optimum", mig_options.run.skip_optimum,
                    "--mig: skip the offline-optimum study on tiny instances");
-  replay->add_flag("--no-pending", mig_options.skip_pending,
+  replay->add_flag("--no-pending", mig_options.run.skip_pending,
                    "--mig: skip the steady state with a pending queue (pending-L protocols)");
   replay->add_option("--reference", replay_options.reference_csv,
                      "Published summary CSV to compare with (fgd_expected_summary.csv)");
@@ -260,10 +260,10 @@ int main(int argc, char** argv) {
   if (demo->parsed()) return RunDemo(catalog.value());
   if (models->parsed()) return ListModels(catalog.value());
   if (replay->parsed() && mig) {
-    mig_options.policies = replay_options.policies;
+    mig_options.run.policies = replay_options.policies;
     if (seeds_option->count() > 0) mig_options.seeds = replay_options.seeds;
-    mig_options.out_dir = replay_options.out_dir;
-    mig_options.jobs = replay_options.jobs;
+    mig_options.run.out_dir = replay_options.out_dir;
+    mig_options.run.jobs = replay_options.jobs;
     return tessera::app::RunMigReplayCommand(mig_options);
   }
   if (replay->parsed()) {
