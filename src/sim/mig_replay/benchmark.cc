@@ -54,10 +54,6 @@ bool RunsOn(const FleetSpec& fleet, const Workload& workload, const mig::GpuMode
   return true;
 }
 
-bool HasUpperBound(const Protocol& protocol, const MigCluster& cluster) {
-  return !protocol.pending && cluster.UniformSlices();
-}
-
 Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,
                          const Workload& workload, const Protocol& protocol,
                          const std::string& policy, uint64_t seed,
@@ -87,12 +83,9 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
   r.policy = policy;
   r.seed = seed;
   if (policy == kUpperBound) {  // computed from the arrivals, nothing placed
-    if (!HasUpperBound(protocol, cluster)) {
-      r.skipped = true;
-      return r;
-    }
-    r.metrics = protocol.steady ? UpperBoundSteadyState(cluster, arrivals, warmup)
-                                : UpperBoundSaturation(cluster, arrivals);
+    r.metrics = protocol.pending  ? UpperBoundPendingQueue(cluster, arrivals, warmup)
+                : protocol.steady ? UpperBoundSteadyState(cluster, arrivals, warmup)
+                                  : UpperBoundSaturation(cluster, arrivals);
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   }
@@ -168,7 +161,6 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
   out.reserve(tasks.size());
   for (auto& r : results) {
     if (!r->ok()) return r->error();
-    if (r->value().skipped) continue;
     out.push_back(std::move(r->value()));
   }
   return out;

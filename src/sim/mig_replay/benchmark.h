@@ -46,10 +46,6 @@ struct Protocol {
 // Whether the benchmark runs `workload` on `fleet`: a share of a GPU means the same on every
 // model only when all have the same compute slices; memory requests run anywhere.
 bool RunsOn(const FleetSpec& fleet, const Workload& workload, const mig::GpuModelCatalog& catalog);
-// Whether the upper bound is reported for a protocol on a fleet: not for the pending queue
-// (waiting pods are placed later, which the bound does not model) nor where served slices depend
-// on where a pod goes (MigCluster::UniformSlices).
-bool HasUpperBound(const Protocol& protocol, const MigCluster& cluster);
 
 struct RunRecord {
   std::string fleet;
@@ -57,7 +53,6 @@ struct RunRecord {
   std::string protocol;
   std::string policy;  // or kReferencePooledSlices, kUpperBound
   uint64_t seed = 0;
-  bool skipped = false;  // the upper bound where HasUpperBound is false: no metrics
   RunMetrics metrics;
   double wall_seconds = 0;
 };
@@ -66,7 +61,7 @@ struct RunRecord {
 using ProgressFn = std::function<void(int done, int total)>;
 
 // Runs every (fleet, workload, protocol, policy, seed) where the workload RunsOn the fleet;
-// records come back in that order, without the skipped bounds.
+// records come back in that order.
 Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
                                             const mig::GpuModelCatalog& catalog,
                                             const ProgressFn& progress = {});

@@ -41,8 +41,7 @@ Result<std::vector<std::string>> Select(const std::vector<std::string>& given,
 
 // One line per cell: at saturation the demand served (memory slices of the intended profiles
 // held, % of all), in steady state the acceptance rate, with a pending queue the pods ever
-// placed: the headline of each protocol. A policy without a row (the bound where it is not
-// defined) prints "-".
+// placed: the headline of each protocol. A policy without a row prints "-".
 void PrintSummaryTable(const std::vector<SummaryRow>& rows,
                        const std::vector<std::string>& policies) {
   std::printf(

@@ -115,7 +115,96 @@ int64_t UsableCapacity(const MigCluster& cluster) {
   return total;
 }
 
+BoundUnits SliceUnits(const MigCluster& cluster) {
+  return BoundUnits{UsableCapacity(cluster), SlicesByType(cluster)};
+}
+
+BoundUnits MemoryUnits(const MigCluster& cluster) {
+  const Workload& w = cluster.workload();
+  BoundUnits units;
+  units.size_by_type.assign(w.types.size(), 0);
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const state::NodeState& node = *cluster.nodes()[n];
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const mig::GpuMigModel& gpu = node.mig_models[d];
+      const auto slices = static_cast<size_t>(gpu.memory_slices());
+      std::vector<int64_t> most(slices + 1, 0);  // the most intended MiB within c slices
+      for (size_t t = 0; t < w.types.size(); ++t) {
+        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
+        if (profile < 0) continue;
+        const model::MigProfile& p = gpu.profiles()[profile];
+        const auto size = static_cast<size_t>(p.placements.front().size);
+        for (size_t c = size; c <= slices; ++c) {
+          most[c] = std::max(most[c], most[c - size] + p.memory_mib);  // any number
+        }
+        const int64_t request = static_cast<int64_t>(p.memory_mib) * w.types[t].count;
+        int64_t& smallest = units.size_by_type[t];
+        if (smallest == 0 || request < smallest) smallest = request;
+      }
+      units.capacity += most[slices];
+    }
+  }
+  return units;
+}
+
+namespace {
+
+// The units the pod counts are bounded in: slices where they mean the same on every GPU.
+BoundUnits PodCountUnits(const MigCluster& cluster) {
+  return cluster.UniformSlices() ? SliceUnits(cluster) : MemoryUnits(cluster);
+}
+
+// The usable capacity as a share of all memory slices: what no policy's demand served exceeds.
+double UsableShare(const MigCluster& cluster) {
+  return static_cast<double>(UsableCapacity(cluster)) /
+         static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+}
+
+// The most served slices one request of each type can have on any GPU of the cluster.
+std::vector<int64_t> MostSlicesByType(const MigCluster& cluster) {
+  const Workload& w = cluster.workload();
+  std::vector<int64_t> out(w.types.size(), 0);
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const state::NodeState& node = *cluster.nodes()[n];
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      for (size_t t = 0; t < w.types.size(); ++t) {
+        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
+        if (profile < 0) continue;
+        const auto size =
+            static_cast<int64_t>(node.mig_models[d].profiles()[profile].placements.front().size);
+        out[t] = std::max(out[t], size * w.types[t].count);
+      }
+    }
+  }
+  return out;
+}
+
+// Where served slices depend on the GPU (mixed-rtx): the usable capacity, or all the stream
+// could be served if that is less; the most requests that fit in MiB, smallest first.
+RunMetrics SaturationOnMixedSlices(const MigCluster& cluster,
+                                   const std::vector<Arrival>& arrivals) {
+  RunMetrics m;
+  m.arrived = static_cast<int64_t>(arrivals.size());
+  const std::vector<int64_t> most = MostSlicesByType(cluster);
+  const BoundUnits memory = MemoryUnits(cluster);
+  int64_t stream = 0;
+  std::vector<int64_t> sizes;
+  for (const Arrival& a : arrivals) {
+    stream += most[static_cast<size_t>(a.type)];
+    const int64_t s = memory.size_by_type[static_cast<size_t>(a.type)];
+    if (s > 0) sizes.push_back(s);
+  }
+  m.served_slices = std::min(UsableCapacity(cluster), stream);
+  m.accepted = CheapestWithin(std::move(sizes), memory.capacity).first;
+  m.served_ratio = static_cast<double>(m.served_slices) /
+                   static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+  return m;
+}
+
+}  // namespace
+
 RunMetrics UpperBoundSaturation(const MigCluster& cluster, const std::vector<Arrival>& arrivals) {
+  if (!cluster.UniformSlices()) return SaturationOnMixedSlices(cluster, arrivals);
   RunMetrics m;
   m.arrived = static_cast<int64_t>(arrivals.size());
   const int64_t capacity = UsableCapacity(cluster);
@@ -151,10 +240,11 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
   const double start = arrivals[warmup].time;
   const double end = arrivals.back().time;
   m.arrived = static_cast<int64_t>(arrivals.size() - warmup);
-  const int64_t capacity = UsableCapacity(cluster);
+  const BoundUnits units = PodCountUnits(cluster);
+  const int64_t capacity = units.capacity;
   const double budget = static_cast<double>(capacity) * (end - start);
   // Each measured request's cost: its demand times its time inside [start, end].
-  const std::vector<int64_t> by_type = SlicesByType(cluster);
+  const std::vector<int64_t>& by_type = units.size_by_type;
   std::vector<double> costs;
   costs.reserve(arrivals.size() - warmup);
   for (size_t i = warmup; i < arrivals.size(); ++i) {
@@ -177,8 +267,70 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
     m.accepted = std::min(m.accepted, static_cast<int64_t>(std::floor(interval + 1e-6)));
   }
   const double window = std::max(end - start, 1e-12);
-  m.served_ratio =
-      used / window / static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+  const auto all = static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+  m.served_ratio = cluster.UniformSlices() ? used / window / all : UsableShare(cluster);
+  return m;
+}
+
+double PendingPlacementBound(const std::vector<WaitingRequest>& requests, int64_t capacity,
+                             double start, double end) {
+  if (capacity <= 0) return 0;
+  const replay::GlpkEnvironment environment;
+  replay::GlpkProblem lp(glp_create_prob(), &glp_delete_prob);
+  glp_set_obj_dir(lp.get(), GLP_MAX);
+  // Row 1: the resident ones at the end; row 2: the capacity-time of the ones gone by then;
+  // one row per request that could be either, so that it counts once.
+  glp_add_rows(lp.get(), 2);
+  const auto cap = static_cast<double>(capacity);
+  glp_set_row_bnds(lp.get(), 1, GLP_UP, 0, cap);
+  glp_set_row_bnds(lp.get(), 2, GLP_UP, 0, cap * std::max(0.0, end - start));
+  std::vector<int> rows{0};
+  std::vector<int> cols{0};
+  std::vector<double> values{0};
+  int column = 0;
+  auto share = [&](int row, double coefficient) {
+    ++column;
+    glp_add_cols(lp.get(), 1);
+    glp_set_col_bnds(lp.get(), column, GLP_DB, 0, 1);
+    glp_set_obj_coef(lp.get(), column, 1);
+    rows.push_back(row), cols.push_back(column), values.push_back(coefficient);
+  };
+  for (const WaitingRequest& r : requests) {
+    if (r.size <= 0 || r.size > capacity) continue;  // no GPU holds it
+    const auto size = static_cast<double>(r.size);
+    share(1, size);
+    if (r.arrival + r.lifetime > end) continue;  // cannot be gone by the end
+    const int either = glp_add_rows(lp.get(), 1);
+    glp_set_row_bnds(lp.get(), either, GLP_UP, 0, 1);
+    rows.push_back(either), cols.push_back(column), values.push_back(1);
+    share(2, size * r.lifetime);
+    rows.push_back(either), cols.push_back(column), values.push_back(1);
+  }
+  if (column == 0) return 0;
+  if (!replay::SolveQuietly(lp.get(), rows, cols, values, /*scale=*/true)) return -1;
+  return glp_get_obj_val(lp.get());
+}
+
+RunMetrics UpperBoundPendingQueue(const MigCluster& cluster, const std::vector<Arrival>& arrivals,
+                                  size_t warmup) {
+  // Placed on arrival, a pod holds what it would in steady state; the waiting ones only take
+  // capacity away from it.
+  RunMetrics m = UpperBoundSteadyState(cluster, arrivals, warmup);
+  if (arrivals.size() <= warmup) return m;
+  const BoundUnits units = PodCountUnits(cluster);
+  std::vector<WaitingRequest> requests;
+  requests.reserve(arrivals.size() - warmup);
+  for (size_t i = warmup; i < arrivals.size(); ++i) {
+    const Arrival& a = arrivals[i];
+    requests.push_back({a.time, a.lifetime, units.size_by_type[static_cast<size_t>(a.type)]});
+  }
+  const double ever =
+      PendingPlacementBound(requests, units.capacity, arrivals[warmup].time, arrivals.back().time);
+  // A solver failure leaves the trivial bound (every measured arrival).
+  m.ever_placed =
+      ever < 0 ? m.arrived : std::min(m.arrived, static_cast<int64_t>(std::floor(ever + 1e-4)));
+  m.accepted = std::min(m.accepted, m.ever_placed);
+  m.served_ratio = UsableShare(cluster);  // pods placed after waiting add to what is served
   return m;
 }
 

@@ -14,6 +14,11 @@
 //   and only lets requests be accepted in part (IntervalAcceptanceBound). The served figure is
 //   the integral relaxation's time average (a bound in expectation: Poisson arrivals see time
 //   averages).
+//  Pending queue: the most measured arrivals any policy can place by the run's end when a
+//   request may wait (PendingPlacementBound), a capacity bound; acceptance on arrival is bounded
+//   as in steady state (the waiting pods only take capacity away).
+// Where a request's served slices depend on the GPU it gets (mixed-rtx, UniformSlices false),
+// the pod counts are bounded in MiB (MemoryUnits) and the demand served by the usable capacity.
 // Positions, instance limits and compute slices are relaxed away, so the bound can be loose;
 // it is never below what a policy achieves (tested).
 
@@ -31,6 +36,20 @@ inline constexpr std::string_view kUpperBound = "upper-bound";
 // The memory slices the cluster can hold of the workload's intended profiles: per GPU, the
 // largest sum of intended sizes (any number of each) that fits its memory slices.
 int64_t UsableCapacity(const MigCluster& cluster);
+
+// What a bound counts capacity and requests in.
+struct BoundUnits {
+  int64_t capacity = 0;               // of the whole cluster
+  std::vector<int64_t> size_by_type;  // one request of each type; 0: no GPU can hold it
+};
+// Memory slices of intended profiles (UsableCapacity, IntendedServedSlices): exact where a
+// request's slices are the same on every GPU (UniformSlices).
+BoundUnits SliceUnits(const MigCluster& cluster);
+// MiB of intended profiles, on any fleet: per GPU the most intended memory its memory slices can
+// hold (any number of each type's intended profile), and per request its instances' smallest
+// intended memory over the GPUs. A policy's pods on a GPU never hold more than that GPU's
+// capacity, and each holds at least its size.
+BoundUnits MemoryUnits(const MigCluster& cluster);
 
 RunMetrics UpperBoundSaturation(const MigCluster& cluster, const std::vector<Arrival>& arrivals);
 // One request as the interval LP sees it: resident on [start, end) with `size` slices.
@@ -50,5 +69,24 @@ double IntervalAcceptanceBound(std::vector<ResidentRequest> requests, int64_t ca
 
 RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Arrival>& arrivals,
                                  size_t warmup);
+
+// One measured request of the pending-queue protocol.
+struct WaitingRequest {
+  double arrival = 0;
+  double lifetime = 0;
+  int64_t size = 0;
+};
+
+// The most of `requests` (arriving in [start, end]) a policy can place by `end` when a request
+// that does not fit waits and, once placed at p >= arrival, holds `size` on [p, p + lifetime).
+// Those still resident at `end` hold at most `capacity` together; those gone by then
+// (arrival + lifetime <= end) used size x lifetime of the capacity-time capacity x (end -
+// start). The LP relaxation of these two knapsacks (each request in at most one, in part), by
+// GLPK; -1 if the solver fails.
+double PendingPlacementBound(const std::vector<WaitingRequest>& requests, int64_t capacity,
+                             double start, double end);
+
+RunMetrics UpperBoundPendingQueue(const MigCluster& cluster, const std::vector<Arrival>& arrivals,
+                                  size_t warmup);
 
 }  // namespace tessera::sim::mig_replay

@@ -7,6 +7,7 @@
 
 #include "core/common/strings.h"
 #include "support/builders.h"
+#include "support/reservations.h"
 
 namespace tessera::state {
 namespace {
@@ -14,18 +15,14 @@ namespace {
 using ::testing::HasSubstr;
 using testing::NodeWith;
 using testing::RtxPro6000Mig;
+using testing::SharedGpuPod;
 using testing::SharingGpu;
-
-PodReservation Share(const std::string& key, const std::string& node, const std::string& uuid,
-                     int mem, int cores) {
-  return PodReservation{key, "u", node, 0, {{{uuid, "NVIDIA", mem, cores}}}, {}};
-}
 
 TEST(ClusterStateTest, AddAndRemoveTouchOnlyTheirDevices) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0", 32768, 0, 0), SharingGpu("GPU-1", 32768, 0, 1)}));
-  s.AddPod(Share("ns/a", "n", "GPU-1", 1000, 10));
-  s.AddPod(Share("ns/b", "n", "GPU-1", 2000, 20));
+  s.AddPod(SharedGpuPod("ns/a", "n", "GPU-1", 1000, 10));
+  s.AddPod(SharedGpuPod("ns/b", "n", "GPU-1", 2000, 20));
   const NodeState* n = s.node("n");
   EXPECT_EQ(n->usage[0], DeviceUsage{});
   EXPECT_EQ(n->usage[1].used, 2);
@@ -41,7 +38,7 @@ TEST(ClusterStateTest, AddAndRemoveTouchOnlyTheirDevices) {
 TEST(ClusterStateTest, ACopyIsIndependentAndListsItsOwnNodes) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0")}));
-  s.AddPod(Share("ns/a", "n", "GPU-0", 1000, 10));
+  s.AddPod(SharedGpuPod("ns/a", "n", "GPU-0", 1000, 10));
   ClusterState copy = s;
   ASSERT_EQ(copy.node_list().size(), 1U);
   EXPECT_EQ(copy.node_list()[0], copy.node("n"));
@@ -50,14 +47,14 @@ TEST(ClusterStateTest, ACopyIsIndependentAndListsItsOwnNodes) {
   EXPECT_EQ(copy.node("n")->usage[0].used, 0);
   EXPECT_EQ(s.node("n")->usage[0].used, 1);  // the original keeps its pod
   EXPECT_NE(s.pod("ns/a"), nullptr);
-  copy.AddPod(Share("ns/b", "n", "GPU-0", 3000, 10));
+  copy.AddPod(SharedGpuPod("ns/b", "n", "GPU-0", 3000, 10));
   EXPECT_EQ(copy.node("n")->usage[0].used_mem, 3000);
   EXPECT_EQ(s.node("n")->usage[0].used_mem, 1000);
 }
 
 TEST(ClusterStateTest, PodBeforeItsNodeIsAppliedWhenTheNodeRegisters) {
   ClusterState s{config::SchedulerConfig{}};
-  s.AddPod(Share("ns/a", "late", "GPU-0", 1000, 10));
+  s.AddPod(SharedGpuPod("ns/a", "late", "GPU-0", 1000, 10));
   EXPECT_FALSE(s.node("late")->usable());
   s.UpsertNode(NodeWith("late", {SharingGpu("GPU-0")}));
   EXPECT_TRUE(s.node("late")->usable());
@@ -67,7 +64,7 @@ TEST(ClusterStateTest, PodBeforeItsNodeIsAppliedWhenTheNodeRegisters) {
 TEST(ClusterStateTest, ReRegisteringANodeReappliesItsPods) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {SharingGpu("GPU-0")}));
-  s.AddPod(Share("ns/a", "n", "GPU-0", 1000, 10));
+  s.AddPod(SharedGpuPod("ns/a", "n", "GPU-0", 1000, 10));
   s.UpsertNode(NodeWith("n", {SharingGpu("GPU-9"), SharingGpu("GPU-0", 32768, 0, 1)}));
   EXPECT_EQ(s.node("n")->usage[0].used_mem, 0);
   EXPECT_EQ(s.node("n")->usage[1].used_mem, 1000);
@@ -116,7 +113,7 @@ TEST(ClusterStateTest, ContradictoryAnnotationsFailClosedUntilRemoved) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r"), SharingGpu("GPU-s", 32768, 0, 1)}));
   // A MIG GPU used without a placement: its occupancy is unknown.
-  s.AddPod(Share("ns/no-placement", "n", "GPU-r", 24192, 25));
+  s.AddPod(SharedGpuPod("ns/no-placement", "n", "GPU-r", 24192, 25));
   EXPECT_FALSE(s.node("n")->usage[0].Trusted());
   s.RemovePod("ns/no-placement");
   EXPECT_TRUE(s.node("n")->usage[0].Trusted());
@@ -218,9 +215,9 @@ TEST(ClusterStateTest, StateClassesGroupExactlyTheNodesInTheSameState) {
     const int action = pick(10);
     if (action < 6) {
       const int i = pick(kNodes);
-      PodReservation r =
-          Share("ns/p" + std::to_string(step), "n" + std::to_string(i),
-                "GPU-" + std::to_string(i) + (pick(2) == 0 ? "a" : "b"), 1000 * (1 + pick(2)), 10);
+      PodReservation r = SharedGpuPod("ns/p" + std::to_string(step), "n" + std::to_string(i),
+                                      "GPU-" + std::to_string(i) + (pick(2) == 0 ? "a" : "b"),
+                                      1000 * (1 + pick(2)), 10);
       r.cpu_milli = 1000 * pick(3);
       pods.push_back(r.key);
       s.AddPod(std::move(r));

@@ -7,6 +7,7 @@
 #include "core/model/annotations.h"
 #include "core/state/cluster_state.h"
 #include "support/builders.h"
+#include "support/reservations.h"
 
 namespace tessera::state {
 namespace {
@@ -14,12 +15,8 @@ namespace {
 namespace ann = model::annotations;
 using testing::NodeWith;
 using testing::RtxPro6000Mig;
+using testing::SharedGpuPod;
 using testing::SharingGpu;
-
-PodReservation Share(const std::string& key, const std::string& node, const std::string& uuid,
-                     int mem, int cores) {
-  return PodReservation{key, "u", node, 0, {{{uuid, "NVIDIA", mem, cores}}}, {}};
-}
 
 model::Node WithAnnotation(model::Node node, std::string_view key, const std::string& value) {
   node.annotations[std::string(key)] = value;
@@ -48,7 +45,7 @@ TEST(NodeUpdateTest, AHeartbeatKeepsTheDecodedDevicesAndTheSpec) {
   ClusterState s{config::SchedulerConfig{}};
   const model::Node node = NodeWith("n", {SharingGpu("GPU-0"), SharingGpu("GPU-1")});
   s.UpsertNode(node);
-  s.AddPod(Share("ns/a", "n", "GPU-1", 1000, 10));
+  s.AddPod(SharedGpuPod("ns/a", "n", "GPU-1", 1000, 10));
   const model::GpuDevice* first = s.node("n")->devices.data();
   const int spec = s.node("n")->spec_id;
 
@@ -151,13 +148,13 @@ TEST(NodeUpdateTest, EveryUpdateLeavesTheStateAFreshBuildWouldHave) {
       sharing,
   };
   ClusterState updated{config::SchedulerConfig{}};
-  updated.AddPod(Share("ns/a", "n", "GPU-1", 2000, 20));
+  updated.AddPod(SharedGpuPod("ns/a", "n", "GPU-1", 2000, 20));
   int index = 0;
   for (const model::Node& step : steps) {
     SCOPED_TRACE("step " + std::to_string(index++));
     updated.UpsertNode(step);
     ClusterState fresh{config::SchedulerConfig{}};
-    fresh.AddPod(Share("ns/a", "n", "GPU-1", 2000, 20));
+    fresh.AddPod(SharedGpuPod("ns/a", "n", "GPU-1", 2000, 20));
     fresh.UpsertNode(step);
     ExpectSameNode(*updated.node("n"), *fresh.node("n"));
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -168,6 +169,178 @@ TEST(MigUpperBound, SteadyStateAcceptanceBoundsEveryPolicy) {
         const RunMetrics m = RunSteadyState(placer, arrivals, warmup);
         EXPECT_GE(bound.accepted, m.accepted) << w.name << " load " << load << " " << name;
       }
+    }
+  }
+}
+
+// mixed-rtx (two GPUs per node: A100-40GB, H100, RTX PRO 6000) with `nodes_per_model` of each.
+std::vector<model::Node> MixedRtxNodes(int nodes_per_model) {
+  auto built = BuildFleetNodes(*FindFleet("mixed-rtx"), 3 * nodes_per_model, testing::Catalog());
+  EXPECT_TRUE(built.ok());
+  return built.value();
+}
+
+// The same requests (memory-mix types) arriving as a Poisson stream at `load`, with a warm-up.
+struct Stream {
+  std::vector<Arrival> arrivals;
+  size_t warmup = 0;
+};
+Stream PoissonStream(const std::vector<model::Node>& nodes, const Workload& w, double load,
+                     uint64_t seed) {
+  MigCluster sizing(nodes, w);
+  const double rate = load * sizing.gpu_count() / ExpectedGpuShare(sizing);
+  std::mt19937_64 rng(seed);
+  Stream s;
+  s.arrivals = SamplePoissonArrivals(w, static_cast<size_t>(6 * rate), rate, rng);
+  s.warmup = static_cast<size_t>(2 * rate);
+  return s;
+}
+
+TEST(MigUpperBound, MemoryUnitsCountEachGpusMostIntendedMemoryAndEachRequestsLeast) {
+  const Workload w = MakeMemoryMixWorkload();
+  ASSERT_EQ(w.types[0].memory_mib, 4000);
+  ASSERT_EQ(w.types[0].count, 1);
+  Workload only_small = w;
+  only_small.types.resize(1);
+  only_small.probabilities = {1.0};
+  MigCluster a100(testing::Nodes("A100-40GB", 2), only_small);
+  const int one_g = a100.Intended(0, 0, 0);
+  const model::MigProfile& small = a100.nodes()[0]->mig_models[0].profiles()[one_g];
+  EXPECT_EQ(small.name, "1g.5gb");
+  // Eight one-slice instances fill a GPU's memory slices (positions are relaxed away).
+  const BoundUnits units = MemoryUnits(a100);
+  EXPECT_EQ(units.capacity, 2 * 8 * static_cast<int64_t>(small.memory_mib));
+  EXPECT_EQ(units.size_by_type[0], small.memory_mib);
+  // With the 40 GB request too, one 7g.40gb holds more memory than eight 1g.5gb.
+  MigCluster a100_mix(testing::Nodes("A100-40GB", 2), w);
+  const int large_type = 4;  // 40000 MiB x1
+  ASSERT_EQ(w.types[large_type].memory_mib, 40000);
+  const model::MigProfile& large =
+      a100_mix.nodes()[0]->mig_models[0].profiles()[a100_mix.Intended(0, 0, large_type)];
+  EXPECT_EQ(large.name, "7g.40gb");
+  ASSERT_GT(large.memory_mib, 8 * small.memory_mib);
+  EXPECT_EQ(MemoryUnits(a100_mix).capacity, 2 * static_cast<int64_t>(large.memory_mib));
+  // On mixed-rtx a 4000 MiB request costs its smallest instance over the models (the A100's
+  // 1g.5gb, not the RTX PRO 6000's 1g.24gb); a two-instance request twice that.
+  MigCluster mixed(MixedRtxNodes(1), w);
+  const BoundUnits mixed_units = MemoryUnits(mixed);
+  EXPECT_EQ(mixed_units.size_by_type[0], small.memory_mib);
+  for (size_t t = 0; t < w.types.size(); ++t) {
+    int64_t smallest = 0;
+    for (int n = 0; n < mixed.node_count(); ++n) {
+      const int p = mixed.Intended(n, 0, static_cast<int>(t));
+      if (p < 0) continue;
+      const int64_t mib =
+          int64_t{mixed.nodes()[n]->mig_models[0].profiles()[p].memory_mib} * w.types[t].count;
+      if (smallest == 0 || mib < smallest) smallest = mib;
+    }
+    EXPECT_EQ(mixed_units.size_by_type[t], smallest) << w.types[t].label;
+  }
+  // The capacity never exceeds the GPUs' memory.
+  int64_t memory = 0;
+  for (const auto* node : mixed.nodes()) {
+    for (const auto& gpu : node->mig_models) memory += gpu.LargestProfileMemory();
+  }
+  EXPECT_LE(mixed_units.capacity, memory);
+  EXPECT_GT(mixed_units.capacity, 0);
+}
+
+TEST(PendingPlacementBound, CountsWhatLeavesByTheEndAndWhatIsResidentThen) {
+  // Capacity 8, the run from 0 to 10: three 8s of lifetime 1 can follow each other.
+  EXPECT_NEAR(PendingPlacementBound({{0, 1, 8}, {0, 1, 8}, {0, 1, 8}}, 8, 0, 10), 3.0, 1e-6);
+  // Ending at 2: two can come and go (capacity-time 16), the third is resident at the end.
+  EXPECT_NEAR(PendingPlacementBound({{0, 1, 8}, {0, 1, 8}, {0, 1, 8}}, 8, 0, 2), 3.0, 1e-6);
+  // A fourth has no room left.
+  EXPECT_NEAR(PendingPlacementBound({{0, 1, 8}, {0, 1, 8}, {0, 1, 8}, {0, 1, 8}}, 8, 0, 2), 3.0,
+              1e-6);
+  // Lifetimes longer than the run: only what is resident at the end counts, in part (a 4, and
+  // two thirds of a 6).
+  EXPECT_NEAR(PendingPlacementBound({{0, 5, 6}, {0, 5, 4}}, 8, 0, 1), 1.0 + 4.0 / 6, 1e-6);
+  // A request larger than the capacity counts nothing.
+  EXPECT_NEAR(PendingPlacementBound({{0, 1, 9}}, 8, 0, 10), 0.0, 1e-6);
+  // One that arrives late cannot be gone by the end, however short it is.
+  // The first can be gone by 5; the two that arrive at 9.5 cannot, and only one is resident at
+  // the end.
+  EXPECT_NEAR(PendingPlacementBound({{0, 5, 8}, {9.5, 0.2, 8}, {9.5, 1, 8}}, 8, 0, 10), 3.0, 1e-6);
+  EXPECT_NEAR(PendingPlacementBound({{0, 5, 8}, {9.5, 1, 8}, {9.5, 1, 8}}, 8, 0, 10), 2.0, 1e-6);
+}
+
+TEST(MigUpperBound, PendingQueueBoundsEveryPolicyAndTheReference) {
+  struct Case {
+    std::vector<model::Node> nodes;
+    Workload workload;
+    bool overload_shows = true;  // whether the overloaded run is long enough to rule pods out
+  };
+  const std::vector<Case> cases = {
+      {testing::Nodes("A100-40GB", 2, 2), MakeSyntheticWorkload(SyntheticMix::kSmallHeavy)},
+      {testing::Nodes("A100-40GB", 2, 2), MakeMemoryMixWorkload(), false},
+      {MixedRtxNodes(1), MakeMemoryMixWorkload(), false}};
+  for (const Case& c : cases) {
+    for (const double load : {0.9, 1.4}) {
+      const Stream stream = PoissonStream(c.nodes, c.workload, load, 21);
+      MigCluster bound_cluster(c.nodes, c.workload);
+      const RunMetrics bound =
+          UpperBoundPendingQueue(bound_cluster, stream.arrivals, stream.warmup);
+      EXPECT_EQ(bound.arrived, static_cast<int64_t>(stream.arrivals.size() - stream.warmup));
+      EXPECT_LE(bound.ever_placed, bound.arrived);
+      EXPECT_LE(bound.accepted, bound.ever_placed);
+      // Overloaded, the capacity-time rules some out: the bound is not the trivial one.
+      if (load > 1 && c.overload_shows) {
+        EXPECT_LT(bound.ever_placed, bound.arrived) << c.workload.name;
+      }
+      std::vector<std::string> names = AllPolicyNames();
+      names.emplace_back(kReferencePooledSlices);
+      for (const auto& name : names) {
+        MigCluster cluster(c.nodes, c.workload);
+        std::unique_ptr<MigPolicy> policy;
+        std::unique_ptr<Placer> placer;
+        if (name == kReferencePooledSlices) {
+          placer = std::make_unique<GeometryFreePlacer>(cluster);
+        } else {
+          auto made = MakeMigPolicy(name, cluster);
+          ASSERT_TRUE(made.ok());
+          policy = std::move(made.value());
+          placer = std::make_unique<PolicyPlacer>(cluster, *policy);
+        }
+        const RunMetrics m = RunPendingQueue(*placer, stream.arrivals, stream.warmup);
+        const std::string where = c.workload.name + " on " + std::to_string(c.nodes.size()) +
+                                  " nodes, load " + std::to_string(load) + ", " + name;
+        EXPECT_GE(bound.ever_placed, m.ever_placed) << where;
+        EXPECT_GE(bound.accepted, m.accepted) << where;
+        EXPECT_GE(bound.served_ratio, m.served_ratio) << where;
+      }
+    }
+  }
+}
+
+// Where a request's served slices depend on the GPU it gets, the bound counts pods in MiB and
+// the demand served by the usable capacity; it still bounds every policy.
+TEST(MigUpperBound, OnMixedRtxBoundsEveryPolicyAtSaturationAndInSteadyState) {
+  const Workload w = MakeMemoryMixWorkload();
+  const std::vector<model::Node> nodes = MixedRtxNodes(1);
+  MigCluster bound_cluster(nodes, w);
+  ASSERT_FALSE(bound_cluster.UniformSlices());
+  for (uint64_t seed : {5u, 6u}) {
+    std::mt19937_64 rng(seed);
+    const std::vector<Arrival> arrivals = SampleArrivals(w, 60, rng);
+    const RunMetrics bound = UpperBoundSaturation(bound_cluster, arrivals);
+    EXPECT_LE(bound.served_slices, UsableCapacity(bound_cluster));
+    for (const auto& [name, m] : EveryPolicyAtSaturation(nodes, w, arrivals)) {
+      EXPECT_GE(bound.served_slices, m.served_slices) << name << " seed " << seed;
+      EXPECT_GE(bound.accepted, m.accepted) << name << " seed " << seed;
+    }
+  }
+  for (const double load : {0.9, 1.4}) {
+    const Stream stream = PoissonStream(nodes, w, load, 31);
+    const RunMetrics bound = UpperBoundSteadyState(bound_cluster, stream.arrivals, stream.warmup);
+    for (const auto& name : AllPolicyNames()) {
+      MigCluster cluster(nodes, w);
+      auto policy = MakeMigPolicy(name, cluster);
+      ASSERT_TRUE(policy.ok());
+      PolicyPlacer placer(cluster, *policy.value());
+      const RunMetrics m = RunSteadyState(placer, stream.arrivals, stream.warmup);
+      EXPECT_GE(bound.accepted, m.accepted) << "load " << load << " " << name;
+      EXPECT_GE(bound.served_ratio, m.served_ratio) << "load " << load << " " << name;
     }
   }
 }
