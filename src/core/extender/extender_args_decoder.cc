@@ -13,12 +13,14 @@ namespace od = simdjson::ondemand;
 struct ExtenderArgsDecoder::Parser {
   od::parser parser;
   std::string body;  // the body with simdjson's padding, its capacity kept from call to call
+  size_t names = 0;  // node names in the previous body
 };
 
 namespace {
 
 // The names, or nullopt where the general decoder must judge the list (not strings, not a list).
-bool ReadNames(od::value value, std::optional<std::vector<std::string>>* out) {
+// `expected`: how many to make room for (the previous body's count: the list rarely changes).
+bool ReadNames(od::value value, size_t expected, std::optional<std::vector<std::string>>* out) {
   bool null = false;
   if (value.is_null().get(null) != simdjson::SUCCESS) return false;
   if (null) {
@@ -28,6 +30,7 @@ bool ReadNames(od::value value, std::optional<std::vector<std::string>>* out) {
   od::array list;
   if (value.get_array().get(list) != simdjson::SUCCESS) return false;
   std::vector<std::string> names;
+  names.reserve(expected);
   for (auto element : list) {
     std::string_view name;
     if (element.get_string().get(name) != simdjson::SUCCESS) return false;
@@ -38,7 +41,8 @@ bool ReadNames(od::value value, std::optional<std::vector<std::string>>* out) {
 }
 
 // ExtenderArgs from `body` into `out`; false where DecodeExtenderArgs must decide.
-bool DecodeOnDemand(od::parser& parser, simdjson::padded_string_view body, ExtenderArgs* out) {
+bool DecodeOnDemand(od::parser& parser, simdjson::padded_string_view body, size_t expected_names,
+                    ExtenderArgs* out) {
   od::document doc;
   if (parser.iterate(body).get(doc) != simdjson::SUCCESS) return false;
   od::object root;
@@ -62,7 +66,7 @@ bool DecodeOnDemand(od::parser& parser, simdjson::padded_string_view body, Exten
       if (args.pod.is_discarded()) return false;
       have_pod = true;
     } else if (key == "NodeNames") {
-      if (have_names || !ReadNames(value, &args.node_names)) return false;
+      if (have_names || !ReadNames(value, expected_names, &args.node_names)) return false;
       have_names = true;
     } else if (key == "Nodes") {
       bool null = false;
@@ -100,8 +104,11 @@ Result<ExtenderArgs> ExtenderArgsDecoder::Decode(std::string_view body) {
   ExtenderArgs args;
   last_on_demand_ = DecodeOnDemand(
       parser_->parser, simdjson::padded_string_view(padded.data(), body.size(), padded.capacity()),
-      &args);
-  if (last_on_demand_) return args;
+      parser_->names, &args);
+  if (last_on_demand_) {
+    parser_->names = args.node_names ? args.node_names->size() : 0;
+    return args;
+  }
   return DecodeExtenderArgs(body);
 }
 #if defined(__GNUC__) && !defined(__clang__)

@@ -199,7 +199,7 @@ Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::strin
   // Looked up after BeginSchedule: the pod's own earlier reservation is no longer in the state.
   std::vector<const state::NodeState*> nodes;
   std::vector<const std::string*> unregistered;
-  if (candidates != nullptr) LookUp(*candidates, &nodes, &unregistered);
+  if (candidates != nullptr) lookup_.Resolve(state_, *candidates, &nodes, &unregistered);
   return EndSchedule(
       EvaluateParsed(pod, std::move(parsed),
                      candidates != nullptr ? std::span<const state::NodeState* const>(nodes)

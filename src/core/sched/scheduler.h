@@ -21,6 +21,7 @@
 #include "core/sched/preferences.h"
 #include "core/sched/request.h"
 #include "core/state/cluster_state.h"
+#include "core/state/node_lookup.h"
 
 namespace tessera::sched {
 
@@ -114,6 +115,7 @@ class Scheduler {
   Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);
 
   state::ClusterState& state_;
+  state::NodeLookup lookup_;  // Schedule's candidate names (filter after filter, the same list)
   PolicyDefaults defaults_;
   DemandMix mix_;
   MigDemandMix mig_mix_;

@@ -133,6 +133,7 @@ ClusterState ClusterState::Subset(const std::vector<std::string>& names) const {
 }
 
 void ClusterState::RebuildNodeList() {
+  node_set_version_.Bump();
   node_list_.clear();
   by_name_.clear();
   by_name_.reserve(nodes_.size());
@@ -145,6 +146,7 @@ void ClusterState::RebuildNodeList() {
 }
 
 void ClusterState::AddToNodeList(NodeState& node) {
+  node_set_version_.Bump();
   by_name_[node.name] = &node;
   node.tie_order = StableHash(node.name);
   auto at = std::lower_bound(
@@ -309,6 +311,7 @@ void ClusterState::RemoveNode(const std::string& name) {
   RemoveFromNodeList(it->second);
   by_name_.erase(name);
   nodes_.erase(it);
+  node_set_version_.Bump();
 }
 
 void ClusterState::SetNodeBlocked(const std::string& name, const std::string& reason) {

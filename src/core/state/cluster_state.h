@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -161,8 +162,34 @@ class ClusterState {
   // One more than the largest NodeState::state_class (for arrays indexed by it); at most the
   // largest number of distinct node states the cluster has held at once.
   size_t state_class_bound() const { return classes_.size(); }
+  // Changes whenever a node is added or removed, or the state is assigned another's: what
+  // lookups remembered by name (NodeLookup) check before trusting a node's address.
+  uint64_t node_set_version() const { return node_set_version_.value(); }
 
  private:
+  // Bumped on every change of the node set; an assignment also bumps it past both sides, so
+  // that no assigned state reads as unchanged.
+  class NodeSetVersion {
+   public:
+    NodeSetVersion() = default;
+    NodeSetVersion(const NodeSetVersion&) = default;
+    NodeSetVersion(NodeSetVersion&&) noexcept = default;
+    NodeSetVersion& operator=(const NodeSetVersion& other) {
+      value_ = std::max(value_, other.value_) + 1;
+      return *this;
+    }
+    NodeSetVersion& operator=(NodeSetVersion&& other) noexcept {
+      value_ = std::max(value_, other.value_) + 1;
+      return *this;
+    }
+    ~NodeSetVersion() = default;
+    uint64_t value() const { return value_; }
+    void Bump() { ++value_; }
+
+   private:
+    uint64_t value_ = 0;
+  };
+
   struct Applied {
     int device = -1;
     int32_t used = 0;
@@ -217,6 +244,7 @@ class ClusterState {
   std::vector<int> free_classes_;                        // ids with no member
   std::unordered_multimap<uint64_t, int> classes_by_signature_;
   uint64_t last_change_stamp_ = 0;  // NodeState::change_stamp's source
+  NodeSetVersion node_set_version_;
 };
 
 }  // namespace tessera::state
