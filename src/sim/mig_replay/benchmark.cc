@@ -54,6 +54,19 @@ bool RunsOn(const FleetSpec& fleet, const Workload& workload, const mig::GpuMode
   return true;
 }
 
+Result<NamedPlacer> MakePlacer(const std::string& policy, MigCluster& cluster) {
+  NamedPlacer out;
+  if (policy == kReferencePooledSlices) {
+    out.placer = std::make_unique<GeometryFreePlacer>(cluster);
+    return out;
+  }
+  auto made = MakeMigPolicy(policy, cluster);
+  if (!made.ok()) return made.error();
+  out.policy = std::move(made.value());
+  out.placer = std::make_unique<PolicyPlacer>(cluster, *out.policy);
+  return out;
+}
+
 Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,
                          const Workload& workload, const Protocol& protocol,
                          const std::string& policy, uint64_t seed,
@@ -89,16 +102,9 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   }
-  std::unique_ptr<MigPolicy> made;
-  std::unique_ptr<Placer> placer;
-  if (policy == kReferencePooledSlices) {
-    placer = std::make_unique<GeometryFreePlacer>(cluster);
-  } else {
-    auto p = MakeMigPolicy(policy, cluster);
-    if (!p.ok()) return Error{"fleet " + fleet + ": " + p.error().message};
-    made = std::move(p.value());
-    placer = std::make_unique<PolicyPlacer>(cluster, *made);
-  }
+  auto made = MakePlacer(policy, cluster);
+  if (!made.ok()) return Error{"fleet " + fleet + ": " + made.error().message};
+  Placer* placer = made->placer.get();
   if (protocol.pending) {
     r.metrics = RunPendingQueue(*placer, arrivals, warmup);
   } else if (protocol.steady) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/mig/catalog.h"
 #include "sim/mig_replay/demand.h"
 #include "sim/mig_replay/fleet.h"
+#include "sim/mig_replay/policy.h"
 #include "sim/mig_replay/protocol.h"
 
 namespace tessera::sim::mig_replay {
@@ -65,6 +67,13 @@ using ProgressFn = std::function<void(int done, int total)>;
 Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
                                             const mig::GpuModelCatalog& catalog,
                                             const ProgressFn& progress = {});
+
+// What places a run's pods: a MigPolicy by name, or the pooled-slices reference (no policy).
+struct NamedPlacer {
+  std::unique_ptr<MigPolicy> policy;
+  std::unique_ptr<Placer> placer;
+};
+Result<NamedPlacer> MakePlacer(const std::string& policy, MigCluster& cluster);
 
 // One run, in the calling thread (exposed for tests).
 Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,

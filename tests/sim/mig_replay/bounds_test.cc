@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "sim/mig_replay/benchmark.h"
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/offline_optimum.h"
 #include "sim/mig_replay/optimum_study.h"
@@ -292,17 +292,9 @@ TEST(MigUpperBound, PendingQueueBoundsEveryPolicyAndTheReference) {
       names.emplace_back(kReferencePooledSlices);
       for (const auto& name : names) {
         MigCluster cluster(c.nodes, c.workload);
-        std::unique_ptr<MigPolicy> policy;
-        std::unique_ptr<Placer> placer;
-        if (name == kReferencePooledSlices) {
-          placer = std::make_unique<GeometryFreePlacer>(cluster);
-        } else {
-          auto made = MakeMigPolicy(name, cluster);
-          ASSERT_TRUE(made.ok());
-          policy = std::move(made.value());
-          placer = std::make_unique<PolicyPlacer>(cluster, *policy);
-        }
-        const RunMetrics m = RunPendingQueue(*placer, stream.arrivals, stream.warmup);
+        auto made = MakePlacer(name, cluster);
+        ASSERT_TRUE(made.ok()) << made.error().message;
+        const RunMetrics m = RunPendingQueue(*made->placer, stream.arrivals, stream.warmup);
         const std::string where = c.workload.name + " on " + std::to_string(c.nodes.size()) +
                                   " nodes, load " + std::to_string(load) + ", " + name;
         EXPECT_GE(bound.ever_placed, m.ever_placed) << where;
