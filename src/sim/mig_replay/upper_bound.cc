@@ -20,6 +20,50 @@ std::vector<int64_t> SlicesByType(const MigCluster& cluster) {
   return out;
 }
 
+// What the GPUs can hold of the workload's intended profiles, in slices and in MiB (any number
+// of each profile per GPU: an unbounded knapsack over its memory slices), and each request
+// type's extremes over the GPUs.
+struct IntendedCapacity {
+  int64_t slices = 0;                // summed per GPU: the most slices intended sizes fill
+  int64_t mib = 0;                   // summed per GPU: the most intended MiB its slices hold
+  std::vector<int64_t> least_mib;    // per type: count x its smallest intended MiB; 0: none
+  std::vector<int64_t> most_slices;  // per type: count x its largest intended slices
+};
+
+IntendedCapacity MeasureIntended(const MigCluster& cluster) {
+  const Workload& w = cluster.workload();
+  IntendedCapacity out;
+  out.least_mib.assign(w.types.size(), 0);
+  out.most_slices.assign(w.types.size(), 0);
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const state::NodeState& node = *cluster.nodes()[n];
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const mig::GpuMigModel& gpu = node.mig_models[d];
+      const auto slices = static_cast<size_t>(gpu.memory_slices());
+      // The most slices and the most MiB within c slices.
+      std::vector<int64_t> by_slices(slices + 1, 0);
+      std::vector<int64_t> by_mib(slices + 1, 0);
+      for (size_t t = 0; t < w.types.size(); ++t) {
+        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
+        if (profile < 0) continue;
+        const model::MigProfile& p = gpu.profiles()[profile];
+        const auto size = static_cast<size_t>(p.placements.front().size);
+        for (size_t c = size; c <= slices; ++c) {
+          by_slices[c] = std::max(by_slices[c], by_slices[c - size] + static_cast<int64_t>(size));
+          by_mib[c] = std::max(by_mib[c], by_mib[c - size] + p.memory_mib);
+        }
+        const int64_t count = w.types[t].count;
+        int64_t& least = out.least_mib[t];
+        if (least == 0 || p.memory_mib * count < least) least = p.memory_mib * count;
+        out.most_slices[t] = std::max(out.most_slices[t], static_cast<int64_t>(size) * count);
+      }
+      out.slices += by_slices[slices];
+      out.mib += by_mib[slices];
+    }
+  }
+  return out;
+}
+
 // The most items that fit in `budget` together (the cheapest ones), and what they use.
 template <class T>
 std::pair<int64_t, T> CheapestWithin(std::vector<T> costs, T budget) {
@@ -91,60 +135,15 @@ double IntervalAcceptanceBound(std::vector<ResidentRequest> requests, int64_t ca
   return glp_get_obj_val(lp.get());
 }
 
-int64_t UsableCapacity(const MigCluster& cluster) {
-  const Workload& w = cluster.workload();
-  int64_t total = 0;
-  for (int n = 0; n < cluster.node_count(); ++n) {
-    const state::NodeState& node = *cluster.nodes()[n];
-    for (size_t d = 0; d < node.devices.size(); ++d) {
-      const mig::GpuMigModel& gpu = node.mig_models[d];
-      const auto slices = static_cast<size_t>(gpu.memory_slices());
-      std::vector<uint8_t> reach(slices + 1, 0);
-      reach[0] = 1;
-      for (size_t t = 0; t < w.types.size(); ++t) {
-        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
-        if (profile < 0) continue;
-        const auto size = static_cast<size_t>(gpu.profiles()[profile].placements.front().size);
-        for (size_t c = size; c <= slices; ++c) reach[c] |= reach[c - size];  // any number
-      }
-      size_t best = slices;
-      while (best > 0 && reach[best] == 0) --best;
-      total += static_cast<int64_t>(best);
-    }
-  }
-  return total;
-}
+int64_t UsableCapacity(const MigCluster& cluster) { return MeasureIntended(cluster).slices; }
 
 BoundUnits SliceUnits(const MigCluster& cluster) {
   return BoundUnits{UsableCapacity(cluster), SlicesByType(cluster)};
 }
 
 BoundUnits MemoryUnits(const MigCluster& cluster) {
-  const Workload& w = cluster.workload();
-  BoundUnits units;
-  units.size_by_type.assign(w.types.size(), 0);
-  for (int n = 0; n < cluster.node_count(); ++n) {
-    const state::NodeState& node = *cluster.nodes()[n];
-    for (size_t d = 0; d < node.devices.size(); ++d) {
-      const mig::GpuMigModel& gpu = node.mig_models[d];
-      const auto slices = static_cast<size_t>(gpu.memory_slices());
-      std::vector<int64_t> most(slices + 1, 0);  // the most intended MiB within c slices
-      for (size_t t = 0; t < w.types.size(); ++t) {
-        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
-        if (profile < 0) continue;
-        const model::MigProfile& p = gpu.profiles()[profile];
-        const auto size = static_cast<size_t>(p.placements.front().size);
-        for (size_t c = size; c <= slices; ++c) {
-          most[c] = std::max(most[c], most[c - size] + p.memory_mib);  // any number
-        }
-        const int64_t request = static_cast<int64_t>(p.memory_mib) * w.types[t].count;
-        int64_t& smallest = units.size_by_type[t];
-        if (smallest == 0 || request < smallest) smallest = request;
-      }
-      units.capacity += most[slices];
-    }
-  }
-  return units;
+  IntendedCapacity measured = MeasureIntended(cluster);
+  return BoundUnits{measured.mib, std::move(measured.least_mib)};
 }
 
 namespace {
@@ -160,42 +159,22 @@ double UsableShare(const MigCluster& cluster) {
          static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
 }
 
-// The most served slices one request of each type can have on any GPU of the cluster.
-std::vector<int64_t> MostSlicesByType(const MigCluster& cluster) {
-  const Workload& w = cluster.workload();
-  std::vector<int64_t> out(w.types.size(), 0);
-  for (int n = 0; n < cluster.node_count(); ++n) {
-    const state::NodeState& node = *cluster.nodes()[n];
-    for (size_t d = 0; d < node.devices.size(); ++d) {
-      for (size_t t = 0; t < w.types.size(); ++t) {
-        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
-        if (profile < 0) continue;
-        const auto size =
-            static_cast<int64_t>(node.mig_models[d].profiles()[profile].placements.front().size);
-        out[t] = std::max(out[t], size * w.types[t].count);
-      }
-    }
-  }
-  return out;
-}
-
 // Where served slices depend on the GPU (mixed-rtx): the usable capacity, or all the stream
 // could be served if that is less; the most requests that fit in MiB, smallest first.
 RunMetrics SaturationOnMixedSlices(const MigCluster& cluster,
                                    const std::vector<Arrival>& arrivals) {
   RunMetrics m;
   m.arrived = static_cast<int64_t>(arrivals.size());
-  const std::vector<int64_t> most = MostSlicesByType(cluster);
-  const BoundUnits memory = MemoryUnits(cluster);
+  const IntendedCapacity intended = MeasureIntended(cluster);
   int64_t stream = 0;
   std::vector<int64_t> sizes;
   for (const Arrival& a : arrivals) {
-    stream += most[static_cast<size_t>(a.type)];
-    const int64_t s = memory.size_by_type[static_cast<size_t>(a.type)];
+    stream += intended.most_slices[static_cast<size_t>(a.type)];
+    const int64_t s = intended.least_mib[static_cast<size_t>(a.type)];
     if (s > 0) sizes.push_back(s);
   }
-  m.served_slices = std::min(UsableCapacity(cluster), stream);
-  m.accepted = CheapestWithin(std::move(sizes), memory.capacity).first;
+  m.served_slices = std::min(intended.slices, stream);
+  m.accepted = CheapestWithin(std::move(sizes), intended.mib).first;
   m.served_ratio = static_cast<double>(m.served_slices) /
                    static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
   return m;
