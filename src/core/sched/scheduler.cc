@@ -25,21 +25,8 @@ Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::strin
   if (candidates == nullptr) return EvaluateOn(pod, state_.node_list(), {}, now_unix);
   std::vector<const state::NodeState*> nodes;
   std::vector<const std::string*> unregistered;
-  LookUp(*candidates, &nodes, &unregistered);
+  state::NodeLookup::ResolveOnce(state_, *candidates, &nodes, &unregistered);
   return EvaluateOn(pod, nodes, unregistered, now_unix);
-}
-
-void Scheduler::LookUp(const std::vector<std::string>& names,
-                       std::vector<const state::NodeState*>* nodes,
-                       std::vector<const std::string*>* unregistered) const {
-  nodes->reserve(names.size());
-  for (const auto& name : names) {
-    if (const state::NodeState* ns = state_.node(name)) {
-      nodes->push_back(ns);
-    } else {
-      unregistered->push_back(&name);
-    }
-  }
 }
 
 Decision Scheduler::Evaluate(const model::Pod& pod,

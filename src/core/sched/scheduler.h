@@ -104,8 +104,6 @@ class Scheduler {
   // How many threads the filter phase gets for `nodes` candidates.
   size_t FilterThreads(const CycleState& cycle, size_t nodes) const;
   void ReportRefusals(const CycleState& cycle, FilterOutcome* filtered, Decision* decision) const;
-  void LookUp(const std::vector<std::string>& names, std::vector<const state::NodeState*>* nodes,
-              std::vector<const std::string*>* unregistered) const;
   // Schedule's first half (give up the pod's earlier reservation, observe its shape) and second
   // half (reserve the decision, or restore the earlier reservation).
   std::optional<state::PodReservation> BeginSchedule(const model::Pod& pod,

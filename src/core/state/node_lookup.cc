@@ -30,4 +30,17 @@ void NodeLookup::Resolve(const ClusterState& state, const std::vector<std::strin
   }
 }
 
+void NodeLookup::ResolveOnce(const ClusterState& state, const std::vector<std::string>& names,
+                             std::vector<const NodeState*>* nodes,
+                             std::vector<const std::string*>* unregistered) {
+  nodes->reserve(nodes->size() + names.size());
+  for (const std::string& name : names) {
+    if (const NodeState* node = state.node(name)) {
+      nodes->push_back(node);
+    } else {
+      unregistered->push_back(&name);
+    }
+  }
+}
+
 }  // namespace tessera::state

@@ -20,6 +20,10 @@ class NodeLookup {
   // (pointers into `names`).
   void Resolve(const ClusterState& state, const std::vector<std::string>& names,
                std::vector<const NodeState*>* nodes, std::vector<const std::string*>* unregistered);
+  // The same answer, remembering nothing (for callers that cannot keep a NodeLookup).
+  static void ResolveOnce(const ClusterState& state, const std::vector<std::string>& names,
+                          std::vector<const NodeState*>* nodes,
+                          std::vector<const std::string*>* unregistered);
 
  private:
   const ClusterState* state_ = nullptr;

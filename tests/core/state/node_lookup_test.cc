@@ -53,6 +53,16 @@ TEST(NodeLookupTest, ResolvesInOrderWithTheUnregisteredApart) {
   EXPECT_EQ(Resolved(lookup, s, {"c", "b", "a", "y"}), (Names{"c", "b", "a", "?y"}));
   EXPECT_EQ(Resolved(lookup, s, {"a", "b", "c"}), (Names{"a", "b", "c"}));
   EXPECT_EQ(Resolved(lookup, s, {}), (Names{}));
+  // Remembering nothing gives the same.
+  const Names names = {"c", "x", "a"};
+  std::vector<const NodeState*> nodes;
+  std::vector<const std::string*> unregistered;
+  NodeLookup::ResolveOnce(s, names, &nodes, &unregistered);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0], s.node("c"));
+  EXPECT_EQ(nodes[1], s.node("a"));
+  ASSERT_EQ(unregistered.size(), 1u);
+  EXPECT_EQ(unregistered[0], &names[1]);
 }
 
 TEST(NodeLookupTest, ForgetsWhatItRememberedWhenNodesComeAndGo) {
