@@ -110,16 +110,19 @@ class Env:
                        "\n    ".join(pending[:5])) from None
         return last
 
-    def wait_unschedulable(self, ns: str, name: str, timeout: float) -> str:
-        """Waits for PodScheduled=False and returns its message."""
+    def wait_unschedulable(self, ns: str, name: str, timeout: float, expect: str) -> str:
+        """Waits for PodScheduled=False with `expect` in its message and returns the message.
+        An earlier message without it (a transient extender error, which kube-scheduler
+        retries) is passed over; on timeout the failure shows the last one."""
         def cond():
             self.cluster.check_tesseras_alive()
             p = self.kube.pod(ns, name)
             check(not p["spec"].get("nodeName"), f"{name} was bound to {p['spec'].get('nodeName')}")
             c = scheduled_condition(p)
-            return c and c.get("status") == "False" and c.get("message")
+            msg = c.get("message", "") if c and c.get("status") == "False" else ""
+            return msg if expect in msg else None
         try:
-            return wait_until(cond, timeout, 0.5, f"{ns}/{name} PodScheduled=False")
+            return wait_until(cond, timeout, 0.5, f"{ns}/{name} PodScheduled=False with {expect!r}")
         except TimeoutError as e:
             raise Fail(f"{e}: {describe(self.kube.pod(ns, name))}") from None
 
@@ -343,7 +346,7 @@ def s_insufficient_device(env: Env, ns: str, group: str):
         raise Fail(f"/metrics for {uuid}: {got}, want {want}") from None
     env.kube.create_pod(gpu_pod(ns, "two-gpus", {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 1000},
                                 group=group))
-    msg = env.wait_unschedulable(ns, "two-gpus", 30)
+    msg = env.wait_unschedulable(ns, "two-gpus", 30, "NodeInsufficientDevice")
     say(f"two-gpus: {msg}")
     check("NodeInsufficientDevice" in msg, f"message lacks NodeInsufficientDevice: {msg!r}")
     # No eviction gives a one-GPU node a second GPU: the extender says so
@@ -381,7 +384,7 @@ def s_mig(env: Env, ns: str, group: str):
               f"{name}: expected profile memory/cores 24192/25 in {gpu.ALLOCATED}, got {devs}")
     env.kube.create_pod(gpu_pod(ns, "p3", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
                                 group=group, annotations=mig))
-    msg = env.wait_unschedulable(ns, "p3", 30)
+    msg = env.wait_unschedulable(ns, "p3", 30, "CardInsufficientMemory")
     say(f"p3: {msg}")
     check("CardInsufficientMemory" in msg, f"message lacks CardInsufficientMemory: {msg!r}")
     p1_starts = {m["placement"]["start"] for m in gpu.decode_mig(
@@ -842,7 +845,7 @@ def s_agent(env: Env, ns: str, group: str):
 
         env.kube.create_pod(gpu_pod(ns, "p3", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
                                     group=group, annotations=mig))
-        msg = env.wait_unschedulable(ns, "p3", 30)
+        msg = env.wait_unschedulable(ns, "p3", 30, "CardInsufficientMemory")
         check("CardInsufficientMemory" in msg, f"p3: {msg!r}")
 
         # kill -9 the agent and restart it: nothing is destroyed, nothing made twice.
@@ -951,7 +954,7 @@ def s_unreadable_running_pod(env: Env, ns: str, group: str):
     env.kube.create_pod(running)
     env.kube.create_pod(gpu_pod(ns, "next", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 7000},
                                 group=group))
-    msg = env.wait_unschedulable(ns, "next", 30)
+    msg = env.wait_unschedulable(ns, "next", 30, "CardNotHealth")
     say(f"next: {msg}")
     check("CardNotHealth" in msg, f"next should wait with CardNotHealth: {msg!r}")
     env.kube.delete_pod(ns, "running")
@@ -960,8 +963,8 @@ def s_unreadable_running_pod(env: Env, ns: str, group: str):
 
 
 @scenario("l", "GPU quota per namespace: with limits.nvidia.com/gpumem 16000 two 8000 MiB pods "
-               "bind, the third waits with ResourceQuotaNotFit until one is deleted; the "
-               "webhook denies an over-quota pod", 90)
+               "bind, the third waits with ResourceQuotaNotFit; the webhook denies an over-quota "
+               "pod; the quota raised, tessera requeues the third and it binds", 90)
 def s_quota(env: Env, ns: str, group: str):
     main = env.require_main()
     env.cluster.create_node(f"{group}-n1", [gpu.sharing_gpu(f"GPU-{group}-0", 0, devmem=32000),
@@ -992,7 +995,7 @@ def s_quota(env: Env, ns: str, group: str):
         env.wait_bound(ns, ["p1", "p2"], 40)
         env.kube.create_pod(gpu_pod(ns, "p3", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
                                     group=group))
-        msg = env.wait_unschedulable(ns, "p3", 30)
+        msg = env.wait_unschedulable(ns, "p3", 30, "ResourceQuotaNotFit")
         say(f"p3: {msg}")
         check("ResourceQuotaNotFit" in msg, f"p3 should wait with ResourceQuotaNotFit: {msg!r}")
         denied = review("p4", 8000)
@@ -1000,9 +1003,15 @@ def s_quota(env: Env, ns: str, group: str):
         say(f"webhook on a 4th pod: allowed={denied.get('allowed')} {why!r}")
         check(denied.get("allowed") is False and "exceeding resource quota" in why,
               f"the webhook should deny an over-quota pod: {denied}")
-        env.kube.delete_pod(ns, "p1")
+        # kube-scheduler does not watch ResourceQuotas, so the raise is no event to it: p3 is
+        # tried again because tessera requeues it (--requeue-after, 5 s by default).
+        env.kube.merge_patch(f"{quotas}/gpu",
+                             {"spec": {"hard": {"limits.nvidia.com/gpumem": "24000"}}})
         env.wait_bound(ns, ["p3"], 40)
-        say("p1 deleted -> p3 bound")
+        stamp = env.kube.pod(ns, "p3")["metadata"].get("annotations", {}).get(
+            "tessera.io/requeued-at")
+        check(stamp is not None, "p3 should carry tessera.io/requeued-at")
+        say(f"quota raised to 24000 -> tessera requeued p3 (requeued-at {stamp}) -> bound")
     finally:
         env.kube.delete(f"{quotas}/gpu", grace0=False)
 
@@ -1022,7 +1031,7 @@ def s_explain(env: Env, ns: str, group: str):
     env.wait_bound(ns, ["holder"], 30)
     env.kube.create_pod(gpu_pod(ns, "waiting", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000},
                                 group=group, annotations=typed))
-    msg = env.wait_unschedulable(ns, "waiting", 30)
+    msg = env.wait_unschedulable(ns, "waiting", 30, "CardInsufficientMemory")
     say(f"waiting: {msg}")
     status, text = main.get_text(f"/explain?pod={ns}/waiting&node={node}")
     check(status == 200, f"/explain: HTTP {status} {text}")
@@ -1087,7 +1096,7 @@ def s_liveness(env: Env, ns: str, group: str):
         say(f"node not offered {took:.1f}s after allocatable fell to 0 (grace 4s)")
         check(took >= 3.5, f"the node was dropped before its grace period: {took:.1f}s")
         env.kube.create_pod(gpu_pod(ns, "after", gpu1, group=group))
-        msg = env.wait_unschedulable(ns, "after", 30)
+        msg = env.wait_unschedulable(ns, "after", 30, "no live device plugin")
         say(f"after: {msg}")
         check("no live device plugin" in msg, f"'after' should wait for a live plugin: {msg!r}")
         set_gpus("10")

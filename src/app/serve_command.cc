@@ -134,6 +134,9 @@ int RunServeCommand(const ServeOptions& options) {
   so.node_liveness_grace = grace.value();
   // An embedded cluster has no kubelet to keep nodes' allocatable GPU counts up.
   if (scenario) so.node_liveness_grace = std::chrono::seconds(0);
+  auto requeue = DurationFlag("--requeue-after", options.requeue_after);
+  if (!requeue.ok()) return Fail(requeue.error().message);
+  so.requeue_after = requeue.value();
   auto lock_timeout = DurationFlag("--node-lock-timeout", options.node_lock_timeout);
   if (!lock_timeout.ok() || lock_timeout.value().count() <= 0) {
     return Fail("--node-lock-timeout " + options.node_lock_timeout +
@@ -250,6 +253,7 @@ int RunServeCommand(const ServeOptions& options) {
     while (!stopping.load()) {
       service.ExpireReservations();
       service.CheckNodeLiveness();  // every second: a scan of the nodes seen at 0 only
+      service.RequeueWaitingPods();
       for (int i = 0; i < 10 && !stopping.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }

@@ -173,6 +173,11 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
                   "A node whose allocatable GPU count stays 0 this long gets no new GPU pods "
                   "(0 = off)")
       ->capture_default_str();
+  serve
+      .add_option("--requeue-after", so.requeue_after,
+                  "A waiting pod that fits after a change kube-scheduler did not retry it on "
+                  "(a deletion it saw first, a quota raised) is requeued after this long (0 = off)")
+      ->capture_default_str();
   serve.add_option("--kube-qps", so.kube_qps, "API requests per second (0 = unlimited)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -259,6 +259,11 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
   } else {
     waiting_[pod_in.Key()] = decision->message;
   }
+  if (decision->outcome == sched::Outcome::kUnschedulable && pod_in.node_name.empty()) {
+    refused_.Refused(pod_in.Key(), have_candidates ? &candidates : nullptr);
+  } else {
+    refused_.Forget(pod_in.Key());
+  }
   if (decision->passthrough()) {
     reservations_.AssumePassthrough(pod_in.Key());
     result.node_names = args.node_names;
@@ -304,7 +309,10 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
 
 void ExtenderService::ReleaseIfSerial(const std::string& key, uint64_t serial) {
   std::lock_guard lock(mu_);
-  if (reservations_.Undo(key, serial)) metrics_.SetPending(reservations_.awaiting_bind());
+  if (reservations_.Undo(key, serial)) {
+    metrics_.SetPending(reservations_.awaiting_bind());
+    refused_.ViewChanged();
+  }
 }
 
 // ---- bind ---------------------------------------------------------------------------------
@@ -460,8 +468,16 @@ void ExtenderService::UpsertNodeLocked(const model::Node& node) {
   liveness_.Observe(node, clocks_.steady());
   // A node whose plugin came back is live at once; one that went away waits for the next pass.
   if (!liveness_.ZeroSince(node.name)) not_live_.erase(node.name);
+  const state::NodeState* before = state_.node(node.name);
+  const bool was_usable = before != nullptr && before->usable();
+  const uint64_t signature = before != nullptr ? before->signature : 0;
   state_.SetNodeBlocked(node.name, BlockReasonLocked(node.name));
   state_.UpsertNode(node);
+  const state::NodeState* after = state_.node(node.name);
+  // A heartbeat changes neither: only a node that may take more than before counts.
+  if (after != nullptr && after->usable() && (!was_usable || after->signature != signature)) {
+    refused_.ViewChanged();
+  }
 }
 
 size_t ExtenderService::CheckNodeLiveness() {
@@ -483,6 +499,7 @@ size_t ExtenderService::CheckNodeLiveness() {
     for (const auto& [name, reason] : changed) {
       if (reason.empty()) {
         not_live_.erase(name);
+        refused_.ViewChanged();  // kube-scheduler saw the node's update before the grace ended
       } else {
         not_live_.insert(name);
       }
@@ -544,6 +561,7 @@ void ExtenderService::UpsertQuotaModel(const model::ResourceQuota& quota) {
   {
     std::lock_guard lock(mu_);
     problems = state_.UpsertQuota(quota);
+    refused_.ViewChanged();  // kube-scheduler does not watch ResourceQuotas
   }
   for (const auto& p : problems) {
     metrics_.DecodeError("resourcequota");
@@ -566,6 +584,7 @@ void ExtenderService::DeleteQuota(const Json& quota) {
   if (!decoded.ok()) return;
   std::lock_guard lock(mu_);
   state_.RemoveQuota(decoded->ns, decoded->name);
+  refused_.ViewChanged();
 }
 
 void ExtenderService::ReplaceQuotas(const std::vector<Json>& quotas) {
@@ -584,6 +603,7 @@ void ExtenderService::ReplaceQuotas(const std::vector<Json>& quotas) {
     }
   }
   for (const auto& [ns, name] : gone) state_.RemoveQuota(ns, name);
+  if (!gone.empty()) refused_.ViewChanged();
 }
 
 void ExtenderService::UpsertPodModel(const model::Pod& pod) {
@@ -623,10 +643,12 @@ void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
   for (const auto& key : gone) ForgetPodLocked(key);
   std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
   std::erase_if(waiting_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
+  refused_.KeepOnly(waiting_);
 }
 
 void ExtenderService::ForgetPodLocked(const std::string& key) {
   std::optional<state::PodReservation> gone = reservations_.Forget(key);
+  if (gone) refused_.ViewChanged();
   ForgetPodViewsLocked(key, gone ? gone->uid : "");
   metrics_.SetPending(reservations_.awaiting_bind());
 }
@@ -638,13 +660,17 @@ void ExtenderService::ForgetPodViewsLocked(const std::string& key, const std::st
   }
   unbound_.erase(key);
   waiting_.erase(key);
+  refused_.Forget(key);
 }
 
 void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
   using Adoption = state::ReservationCache::Adoption;
   const std::string key = pod.Key();
+  const bool held = state_.pod(key) != nullptr;
   state::ReservationCache::Observed seen = reservations_.Observe(pod, clocks_.steady());
   metrics_.SetPending(reservations_.awaiting_bind());
+  // A pod that finished, was replaced or gave its devices back freed them.
+  if (seen.forgotten || (held && state_.pod(key) == nullptr)) refused_.ViewChanged();
   if (seen.forgotten || seen.adoption == Adoption::kGone) {
     ForgetPodViewsLocked(key, seen.forgotten ? seen.forgotten->uid : "");
   }
@@ -654,6 +680,7 @@ void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
   } else {
     unbound_.erase(key);
     waiting_.erase(key);
+    refused_.Forget(key);
   }
   if (seen.adoption == Adoption::kUnreadable) {
     metrics_.DecodeError("pod");
@@ -690,6 +717,7 @@ size_t ExtenderService::ExpireReservations() {
           {PodRef{e.key.substr(0, slash), e.key.substr(slash + 1), std::move(e.uid)}, e.node});
     }
     metrics_.SetPending(reservations_.awaiting_bind());
+    if (!expired.empty()) refused_.ViewChanged();  // only this process knows of these
   }
   for (const auto& [ref, node] : expired) {
     spdlog::info("released the reservation of pod {} on {}: not bound in time", ref.Key(), node);
@@ -699,6 +727,44 @@ size_t ExtenderService::ExpireReservations() {
   }
   metrics_.ReservationsExpired(expired.size());
   return expired.size();
+}
+
+size_t ExtenderService::RequeueWaitingPods() {
+  if (options_.requeue_after.count() <= 0) return 0;
+  std::vector<PodRef> requeue;
+  {
+    std::lock_guard lock(mu_);
+    if (!synced_ || !leader_) return 0;  // a follower writes nothing
+    for (const RefusedPods::Due& due :
+         refused_.TakeDue(clocks_.steady(), options_.requeue_after, options_.requeue_batch)) {
+      auto it = unbound_.find(due.key);
+      if (it == unbound_.end()) {
+        refused_.Forget(due.key);
+        continue;
+      }
+      auto admitted = sched::ApplyAdmissionDefaults(it->second, config_.nvidia);
+      if (!admitted.ok() || !scheduler_.WouldPlace(admitted->pod, due.candidates.get())) continue;
+      requeue.push_back({it->second.ns, it->second.name, it->second.uid});
+    }
+  }
+  // A new value each time: an unchanged annotation would be no update at all.
+  const std::string stamp = std::to_string(clocks_.unix_seconds());
+  size_t done = 0;
+  for (const PodRef& ref : requeue) {
+    Status s = writer_.PatchPodAnnotations(ref, {{std::string(ann::kRequeuedAt), stamp}});
+    if (!s.ok()) {
+      spdlog::warn("requeue {}: {}", ref.Key(), s.message());
+      continue;
+    }
+    ++done;
+    spdlog::info("pod {} fits since its last filter; asked kube-scheduler to try it again",
+                 ref.Key());
+    writer_.RecordEvent(ref, false, "Requeued",
+                        "GPU capacity came free after the last scheduling attempt; asked "
+                        "kube-scheduler to try again");
+  }
+  metrics_.Requeued(done);
+  return done;
 }
 
 ExtenderService::ExplainAnswer ExtenderService::Explain(std::string_view pod_key, bool json,

@@ -24,6 +24,7 @@
 #include "core/state/node_liveness.h"
 #include "core/state/reservation_cache.h"
 #include "scheduler/cluster_writer.h"
+#include "scheduler/refused_pods.h"
 #include "scheduler/service_metrics.h"
 #include "scheduler/ui_state.h"
 
@@ -49,6 +50,15 @@ struct ServiceOptions {
   // A registered node whose allocatable GPU count (nvidia.com/gpu) has been 0 this long gets no
   // new GPU pods (its device plugin is gone, hami-protocol.md 9). Zero turns the check off.
   std::chrono::seconds node_liveness_grace{60};
+  // --requeue-after: a pod the filter placed nowhere is asked about again by kube-scheduler after
+  // any cluster event, but kube-scheduler may see the event first and ask while this view still
+  // holds the departed pod, and some changes it never sees (a quota raised, a reservation
+  // expired, a node live again). A waiting pod refused before such a change, not filtered since
+  // for this long, that now fits on a node of its last filter, gets tessera.io/requeued-at: an
+  // update kube-scheduler answers by trying it again. Zero turns it off.
+  std::chrono::milliseconds requeue_after{std::chrono::seconds(5)};
+  // The most waiting pods one requeue pass evaluates (each is a filter without reasons).
+  size_t requeue_batch = 32;
   // Threads for the filter phase (--filter-threads); nullptr: the request's own thread. Must
   // outlive the service.
   TaskRunner* filter_runner = nullptr;
@@ -109,6 +119,10 @@ class ExtenderService {
   // count has been 0 for node_liveness_grace become unusable, and usable again once it is not.
   // Returns how many nodes are not live.
   size_t CheckNodeLiveness();
+  // The requeue pass (every second, see ServiceOptions::requeue_after): writes
+  // tessera.io/requeued-at on each waiting pod kube-scheduler will not retry on its own and that
+  // now fits, and records a Normal event `Requeued`. Only the leader writes. Returns how many.
+  size_t RequeueWaitingPods();
 
   // GET /explain?pod=NS/NAME: why a pending pod fits where it does or nowhere, per node and GPU,
   // and what would make it fit (sched::ExplainPod). The state is copied under the lock and
@@ -172,8 +186,9 @@ class ExtenderService {
   // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
   std::map<std::string, model::Pod> unbound_;
   std::map<std::string, std::string> waiting_;  // unbound pods the last filter placed nowhere: why
-  mutable UiStateEncoder ui_encoder_;           // under mu_
-  mutable std::mutex ui_mu_;                    // the joined /ui body, after mu_ if both
+  RefusedPods refused_;  // the same pods: whether kube-scheduler will ask about them again
+  mutable UiStateEncoder ui_encoder_;  // under mu_
+  mutable std::mutex ui_mu_;           // the joined /ui body, after mu_ if both
   mutable std::shared_ptr<const std::string> ui_body_;
   mutable uint64_t ui_version_ = 0;
   std::string ui_etag_prefix_;  // differs between processes

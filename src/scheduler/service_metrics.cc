@@ -60,6 +60,13 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                   .Help("Reservations released because no bind confirmed them in time")
                   .Register(*registry_)
                   .Add({});
+  requeued_ = &prometheus::BuildCounter()
+                   .Name("tessera_requeued_pods_total")
+                   .Help(
+                       "Waiting pods asked to be tried again because capacity came free after "
+                       "their last filter and kube-scheduler would not ask on its own")
+                   .Register(*registry_)
+                   .Add({});
   pending_ = &prometheus::BuildGauge()
                   .Name("tessera_pending_reservations")
                   .Help("Reservations made by filter and not yet bound")
@@ -86,6 +93,8 @@ void ServiceMetrics::DecodeError(const std::string& kind) {
 }
 
 void ServiceMetrics::ReservationsExpired(size_t n) { expired_->Increment(static_cast<double>(n)); }
+
+void ServiceMetrics::Requeued(size_t n) { requeued_->Increment(static_cast<double>(n)); }
 
 void ServiceMetrics::SetPending(size_t n) { pending_->Set(static_cast<double>(n)); }
 

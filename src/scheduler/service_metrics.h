@@ -27,6 +27,7 @@ class ServiceMetrics {
   void WebhookDone(const std::string& result);
   void DecodeError(const std::string& kind);
   void ReservationsExpired(size_t n);
+  void Requeued(size_t n);
   void SetPending(size_t n);
   // A filter that placed the pod nowhere: once per reason word among the nodes' reasons.
   void Unschedulable(const std::set<std::string>& reasons);
@@ -45,6 +46,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>* decode_errors_;
   prometheus::Family<prometheus::Counter>* unschedulable_;
   prometheus::Counter* expired_;
+  prometheus::Counter* requeued_;
   prometheus::Gauge* pending_;
 };
 

@@ -29,6 +29,10 @@ inline constexpr std::string_view kGpuPolicy = "hami.io/gpu-scheduler-policy";
 inline constexpr std::string_view kNodePolicy = "hami.io/node-scheduler-policy";
 inline constexpr std::string_view kScoringWeights = "hami.io/device-scoring-weights";
 
+// tessera's own: written on a pending pod to make kube-scheduler try it again, when capacity
+// came free after its last attempt and kube-scheduler will not ask on its own (docs/serve.md).
+inline constexpr std::string_view kRequeuedAt = "tessera.io/requeued-at";
+
 // The device type word written into allocation annotations.
 inline constexpr std::string_view kNvidiaType = "NVIDIA";
 

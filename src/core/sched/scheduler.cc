@@ -22,31 +22,33 @@ Decision Rejected(Decision d, const std::string& message) {
 
 Decision Scheduler::Evaluate(const model::Pod& pod, const std::vector<std::string>* candidates,
                              int64_t now_unix) const {
-  if (candidates == nullptr) return EvaluateOn(pod, state_.node_list(), {}, now_unix);
+  if (candidates == nullptr) {
+    return EvaluateOn(pod, state_.node_list(), {}, now_unix, explain_failures_);
+  }
   std::vector<const state::NodeState*> nodes;
   std::vector<const std::string*> unregistered;
   state::NodeLookup::ResolveOnce(state_, *candidates, &nodes, &unregistered);
-  return EvaluateOn(pod, nodes, unregistered, now_unix);
+  return EvaluateOn(pod, nodes, unregistered, now_unix, explain_failures_);
 }
 
 Decision Scheduler::Evaluate(const model::Pod& pod,
                              std::span<const state::NodeState* const> candidates,
                              int64_t now_unix) const {
-  return EvaluateOn(pod, candidates, {}, now_unix);
+  return EvaluateOn(pod, candidates, {}, now_unix, explain_failures_);
 }
 
 Decision Scheduler::EvaluateOn(const model::Pod& pod,
                                std::span<const state::NodeState* const> nodes,
-                               std::span<const std::string* const> unregistered,
-                               int64_t now_unix) const {
+                               std::span<const std::string* const> unregistered, int64_t now_unix,
+                               bool explain) const {
   return EvaluateParsed(pod, ParsePod(pod, state_.config().nvidia, defaults_), nodes, unregistered,
-                        now_unix);
+                        now_unix, explain);
 }
 
 Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
                                    std::span<const state::NodeState* const> nodes,
                                    std::span<const std::string* const> unregistered,
-                                   int64_t now_unix) const {
+                                   int64_t now_unix, bool explain) const {
   // Pre-filter: the pod's request and preferences, then what every node's evaluation shares.
   Decision decision;
   if (!parsed.request.ok()) {
@@ -76,12 +78,12 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
   }
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
   FilterOutcome filtered =
-      FilterNodes(cycle, nodes, equivalence_cache_ ? state_.state_class_bound() : 0,
-                  explain_failures_, filter_runner_, FilterThreads(cycle, nodes.size()));
+      FilterNodes(cycle, nodes, equivalence_cache_ ? state_.state_class_bound() : 0, explain,
+                  filter_runner_, FilterThreads(cycle, nodes.size()));
   if (filtered.best == nullptr) {
     // Post-filter: why each node refused the pod, and whether preemption could help.
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");
-    if (!explain_failures_) {
+    if (!explain) {
       return Rejected(std::move(decision), "0/" + std::to_string(total_nodes) +
                                                " nodes are available (reasons not collected).");
     }
@@ -179,6 +181,23 @@ Decision Scheduler::Preview(const model::Pod& pod, const std::vector<std::string
   return decision;
 }
 
+bool Scheduler::WouldPlace(const model::Pod& pod, const std::vector<std::string>* candidates) {
+  std::optional<state::PodReservation> own = state_.RemovePod(pod.Key());
+  std::vector<const state::NodeState*> nodes;
+  std::vector<const std::string*> unregistered;
+  if (candidates != nullptr) {
+    state::NodeLookup::ResolveOnce(state_, *candidates, &nodes, &unregistered);
+  }
+  const bool placed =
+      EvaluateOn(pod,
+                 candidates != nullptr ? std::span<const state::NodeState* const>(nodes)
+                                       : state_.node_list(),
+                 unregistered, /*now_unix=*/0, /*explain=*/false)
+          .scheduled();
+  if (own) state_.AddPod(std::move(*own));
+  return placed;
+}
+
 Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::string>* candidates,
                              int64_t now_unix) {
   ParsedPod parsed = ParsePod(pod, state_.config().nvidia, defaults_);
@@ -191,7 +210,7 @@ Decision Scheduler::Schedule(const model::Pod& pod, const std::vector<std::strin
       EvaluateParsed(pod, std::move(parsed),
                      candidates != nullptr ? std::span<const state::NodeState* const>(nodes)
                                            : state_.node_list(),
-                     unregistered, now_unix),
+                     unregistered, now_unix, explain_failures_),
       std::move(previous));
 }
 
@@ -200,8 +219,9 @@ Decision Scheduler::Schedule(const model::Pod& pod,
                              int64_t now_unix) {
   ParsedPod parsed = ParsePod(pod, state_.config().nvidia, defaults_);
   std::optional<state::PodReservation> previous = BeginSchedule(pod, parsed);
-  return EndSchedule(EvaluateParsed(pod, std::move(parsed), candidates, {}, now_unix),
-                     std::move(previous));
+  return EndSchedule(
+      EvaluateParsed(pod, std::move(parsed), candidates, {}, now_unix, explain_failures_),
+      std::move(previous));
 }
 
 }  // namespace tessera::sched

@@ -58,6 +58,11 @@ class Scheduler {
   Decision Preview(const model::Pod& pod, const std::vector<std::string>* candidates,
                    int64_t now_unix);
 
+  // Whether Preview would place the pod now. A refusal's reasons are not worked out (they are
+  // most of a refusal's cost): the service asks this of every pod kept waiting whenever the
+  // cluster changes.
+  bool WouldPlace(const model::Pod& pod, const std::vector<std::string>* candidates);
+
   const state::ClusterState& state() const { return state_; }
 
   // Whether a pod that fits nowhere gets the reason of every node (Decision::failed_nodes and a
@@ -95,12 +100,14 @@ class Scheduler {
  private:
   // `unregistered`: candidate names with no node (they fail with "node unregistered").
   Decision EvaluateOn(const model::Pod& pod, std::span<const state::NodeState* const> nodes,
-                      std::span<const std::string* const> unregistered, int64_t now_unix) const;
+                      std::span<const std::string* const> unregistered, int64_t now_unix,
+                      bool explain) const;
   // The cycle's phases, in order: pre-filter (the parsed pod and its cycle state), filter and
-  // score, then post-filter (the refusals) or reserve (the placement's record).
+  // score, then post-filter (the refusals, when `explain`) or reserve (the placement's record).
   Decision EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
                           std::span<const state::NodeState* const> nodes,
-                          std::span<const std::string* const> unregistered, int64_t now_unix) const;
+                          std::span<const std::string* const> unregistered, int64_t now_unix,
+                          bool explain) const;
   // How many threads the filter phase gets for `nodes` candidates.
   size_t FilterThreads(const CycleState& cycle, size_t nodes) const;
   void ReportRefusals(const CycleState& cycle, FilterOutcome* filtered, Decision* decision) const;

@@ -740,6 +740,35 @@ TEST_F(SchedulerTest, PreviewSetsThePodsOwnReservationAsideAndPutsItBack) {
   EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 0);
 }
 
+// WouldPlace answers as Preview does, for fits and refusals, among the given nodes only, and
+// leaves the state, the pod's own reservation included, as it was.
+TEST_F(SchedulerTest, WouldPlaceAnswersAsPreviewWithoutChangingAnything) {
+  AddNode("n1", {SharingGpu("GPU-A", 10000)});
+  AddNode("n2", {SharingGpu("GPU-B", 4000)});
+  auto holder = PodBuilder("team/holder").Container(1, 7000).Build();
+  const std::vector<std::string> n1 = {"n1"};
+  const std::vector<std::string> n2 = {"n2"};
+  ASSERT_TRUE(scheduler_.Schedule(holder, &n1, 0).scheduled());
+  auto big = PodBuilder("team/big").Container(1, 5000).Build();
+  auto small = PodBuilder("team/small").Container(1, 3000).Build();
+  for (const auto* nodes : {&n1, &n2, static_cast<const std::vector<std::string>*>(nullptr)}) {
+    for (const auto& pod : {big, small, holder}) {
+      EXPECT_EQ(scheduler_.WouldPlace(pod, nodes), scheduler_.Preview(pod, nodes, 0).scheduled())
+          << pod.Key() << " on " << (nodes ? nodes->front() : "every node");
+    }
+  }
+  EXPECT_FALSE(scheduler_.WouldPlace(big, &n1));
+  EXPECT_TRUE(scheduler_.WouldPlace(small, &n1));
+  EXPECT_FALSE(scheduler_.WouldPlace(big, &n2));
+  EXPECT_TRUE(scheduler_.WouldPlace(holder, &n1)) << "its own reservation is not in its way";
+  ASSERT_NE(state_.pod("team/holder"), nullptr);
+  EXPECT_EQ(state_.node("n1")->usage[0].used_mem, 7000);
+  EXPECT_EQ(state_.pod("team/small"), nullptr) << "nothing reserved";
+  auto malformed = PodBuilder("team/bad").Container(1, 1000).Build();
+  malformed.containers[0].limits["nvidia.com/gpumem"] = "lots";
+  EXPECT_FALSE(scheduler_.WouldPlace(malformed, nullptr));
+}
+
 TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
   AddNode("n1", {RtxPro6000Mig("GPU-M")});
   // 8000 MiB asked, but the smallest profile (1g.24gb) holds about 24 GiB: that is what the pod
