@@ -94,6 +94,15 @@ inline model::Pod MakePod(const std::string& name, Kind kind, bool distinct = fa
   return pod;
 }
 
+// A filler pod of the `varied` fill: `gpus` GPUs (MIG instances) of `mem` MiB and `cores` %.
+inline model::Pod MakeSizedPod(const std::string& name, Kind kind, int gpus, int mem, int cores) {
+  model::Pod pod = MakePod(name, kind);
+  model::Container& c = pod.containers.front();
+  c.limits = {{"nvidia.com/gpu", std::to_string(gpus)}, {"nvidia.com/gpumem", std::to_string(mem)}};
+  if (cores > 0) c.limits["nvidia.com/gpucores"] = std::to_string(cores);
+  return pod;
+}
+
 inline std::string NodeName(int i) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "node-%05d", i);

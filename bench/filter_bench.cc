@@ -9,7 +9,12 @@
 //             benchmarked pods one empty node takes (every node still fits and is scored);
 //             2 packed80: round(0.8 * nodes) nodes full (C pods), the rest empty, which is what
 //             the default binpack policy converges to (full nodes are rejected);
-//             3 full (BM_FilterDecisionNothingFits only): C pods on every node.
+//             3 full (BM_FilterDecisionNothingFits only): C pods on every node;
+//             4 varied: every node filled with its own random pods (shapes and count drawn from
+//             a generator seeded with the node's index: sharing 2000-12000 MiB and 0-30 cores,
+//             MIG one or two instances of 1g.5gb, 2g.10gb or 3g.20gb, up to 90% of the node),
+//             so that nodes differ in their GPUs' usage and layouts, not only in host CPU or
+//             names: few share a state class, and no two nodes need share a MIG plan.
 //   distinct  0: nodes in the same state share one evaluation (the scheduler's equivalence
 //             cache; here all nodes of one fill level are identical, the best case);
 //             1: the equivalence cache is off (Scheduler::set_equivalence_cache), which changes
@@ -29,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -48,7 +54,7 @@
 namespace tessera {
 namespace {
 
-enum class Fill { kEmpty = 0, kUniform80 = 1, kPacked80 = 2, kFull = 3 };
+enum class Fill { kEmpty = 0, kUniform80 = 1, kPacked80 = 2, kFull = 3, kVaried = 4 };
 
 const char* FillName(Fill f) {
   switch (f) {
@@ -60,6 +66,8 @@ const char* FillName(Fill f) {
       return "packed80";
     case Fill::kFull:
       return "full";
+    case Fill::kVaried:
+      return "varied";
   }
   return "?";
 }
@@ -112,7 +120,30 @@ Cluster& GetCluster(Kind kind, int nodes, Fill fill) {
   } else if (fill == Fill::kFull) {
     per_node_uniform = c->capacity;
   }
-  for (int i = 0; i < nodes && c->error.empty(); ++i) {
+  for (int i = 0; i < nodes && fill == Fill::kVaried; ++i) {
+    // Shapes and how far to fill, from the node's own generator: the same cluster every run.
+    std::mt19937_64 rng(static_cast<uint64_t>(i) * 7919 + 17);
+    const std::vector<std::string> only = {NodeName(i)};
+    const int target = static_cast<int>(rng() % (c->capacity * 9 / 10 + 1));
+    for (int k = 0, misses = 0; k < target && misses < 8;) {
+      model::Pod pod;
+      const std::string name = "fill-" + std::to_string(c->pods);
+      if (kind == Kind::kSharing) {
+        pod = MakeSizedPod(name, kind, 1, 2000 * static_cast<int>(1 + rng() % 6),
+                           10 * static_cast<int>(rng() % 4));
+      } else {
+        constexpr int kMemory[] = {4000, 9000, 19000};
+        pod = MakeSizedPod(name, kind, 1 + static_cast<int>(rng() % 2), kMemory[rng() % 3], 0);
+      }
+      if (c->scheduler->Schedule(pod, &only, kNow).scheduled()) {
+        ++c->pods;
+        ++k;
+      } else {
+        ++misses;  // that shape no longer fits: try others, then stop
+      }
+    }
+  }
+  for (int i = 0; i < nodes && c->error.empty() && fill != Fill::kVaried; ++i) {
     const int count =
         fill == Fill::kPacked80 ? (i < full_nodes ? c->capacity : 0) : per_node_uniform;
     const std::vector<std::string> only = {NodeName(i)};
@@ -277,7 +308,7 @@ void BM_FilterDecisionNothingFits(benchmark::State& state, Kind kind) {
 
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"nodes", "fill", "distinct"});
-  b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2}, {0, 1}});
+  b->ArgsProduct({{100, 1000, 5000}, {0, 1, 2, 4}, {0, 1}});
   b->Unit(benchmark::kMicrosecond);
 }
 

@@ -67,4 +67,9 @@ const ProfileRoom* LayoutTable::Find(const Layout& layout) const {
   return it == index_.end() ? nullptr : &rooms_[it->second];
 }
 
+int32_t LayoutTable::IndexOf(const Layout& layout) const {
+  auto it = index_.find(layout);
+  return it == index_.end() ? -1 : static_cast<int32_t>(it->second);
+}
+
 }  // namespace tessera::mig

@@ -25,6 +25,8 @@ class LayoutTable {
 
   // nullptr when `layout` is not a reachable state of this model.
   const ProfileRoom* Find(const Layout& layout) const;
+  // The layout's position in states(), or -1 when it is not a reachable state.
+  int32_t IndexOf(const Layout& layout) const;
   size_t size() const { return rooms_.size(); }
   // The reachable layouts, in breadth-first order from the empty GPU.
   const std::vector<Layout>& states() const { return states_; }

@@ -84,6 +84,7 @@ class CycleState {
   MigWeights mig_weights_;
   MigArrangeCache mig_cache_;   // per cycle: MIG layouts seen on several nodes are scored once
   MigPlanBuffers mig_buffers_;  // per cycle: the MIG plan's working space, node after node
+  MigPlanMemo mig_plans_;       // per cycle: nodes with the same MIG GPUs and layouts plan once
   MigGoal mig_goal_storage_;
   const MigGoal* goal_;
   bool cacheable_;

@@ -32,6 +32,10 @@ struct FilterOutcome {
   const state::NodeState* best = nullptr;
   uint32_t best_eval = kNone;
   const NodeFit& best_fit() const { return fits[evaluated[best_eval].fit]; }
+  // Makes the best node's fit whole: the pass leaves MIG plans without their assignments
+  // (NodeFit::slots_omitted), and the chosen node's are worked out again here, by the same
+  // deterministic plan.
+  void CompleteBestFit(const CycleState& cycle);
 };
 
 // Filters and scores nodes one at a time into `out` (its `evaluated` and `fits`), sharing one

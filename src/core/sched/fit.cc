@@ -357,22 +357,35 @@ class PodFitter {
 }  // namespace
 
 float NodeScore(const state::NodeState& node, const SlotAssignments& slots) {
-  int64_t used = 0, total = 0, cores = 0, total_cores = 0, mem = 0, total_mem = 0;
-  for (size_t i = 0; i < node.devices.size(); ++i) {
-    used += node.usage[i].used;
-    cores += node.usage[i].used_cores;
-    mem += node.usage[i].used_mem;
-    total += node.devices[i].count;
-    total_cores += node.devices[i].total_cores;
-    total_mem += node.devices[i].total_mem_mib;
-  }
+  int64_t tasks = 0, cores = 0, mem = 0;
   for (const auto& slot : slots) {
     for (const auto& a : slot) {
-      used += 1;
+      tasks += 1;
       cores += a.cores;
       mem += a.mem;
     }
   }
+  return NodeScoreAdding(node, tasks, cores, mem);
+}
+
+float NodeScoreAdding(const state::NodeState& node, int64_t tasks, int64_t added_cores,
+                      int64_t added_mem) {
+  state::NodeTotals sums;
+  if (node.summaries_current) {
+    sums = node.totals;
+  } else {
+    for (size_t i = 0; i < node.devices.size(); ++i) {
+      sums.used += node.usage[i].used;
+      sums.used_cores += node.usage[i].used_cores;
+      sums.used_mem += node.usage[i].used_mem;
+      sums.slots += node.devices[i].count;
+      sums.cores += node.devices[i].total_cores;
+      sums.mem += node.devices[i].total_mem_mib;
+    }
+  }
+  const int64_t used = sums.used + tasks, total = sums.slots;
+  const int64_t cores = sums.used_cores + added_cores, total_cores = sums.cores;
+  const int64_t mem = sums.used_mem + added_mem, total_mem = sums.mem;
   if (total == 0 || total_cores == 0 || total_mem == 0) return 0;
   return 10.0F * (static_cast<float>(used) / static_cast<float>(total) +
                   static_cast<float>(cores) / static_cast<float>(total_cores) +
@@ -431,7 +444,7 @@ void CheckQuotaOfPlacement(const state::NodeState& node, const PodRequest& reque
 // FitPodOnNode without the quota check of the placement.
 NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& request,
                               const PodPreferences& prefs, const std::vector<double>* device_rank,
-                              const MigGoal* mig_goal) {
+                              const MigGoal* mig_goal, bool with_slots) {
   NodeFit fit;
   if (!node.usable()) {
     fit.reason = node.unusable_reason;
@@ -440,12 +453,15 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
   // The demand-aware plan needs none of HAMi's pass's working state (PodFitter::mig_request()).
   if (mig_goal != nullptr && node.any_mig && MayUseMig(prefs.vgpu_mode) &&
       OnlyMigDevicesAdmitted(node, prefs)) {
-    if (auto plan = PlanMigPlacement(node, request, prefs, mig_goal)) {
+    // The quota check reads the assignments.
+    const bool slots = with_slots || prefs.quota.has_value();
+    if (auto plan = PlanMigPlacement(node, request, prefs, mig_goal, slots)) {
       fit.fits = true;
       fit.mig_planned = true;
       fit.mig_drop = plan->placeability_drop;
       fit.slots = std::move(plan->slots);
-      fit.score = NodeScore(node, fit.slots);
+      fit.slots_omitted = !slots;
+      fit.score = NodeScoreAdding(node, plan->instances, plan->cores, plan->assigned_mem);
       return fit;
     }
     // The plan is exact, so HAMi's pass cannot fit either. It would say why, in HAMi's words,
@@ -518,8 +534,8 @@ std::vector<std::string> GpuReasons(const state::NodeState& node, const Containe
 
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
                      const PodPreferences& prefs, const std::vector<double>* device_rank,
-                     const MigGoal* mig_goal) {
-  NodeFit fit = FitPodOnNodeUnchecked(node, request, prefs, device_rank, mig_goal);
+                     const MigGoal* mig_goal, bool with_slots) {
+  NodeFit fit = FitPodOnNodeUnchecked(node, request, prefs, device_rank, mig_goal, with_slots);
   CheckQuotaOfPlacement(node, request, prefs, &fit);
   return fit;
 }
@@ -529,6 +545,7 @@ bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& requ
   if (!node.usable()) return false;
   // The node as it would be with every pod evicted: the same devices, nothing in use.
   state::NodeState empty = node;
+  empty.summaries_current = false;  // its usage is edited below
   for (state::DeviceUsage& u : empty.usage) u = state::DeviceUsage{};
   for (auto& held : empty.instances) held.clear();
   empty.pods.clear();

@@ -32,6 +32,9 @@ struct NodeFit {
   // The goal-driven plan found nothing (exact: the pod does not fit) and `reason` was not
   // worked out; FitPodOnNode without the goal gives it (callers that show reasons ask again).
   bool reason_deferred = false;
+  // A MIG plan that fits, asked for without its assignments: `score` and `mig_drop` are the
+  // plan's, `slots` is empty; FitPodOnNode with them gives the same plan in full.
+  bool slots_omitted = false;
 };
 
 struct MigGoal;  // core/sched/mig_placement.h
@@ -43,9 +46,12 @@ struct MigGoal;  // core/sched/mig_placement.h
 // (lowest rank tried first); the fragmentation-aware scorer passes each GPU's fragmentation
 // after the placement. `mig_goal`, when given, places a pod whose admitted GPUs are all MIG by
 // the demand-aware plan (PlanMigPlacement) instead of HAMi's pass.
+// `with_slots` off lets the demand-aware MIG plan leave out its assignments
+// (NodeFit::slots_omitted; not where a quota must check them): ranking a node needs only the
+// plan's figures, and only the chosen node's assignments are ever written.
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,
                      const PodPreferences& prefs, const std::vector<double>* device_rank = nullptr,
-                     const MigGoal* mig_goal = nullptr);
+                     const MigGoal* mig_goal = nullptr, bool with_slots = true);
 
 // Whether preemption could make room: false when the pod would not fit even if every pod on the
 // node were gone (wrong GPU type or UUID, unhealthy or cordoned GPUs, too few GPUs, too little
@@ -75,5 +81,7 @@ std::vector<std::string> GpuReasons(const state::NodeState& node, const Containe
 // Node score (HAMi 7.1, but counting the pod being placed): 10 * (used/count + cores/total +
 // mem/total) over all GPUs of the node.
 float NodeScore(const state::NodeState& node, const SlotAssignments& slots);
+// The same with the pod's assignments given as totals: `tasks` devices, `cores` and `mem` summed.
+float NodeScoreAdding(const state::NodeState& node, int64_t tasks, int64_t cores, int64_t mem);
 
 }  // namespace tessera::sched

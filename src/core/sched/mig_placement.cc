@@ -65,46 +65,88 @@ class PlanSearch {
       const ContainerRequest& k = request.slots[slot];
       for (int32_t i = 0; i < k.nums; ++i) instances_.emplace_back(static_cast<int>(slot), &k);
     }
-    devices_.clear();
-    for (size_t dev = 0; dev < node.devices.size(); ++dev) {
-      if (DeviceAdmitted(node, dev, prefs)) devices_.push_back(static_cast<int>(dev));
-    }
     const size_t n = node.devices.size();
+    // With the node's summaries and a pod that admits every open MIG GPU, the GPUs' device,
+    // model and usage objects are read only to arrange what the decision's cache lacks.
+    summaries_ = goal_ != nullptr && goal_->admits_open_mig_gpus && node.summaries_current &&
+                 node.mig_gpus.size() == n;
+    devices_.clear();
+    for (size_t dev = 0; dev < n; ++dev) {
+      const bool admitted = summaries_ ? node.mig_gpus[dev].open && node.mig_gpus[dev].rules
+                                       : DeviceAdmitted(node, dev, prefs);
+      if (admitted) devices_.push_back(static_cast<int>(dev));
+    }
+    // A MIG GPU without a layout table is planned from its objects: then so is the node.
+    if (summaries_ &&
+        devices_.size() != static_cast<size_t>(std::count_if(
+                               node.mig_gpus.begin(), node.mig_gpus.end(),
+                               [](const state::MigGpuSummary& g) { return g.open; }))) {
+      summaries_ = false;
+      devices_.clear();
+      for (size_t dev = 0; dev < n; ++dev) {
+        if (DeviceAdmitted(node, dev, prefs)) devices_.push_back(static_cast<int>(dev));
+      }
+    }
     ResetEach(&pending_, n);
     ResetEach(&owners_, n);
     choice_.assign(instances_.size(), -1);
     if (goal_ != nullptr) {
-      if (goal_->cache != nullptr) cache_ = goal_->cache;
+      if (goal_->cache != nullptr) {
+        cache_ = goal_->cache;
+      } else {
+        cache_ = &own_cache_.emplace();
+      }
       goals_.resize(n);
       before_.resize(n);
       after_.resize(n);
+      const void* last_rules = nullptr;
+      int last_dev = -1;
       for (int dev : devices_) {
         const mig::GpuMigModel& model = node.mig_models[dev];
-        goals_[dev] = cache_->GoalFor(model, *goal_->weights, goal_->allow_larger_profiles);
-        before_[dev] = cache_->Get(model, node.usage[dev].layout, {}, goals_[dev]).score;
+        const void* rules = summaries_ ? node.mig_gpus[dev].rules : model.RulesIdentity();
+        if (rules != last_rules) {
+          goals_[dev] =
+              cache_->GoalFor(rules, model, *goal_->weights, goal_->allow_larger_profiles);
+          last_rules = rules;
+        } else {
+          goals_[dev] = goals_[last_dev];  // GPUs of one model are usually side by side
+        }
+        last_dev = dev;
+        before_[dev] = Lookup(dev, {}).score;
         after_[dev] = before_[dev];
       }
     }
   }
 
-  std::optional<MigPlan> Run(size_t num_slots) {
+  std::optional<MigPlan> Run(size_t num_slots, bool with_slots) {
     if (instances_.empty() || devices_.empty()) return std::nullopt;
     Visit(0);
     if (!found_) return std::nullopt;
     MigPlan plan = best_;
-    plan.slots.assign(num_slots, {});
+    if (with_slots) plan.slots.assign(num_slots, {});
     for (int dev : devices_) {
       if (best_pending_[dev].empty()) continue;
+      if (!with_slots && goal_ != nullptr) {
+        // The figures are the cache entry's: the model's profiles are not read.
+        const MigArrangeCache::Entry& entry = Lookup(dev, best_pending_[dev]);
+        plan.instances += static_cast<int32_t>(best_owners_[dev].size());
+        plan.cores += entry.cores;
+        plan.assigned_mem += entry.score.memory;
+        continue;
+      }
       const mig::GpuMigModel& model = node_.mig_models[dev];
       const auto& profiles = model.profiles();
       const auto assign = [&](size_t j, const mig::InstanceChoice& c) {
+        plan.instances += 1;
+        plan.cores += profiles[c.profile].core;
+        plan.assigned_mem += profiles[c.profile].memory_mib;
+        if (!with_slots) return;
         plan.slots[best_owners_[dev][j]].push_back(DeviceAssignment{
             dev, profiles[c.profile].memory_mib, profiles[c.profile].core, c.profile, c.placement});
       };
       if (goal_ != nullptr) {
         // The search arranged these instances on this layout already: the cache has the answer.
-        const MigArrangeCache::Entry& entry =
-            cache_->Get(model, node_.usage[dev].layout, best_pending_[dev], goals_[dev]);
+        const MigArrangeCache::Entry& entry = Lookup(dev, best_pending_[dev]);
         for (size_t j = 0; j < best_owners_[dev].size(); ++j) assign(j, entry.Choice(j));
       } else {
         auto arranged = model.Arrange(node_.usage[dev].layout, best_pending_[dev]);
@@ -116,6 +158,14 @@ class PlanSearch {
 
  private:
   static constexpr long kBudget = 200000;
+
+  // The decision cache's arrangement of `demands` on `dev` as it is.
+  const MigArrangeCache::Entry& Lookup(int dev, const std::vector<mig::InstanceDemand>& demands) {
+    const mig::GpuMigModel& model = node_.mig_models[dev];
+    if (!summaries_) return cache_->Get(model, node_.usage[dev].layout, demands, goals_[dev]);
+    const state::MigGpuSummary& g = node_.mig_gpus[dev];
+    return cache_->Get(g.rules, model, node_.usage[dev].layout, g.layout_id, demands, goals_[dev]);
+  }
 
   mig::InstanceDemand Demand(size_t t, int dev) const {
     const ContainerRequest& k = *instances_[t].second;
@@ -131,6 +181,20 @@ class PlanSearch {
   // gives the same answer: trying this one too only finds ties.
   bool SameAsEarlier(size_t i) const {
     const int dev = devices_[i];
+    if (summaries_) {
+      const state::MigGpuSummary& a = node_.mig_gpus[dev];
+      for (size_t j = 0; j < i; ++j) {
+        const int other = devices_[j];
+        const state::MigGpuSummary& b = node_.mig_gpus[other];
+        if (a.rules != b.rules) continue;
+        const bool same_layout =
+            a.layout_id >= 0
+                ? a.layout_id == b.layout_id
+                : b.layout_id < 0 && node_.usage[dev].layout == node_.usage[other].layout;
+        if (same_layout && pending_[dev] == pending_[other]) return true;
+      }
+      return false;
+    }
     for (size_t j = 0; j < i; ++j) {
       const int other = devices_[j];
       const auto& a = node_.mig_models[dev];
@@ -212,8 +276,7 @@ class PlanSearch {
       } else {
         // The same instances on a GPU in the same state come up in many branches, and on many
         // nodes: the cache arranges them once per decision.
-        const MigArrangeCache::Entry& entry =
-            cache_->Get(model, node_.usage[dev].layout, pending_[dev], goals_[dev]);
+        const MigArrangeCache::Entry& entry = Lookup(dev, pending_[dev]);
         fits = entry.fits;
         if (fits) after_[dev] = entry.score;
       }
@@ -235,8 +298,8 @@ class PlanSearch {
   std::vector<std::vector<mig::InstanceDemand>>& pending_;
   std::vector<std::vector<int>>& owners_;
   std::vector<int>& choice_;
-  MigArrangeCache own_cache_;  // when the goal brings none
-  MigArrangeCache* cache_ = &own_cache_;
+  std::optional<MigArrangeCache> own_cache_;  // when the goal brings none
+  MigArrangeCache* cache_ = nullptr;
   std::vector<mig::ArrangeGoal>& goals_;
   std::vector<mig::ArrangeScore>& before_;
   std::vector<mig::ArrangeScore>& after_;
@@ -245,48 +308,91 @@ class PlanSearch {
   std::vector<std::vector<int>>& best_owners_;
   bool found_ = false;
   bool done_ = false;
+  bool summaries_ = false;  // GPUs chosen and keyed by the node's summaries
   long calls_ = 0;
 };
 
 }  // namespace
 
-size_t MigArrangeCache::KeyHash::operator()(const Key& key) const {
-  size_t h = mig::LayoutHash{}(key.layout) ^ (std::hash<const void*>{}(key.rules) * 31);
-  for (uint32_t i = 0; i < key.count; ++i) {
-    const auto& d = key.demands[i];
+namespace {
+size_t MixDemands(size_t h,
+                  const std::array<mig::InstanceDemand, MigArrangeCache::kMaxKeyDemands>& demands,
+                  uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto& d = demands[i];
     h = (h * 1099511628211ULL) ^ (static_cast<uint64_t>(static_cast<uint32_t>(d.mem_mib)) << 16 ^
                                   static_cast<uint64_t>(static_cast<uint32_t>(d.cores)));
   }
   return h;
+}
+}  // namespace
+
+size_t MigArrangeCache::KeyHash::operator()(const Key& key) const {
+  return MixDemands(mig::LayoutHash{}(key.layout) ^ (std::hash<const void*>{}(key.rules) * 31),
+                    key.demands, key.count);
+}
+
+size_t MigArrangeCache::KeyHash::operator()(const IdKey& key) const {
+  return MixDemands(static_cast<size_t>(key.layout_id) * 0x9e3779b97f4a7c15ULL ^
+                        (std::hash<const void*>{}(key.rules) * 31),
+                    key.demands, key.count);
+}
+
+void MigArrangeCache::Fill(const mig::GpuMigModel& model, const mig::Layout& base,
+                           const std::vector<mig::InstanceDemand>& demands,
+                           const mig::ArrangeGoal& goal, Entry* entry) {
+  auto arranged = model.Arrange(base, demands, goal, &entry->score);
+  entry->fits = arranged.has_value();
+  entry->cores = 0;
+  if (!arranged) return;
+  for (const auto& c : *arranged) entry->cores += model.profiles()[c.profile].core;
+  if (demands.size() > kMaxKeyDemands) {
+    entry->choices = std::move(*arranged);
+  } else {
+    std::copy(arranged->begin(), arranged->end(), entry->first.begin());
+  }
 }
 
 const MigArrangeCache::Entry& MigArrangeCache::Get(const mig::GpuMigModel& model,
                                                    const mig::Layout& base,
                                                    const std::vector<mig::InstanceDemand>& demands,
                                                    const mig::ArrangeGoal& goal) {
+  return Get(model.RulesIdentity(), model, base, -1, demands, goal);
+}
+
+const MigArrangeCache::Entry& MigArrangeCache::Get(const void* rules, const mig::GpuMigModel& model,
+                                                   const mig::Layout& base, int32_t layout_id,
+                                                   const std::vector<mig::InstanceDemand>& demands,
+                                                   const mig::ArrangeGoal& goal) {
   if (demands.size() > kMaxKeyDemands) {
-    auto arranged = model.Arrange(base, demands, goal, &scratch_.score);
-    scratch_.fits = arranged.has_value();
-    scratch_.choices = arranged ? std::move(*arranged) : std::vector<mig::InstanceChoice>{};
+    scratch_.choices.clear();
+    Fill(model, base, demands, goal, &scratch_);
     return scratch_;
   }
-  const void* rules = model.RulesIdentity();
-  Key key{rules, base, {}, static_cast<uint32_t>(demands.size())};
+  const auto count = static_cast<uint32_t>(demands.size());
+  if (layout_id >= 0) {
+    IdKey key{rules, layout_id, count, {}};
+    std::copy(demands.begin(), demands.end(), key.demands.begin());
+    auto [it, inserted] = by_id_.try_emplace(key);
+    if (inserted) Fill(model, base, demands, goal, &it->second);
+    return it->second;
+  }
+  Key key{rules, base, {}, count};
   std::copy(demands.begin(), demands.end(), key.demands.begin());
   auto [it, inserted] = entries_.try_emplace(key);
-  if (inserted) {
-    Entry& entry = it->second;
-    auto arranged = model.Arrange(base, demands, goal, &entry.score);
-    entry.fits = arranged.has_value();
-    if (arranged) std::copy(arranged->begin(), arranged->end(), entry.first.begin());
-  }
+  if (inserted) Fill(model, base, demands, goal, &it->second);
   return it->second;
 }
 
 const mig::ArrangeGoal& MigArrangeCache::GoalFor(const mig::GpuMigModel& model,
                                                  const MigWeights& weights,
                                                  bool allow_larger_profiles) {
-  const void* rules = model.RulesIdentity();
+  return GoalFor(model.RulesIdentity(), model, weights, allow_larger_profiles);
+}
+
+const mig::ArrangeGoal& MigArrangeCache::GoalFor(const void* rules, const mig::GpuMigModel& model,
+                                                 const MigWeights& weights,
+                                                 bool allow_larger_profiles) {
   for (const auto& [key, goal] : goals_) {
     if (key == rules) return goal;
   }
@@ -296,13 +402,62 @@ const mig::ArrangeGoal& MigArrangeCache::GoalFor(const mig::GpuMigModel& model,
       .second;
 }
 
-std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodRequest& request,
-                                        const PodPreferences& prefs, const MigGoal* goal) {
+bool MigPlanMemo::Describe(const state::NodeState& node) {
+  probe_.clear();
+  if (!node.summaries_current || node.mig_gpus.size() != node.devices.size()) return false;
+  for (const state::MigGpuSummary& g : node.mig_gpus) {
+    if (!g.open) continue;
+    if (g.rules == nullptr || g.layout_id < 0) return false;
+    probe_.emplace_back(g.rules, g.layout_id);
+  }
+  return true;
+}
+
+const std::optional<MigPlan>* MigPlanMemo::Find() const {
+  auto it = plans_.find(probe_);
+  return it == plans_.end() ? nullptr : &it->second;
+}
+
+void MigPlanMemo::Store(const std::optional<MigPlan>& plan) { plans_.emplace(probe_, plan); }
+
+size_t MigPlanMemo::Hash::operator()(const Gpus& gpus) const {
+  size_t h = gpus.size();
+  for (const auto& [rules, id] : gpus) {
+    h = (h * 1099511628211ULL) ^ std::hash<const void*>{}(rules);
+    h = (h * 1099511628211ULL) ^ static_cast<size_t>(static_cast<uint32_t>(id));
+  }
+  return h;
+}
+
+namespace {
+
+std::optional<MigPlan> SearchPlan(const state::NodeState& node, const PodRequest& request,
+                                  const PodPreferences& prefs, const MigGoal* goal,
+                                  bool with_slots) {
   const bool with_goal = goal != nullptr && goal->weights != nullptr;
-  MigPlanBuffers own;
-  MigPlanBuffers* buffers = with_goal && goal->buffers != nullptr ? goal->buffers : &own;
+  std::optional<MigPlanBuffers> own;  // only without the decision's (a node planned alone)
+  MigPlanBuffers* buffers = with_goal && goal->buffers != nullptr ? goal->buffers : &own.emplace();
   PlanSearch search(node, request, prefs, with_goal ? goal : nullptr, buffers);
-  return search.Run(request.slots.size());
+  return search.Run(request.slots.size(), with_slots);
+}
+
+}  // namespace
+
+std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodRequest& request,
+                                        const PodPreferences& prefs, const MigGoal* goal,
+                                        bool with_slots) {
+  // A plan without assignments is the same for every node with the same admitted GPUs.
+  MigPlanMemo* memo =
+      goal != nullptr && goal->weights != nullptr && !with_slots && goal->admits_open_mig_gpus
+          ? goal->plans
+          : nullptr;
+  if (memo == nullptr || !memo->Describe(node)) {
+    return SearchPlan(node, request, prefs, goal, with_slots);
+  }
+  if (const std::optional<MigPlan>* known = memo->Find()) return *known;
+  std::optional<MigPlan> plan = SearchPlan(node, request, prefs, goal, with_slots);
+  memo->Store(plan);
+  return plan;
 }
 
 std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
@@ -311,6 +466,13 @@ std::optional<SlotAssignments> JointMigSearch(const state::NodeState& node,
   auto plan = PlanMigPlacement(node, request, prefs, nullptr);
   if (!plan) return std::nullopt;
   return std::move(plan->slots);
+}
+
+bool AdmitsOpenMigGpus(const PodPreferences& prefs) {
+  // DeviceAdmitted's checks that do not depend on the GPU's state.
+  return prefs.use_uuids.empty() && prefs.nouse_uuids.empty() && prefs.use_types.empty() &&
+         prefs.nouse_types.empty() && !prefs.gpu_policy.mutex &&
+         ModeAdmits(prefs.vgpu_mode, model::kMigMode);
 }
 
 bool OnlyMigDevicesAdmitted(const state::NodeState& node, const PodPreferences& prefs) {

@@ -8,14 +8,15 @@ bool NodeEvaluator::MayFit(const state::NodeState& node) const {
   return sched::MayFit(node, cycle_.request(), cycle_.prefs());
 }
 
-NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank) {
+NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank, bool with_slots) {
   if (cycle_.rank_gpus()) {
     CapacityOf(node, &capacity_);
     SingleGpuRanks(node, capacity_, *cycle_.single(), cycle_.cpu_milli(), cycle_.target(),
                    &gpu_ranks_);
   }
-  NodeFit fit = FitPodOnNode(node, cycle_.request(), cycle_.prefs(),
-                             cycle_.rank_gpus() ? &gpu_ranks_ : nullptr, cycle_.mig_goal());
+  NodeFit fit =
+      FitPodOnNode(node, cycle_.request(), cycle_.prefs(),
+                   cycle_.rank_gpus() ? &gpu_ranks_ : nullptr, cycle_.mig_goal(), with_slots);
   // RankNode reads the capacity only to rank a shared placement by fragmentation.
   if (!cycle_.rank_gpus() && cycle_.by_fragmentation() && fit.fits && !fit.mig_planned) {
     CapacityOf(node, &capacity_);

@@ -20,7 +20,8 @@ class NodeEvaluator {
   bool MayFit(const state::NodeState& node) const;
 
   // The full filter (HAMi's fit, or the MIG plan) and, where the node fits, its rank.
-  NodeFit FitAndRank(const state::NodeState& node, NodeRank* rank);
+  // `with_slots` off: a MIG plan may leave out its assignments (NodeFit::slots_omitted).
+  NodeFit FitAndRank(const state::NodeState& node, NodeRank* rank, bool with_slots = true);
 
   // HAMi's reason for a node the full filter refused; the MIG plan defers it (it only knows
   // that no plan exists), so then HAMi's pass is run for its words.

@@ -29,8 +29,10 @@ size_t TakesOf(const state::NodeState& node, const SlotAssignments& slots) {
 NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const NodeFit& fit,
                   const NodeCapacity& capacity) {
   NodeRank rank{0, cycle.tessera_nodes() ? fit.score : NodeScore(node, {}),
-                std::all_of(node.usage.begin(), node.usage.end(),
-                            [](const state::DeviceUsage& u) { return u.used == 0; }),
+                node.summaries_current
+                    ? node.totals.idle
+                    : std::all_of(node.usage.begin(), node.usage.end(),
+                                  [](const state::DeviceUsage& u) { return u.used == 0; }),
                 fit.mig_planned};
   if (!cycle.tessera_nodes()) return rank;
   if (fit.fits && fit.mig_planned) {

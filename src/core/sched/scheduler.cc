@@ -92,6 +92,7 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
     return Rejected(std::move(decision), message);
   }
   // Reserve (prepared here, applied by Schedule): the reservation and its annotations.
+  filtered.CompleteBestFit(cycle);
   RecordPlacement(pod, request, parsed.cpu_milli, *filtered.best, filtered.best_fit(), now_unix,
                   &decision);
   return decision;

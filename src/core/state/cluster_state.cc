@@ -28,13 +28,38 @@ void Mix(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + 
 
 }  // namespace
 
+void ClusterState::RefreshSummaries(NodeState& ns) {
+  const size_t n = std::min(ns.devices.size(), ns.usage.size());
+  ns.max_free_mem = 0;
+  ns.totals = NodeTotals{};
+  ns.mig_gpus.assign(n, MigGpuSummary{});
+  for (size_t i = 0; i < n; ++i) {
+    const model::GpuDevice& d = ns.devices[i];
+    const DeviceUsage& u = ns.usage[i];
+    ns.max_free_mem = std::max(ns.max_free_mem, d.total_mem_mib - u.used_mem);
+    ns.totals.slots += d.count;
+    ns.totals.cores += d.total_cores;
+    ns.totals.mem += d.total_mem_mib;
+    ns.totals.used += u.used;
+    ns.totals.used_cores += u.used_cores;
+    ns.totals.used_mem += u.used_mem;
+    ns.totals.idle = ns.totals.idle && u.used == 0;
+    if (!d.IsMig() || i >= ns.mig_models.size()) continue;
+    MigGpuSummary& g = ns.mig_gpus[i];
+    const mig::LayoutTable* table = ns.mig_models[i].table();
+    if (table != nullptr) {
+      g.rules = table;
+      g.layout_id = table->IndexOf(u.layout);
+    }
+    g.open = d.healthy && u.Trusted() && ns.cordoned.count(d.uuid) == 0;
+  }
+  ns.summaries_current = ns.devices.size() == ns.usage.size();
+}
+
 void ClusterState::RefreshSignature(NodeState& ns) {
   // Every change to a node ends here.
   ns.change_stamp = ++last_change_stamp_;
-  ns.max_free_mem = 0;
-  for (size_t i = 0; i < ns.devices.size() && i < ns.usage.size(); ++i) {
-    ns.max_free_mem = std::max(ns.max_free_mem, ns.devices[i].total_mem_mib - ns.usage[i].used_mem);
-  }
+  RefreshSummaries(ns);
   uint64_t h = static_cast<uint64_t>(ns.spec_id);
   for (const auto& u : ns.usage) {
     Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));

@@ -58,6 +58,26 @@ struct PodReservation {
   std::string problem{};  // why held_gpus is not empty: the decode error, naming pod and annotation
 };
 
+// One GPU as the MIG plan reads it first (NodeState::mig_gpus).
+struct MigGpuSummary {
+  // The GPU's MIG rules, as caches key them (GpuMigModel::RulesIdentity: its layout table);
+  // nullptr when it has no table (then the plan reads the GPU's own objects).
+  const void* rules = nullptr;
+  int32_t layout_id = -1;  // the layout's index in the table; -1: not a state of it
+  bool open = false;       // in MIG mode, healthy, trusted, not cordoned
+};
+
+// Sums over a node's GPUs, as HAMi's node score adds them up (NodeScoreAdding).
+struct NodeTotals {
+  int64_t slots = 0;  // device counts
+  int64_t cores = 0;
+  int64_t mem = 0;
+  int64_t used = 0;
+  int64_t used_cores = 0;
+  int64_t used_mem = 0;
+  bool idle = true;  // no GPU in use
+};
+
 // One registered node and the usage of its GPUs.
 struct NodeState {
   std::string name;
@@ -94,10 +114,18 @@ struct NodeState {
   // so a node removed and added again never repeats a stamp): readers that keep something
   // derived per node (the /ui state) redo only the nodes whose stamp moved.
   uint64_t change_stamp = 0;
-  std::vector<std::string> types_upper;          // per device, for type filters
-  bool any_mig = false;                          // some device is in MIG mode
-  bool all_mig = false;                          // it has devices, every one in MIG mode
-  int64_t max_free_mem = 0;                      // MiB, the most any one device has free
+  std::vector<std::string> types_upper;  // per device, for type filters
+  bool any_mig = false;                  // some device is in MIG mode
+  bool all_mig = false;                  // it has devices, every one in MIG mode
+  int64_t max_free_mem = 0;              // MiB, the most any one device has free
+  // Derived from the devices and their usage by ClusterState whenever either changes, and kept
+  // in two small blocks, so that ranking a node reads them instead of every GPU's device, model
+  // and usage objects (a cluster's filter pass is bound by those reads). `summaries_current`
+  // is false for a NodeState changed by hand (a copy whose usage was edited): readers then
+  // walk the devices.
+  std::vector<MigGpuSummary> mig_gpus;  // per device
+  NodeTotals totals;
+  bool summaries_current = false;
   std::optional<int64_t> cpu_allocatable_milli;  // from the Node object, when it says
   int64_t cpu_used_milli = 0;                    // by the pods reserved here
 
@@ -222,6 +250,8 @@ class ClusterState {
   std::shared_ptr<const mig::LayoutTable> LayoutTableFor(const mig::GpuMigModel& model);
   // Recomputes the node's signature and moves it to the class of its state.
   void RefreshSignature(NodeState& node);
+  // max_free_mem, mig_gpus and totals, from the devices and their usage.
+  static void RefreshSummaries(NodeState& node);
   void ReleaseClass(int id);
   void RebuildNodeList();
   // The node just added to nodes_ takes its place in node_list_ (no walk of the map, no hashing

@@ -77,6 +77,7 @@ class FilterPassTest : public ::testing::Test {
                                     /*collect_refusals=*/true, runner, shares);
     std::string text = out.best == nullptr ? "none" : out.best->name;
     if (out.best != nullptr) {
+      out.CompleteBestFit(cycle);
       for (const auto& slot : out.best_fit().slots) {
         for (const auto& a : slot) text += " dev" + std::to_string(a.device);
       }
@@ -152,6 +153,41 @@ TEST_F(FilterPassTest, OnePassWithoutTheCacheKeepsOnlyTheFitsItMayNeed) {
   ASSERT_EQ(kept.best_fit().slots.size(), all.best_fit().slots.size());
   EXPECT_EQ(kept.best_fit().slots[0][0].device, all.best_fit().slots[0][0].device);
   EXPECT_EQ(kept.best_fit().score, all.best_fit().score);
+}
+
+// The pass ranks MIG nodes by their plans' figures and leaves the assignments out; the chosen
+// node's fit is then worked out in full, equal to a full fit of that node.
+TEST_F(FilterPassTest, TheChosenMigNodesFitIsCompletedAsAFullFit) {
+  const model::Pod pod = PodBuilder("ns/mig").Container(2, 4000).MigMode().Build();
+  ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
+  const CycleState cycle(parsed.request.value(), parsed.prefs->value(), parsed.cpu_milli,
+                         scheduler_.demand_mix(), scheduler_.mig_demand_mix(), defaults_);
+  for (size_t bound : {size_t{0}, state_.state_class_bound()}) {
+    SCOPED_TRACE(bound == 0 ? "every node" : "equivalence cache");
+    FilterOutcome out = FilterNodes(cycle, state_.node_list(), bound,
+                                    /*collect_refusals=*/false, nullptr, 1);
+    ASSERT_NE(out.best, nullptr);
+    ASSERT_TRUE(out.best->all_mig);
+    EXPECT_TRUE(out.best_fit().slots_omitted);
+    EXPECT_TRUE(out.best_fit().slots.empty());
+    const NodeFit ranked = out.best_fit();
+    out.CompleteBestFit(cycle);
+    const NodeFit& done = out.best_fit();
+    NodeRank rank;
+    const NodeFit full = NodeEvaluator(cycle).FitAndRank(*out.best, &rank);
+    EXPECT_FALSE(done.slots_omitted);
+    EXPECT_EQ(done.score, ranked.score);
+    EXPECT_EQ(done.mig_drop, ranked.mig_drop);
+    EXPECT_EQ(done.score, full.score);
+    ASSERT_EQ(done.slots.size(), full.slots.size());
+    ASSERT_EQ(done.slots[0].size(), 2U);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(done.slots[0][i].device, full.slots[0][i].device);
+      EXPECT_EQ(done.slots[0][i].mig_profile, full.slots[0][i].mig_profile);
+      EXPECT_EQ(done.slots[0][i].placement.start, full.slots[0][i].placement.start);
+    }
+    EXPECT_EQ(NodeScore(*out.best, done.slots), done.score) << "the plan's totals score alike";
+  }
 }
 
 TEST_F(FilterPassTest, OneShareOrNoRunnerStaysOnTheCallingThread) {
