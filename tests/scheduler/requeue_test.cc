@@ -35,6 +35,19 @@ class RequeueTest : public ServiceTest {
     return pod;
   }
 
+  // The common start: n1 with one 8000 MiB GPU, `holder` running there with 6000 MiB, and
+  // `waiting` (4000 MiB) refused by the filter. The holder's deletion then lets it fit.
+  ExtenderService& RefusedBehindTheHolder() {
+    auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
+    s.UpsertPod(PodJson(holder));
+    const Json r = Filter(waiting, {"n1"});
+    EXPECT_EQ(r["FailedNodes"]["n1"], "1/1 CardInsufficientMemory") << r.dump();
+    return s;
+  }
+
+  const model::Pod holder = Running("ns/holder", 6000);
+  const model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
+
   // Two passes, `requeue_after` apart: the first sees the change, the second acts.
   size_t PassesAfterTheDelay() {
     size_t n = service->RequeueWaitingPods();
@@ -58,11 +71,7 @@ class RequeueTest : public ServiceTest {
 // The race behind a pod pending for minutes: kube-scheduler sees the holder's deletion first and
 // asks while this view still holds it; the pod is refused and nothing else happens.
 TEST_F(RequeueTest, APodRefusedBeforeADeletionThisViewSawLateIsRequeuedOnce) {
-  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
-  s.UpsertPod(PodJson(holder));
-  const model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
-  ASSERT_EQ(Filter(waiting, {"n1"})["FailedNodes"]["n1"], "1/1 CardInsufficientMemory");
+  auto& s = RefusedBehindTheHolder();
   EXPECT_EQ(PassesAfterTheDelay(), 0u) << "nothing changed since the refusal";
   s.DeletePod(PodJson(holder));
   EXPECT_EQ(s.RequeueWaitingPods(), 0u) << "kube-scheduler gets requeue_after to ask itself";
@@ -80,11 +89,7 @@ TEST_F(RequeueTest, APodRefusedBeforeADeletionThisViewSawLateIsRequeuedOnce) {
 }
 
 TEST_F(RequeueTest, APodKubeSchedulerAskedAboutAfterTheChangeIsLeftToIt) {
-  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
-  s.UpsertPod(PodJson(holder));
-  const model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
-  ASSERT_TRUE(Filter(waiting, {"n1"})["NodeNames"].is_null());
+  auto& s = RefusedBehindTheHolder();
   s.DeletePod(PodJson(holder));
   ASSERT_EQ(Filter(waiting, {"n1"})["NodeNames"][0], "n1");
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
@@ -97,7 +102,6 @@ TEST_F(RequeueTest, AChangeThatDoesNotAdmitThePodRequeuesNothing) {
   const model::Pod small = Running("ns/small", 1000);
   s.UpsertPod(PodJson(big));
   s.UpsertPod(PodJson(small));
-  const model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
   ASSERT_TRUE(Filter(waiting, {"n1"})["NodeNames"].is_null());
   s.DeletePod(PodJson(small));  // 3000 MiB free: still not enough
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
@@ -109,9 +113,7 @@ TEST_F(RequeueTest, AChangeThatDoesNotAdmitThePodRequeuesNothing) {
 TEST_F(RequeueTest, OnlyTheNodesOfItsLastFilterCount) {
   auto& s = MakeSynced(
       {NodeWith("n1", {SharingGpu("GPU-0", 8000)}), NodeWith("n2", {SharingGpu("GPU-9", 2000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
   s.UpsertPod(PodJson(holder));
-  const model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
   ASSERT_TRUE(Filter(waiting, {"n2"})["NodeNames"].is_null());  // kube-scheduler offered n2 only
   s.DeletePod(PodJson(holder));                                 // room on n1, not on n2
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
@@ -145,11 +147,7 @@ TEST_F(RequeueTest, AnExpiredReservationRequeuesThePodItHeldBack) {
 }
 
 TEST_F(RequeueTest, APodBoundOrDeletedMeanwhileIsForgotten) {
-  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
-  s.UpsertPod(PodJson(holder));
-  const model::Pod waiting = PodBuilder("ns/waiting").Container(1, 4000).Build();
-  ASSERT_TRUE(Filter(waiting, {"n1"})["NodeNames"].is_null());
+  auto& s = RefusedBehindTheHolder();
   s.DeletePod(PodJson(waiting));
   s.DeletePod(PodJson(holder));
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
@@ -158,11 +156,7 @@ TEST_F(RequeueTest, APodBoundOrDeletedMeanwhileIsForgotten) {
 
 TEST_F(RequeueTest, AFollowerAndAZeroDelayWriteNothing) {
   {
-    auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-    const model::Pod holder = Running("ns/holder", 6000);
-    s.UpsertPod(PodJson(holder));
-    ASSERT_TRUE(
-        Filter(PodBuilder("ns/w").Container(1, 4000).Build(), {"n1"})["NodeNames"].is_null());
+    auto& s = RefusedBehindTheHolder();
     s.SetLeader(false);
     s.DeletePod(PodJson(holder));
     EXPECT_EQ(PassesAfterTheDelay(), 0u);
@@ -170,20 +164,14 @@ TEST_F(RequeueTest, AFollowerAndAZeroDelayWriteNothing) {
     EXPECT_EQ(PassesAfterTheDelay(), 1u);
   }
   options.requeue_after = std::chrono::seconds(0);
-  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
-  s.UpsertPod(PodJson(holder));
-  ASSERT_TRUE(Filter(PodBuilder("ns/w").Container(1, 4000).Build(), {"n1"})["NodeNames"].is_null());
+  auto& s = RefusedBehindTheHolder();
   s.DeletePod(PodJson(holder));
   clock.now += std::chrono::hours(1);
   EXPECT_EQ(s.RequeueWaitingPods(), 0u);
 }
 
 TEST_F(RequeueTest, AFailedWriteIsLoggedAndCountsNothing) {
-  auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
-  s.UpsertPod(PodJson(holder));
-  ASSERT_TRUE(Filter(PodBuilder("ns/w").Container(1, 4000).Build(), {"n1"})["NodeNames"].is_null());
+  auto& s = RefusedBehindTheHolder();
   s.DeletePod(PodJson(holder));
   writer.fail_patch = true;
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
@@ -194,7 +182,6 @@ TEST_F(RequeueTest, AFailedWriteIsLoggedAndCountsNothing) {
 
 TEST_F(RequeueTest, TheMetricCountsRequeuedPods) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  const model::Pod holder = Running("ns/holder", 6000);
   s.UpsertPod(PodJson(holder));
   ASSERT_TRUE(Filter(PodBuilder("ns/a").Container(1, 1000).Build(), {"n1"})["NodeNames"][0] ==
               "n1");
