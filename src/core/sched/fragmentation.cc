@@ -188,4 +188,126 @@ double NodeFragmentation(const NodeCapacity& node, const std::vector<WeightedSha
   return NodeFragmentation(node, PreparedTarget(target));
 }
 
+void NodeFragmentationWorkspace::Reset(const NodeCapacity& node, const PreparedTarget& target) {
+  node_ = &node;
+  target_ = &target;
+  const size_t n = node.gpu_free_mem.size();
+  position_.assign(n, -1);
+  free_mem_.clear();
+  free_cores_.clear();
+  fraction_.clear();
+  has_memory_.clear();
+  total_sums_.assign(1, 0.0);
+  for (size_t g = 0; g < n; ++g) {
+    if (!node.gpu_usable[g]) continue;
+    position_[g] = static_cast<int32_t>(free_mem_.size());
+    const bool memory = node.gpu_total_mem[g] > 0;
+    const double f = memory ? static_cast<double>(node.gpu_free_mem[g]) / node.gpu_total_mem[g] : 0;
+    free_mem_.push_back(node.gpu_free_mem[g]);
+    free_cores_.push_back(node.gpu_free_cores[g]);
+    fraction_.push_back(f);
+    has_memory_.push_back(memory);
+    total_sums_.push_back(memory ? total_sums_.back() + f : total_sums_.back());
+  }
+  usable_ = free_mem_.size();
+  demands_.assign(target.demands_.size(), Demand{});
+  demand_sums_.resize(target.demands_.size() * (usable_ + 1));
+  type_match_.assign(target.types_.size(), int8_t{-1});
+}
+
+const NodeFragmentationWorkspace::Demand& NodeFragmentationWorkspace::DemandAt(int32_t d) {
+  Demand& demand = demands_[d];
+  if (demand.known) return demand;
+  const auto [mem, cores] = target_->demands_[d];
+  double* sums = &demand_sums_[static_cast<size_t>(d) * (usable_ + 1)];
+  sums[0] = 0;
+  for (size_t i = 0; i < usable_; ++i) {
+    const bool holds = free_mem_[i] >= mem && free_cores_[i] >= cores;
+    demand.holders += holds ? 1 : 0;
+    demand.holds |= holds && i < 64 ? uint64_t{1} << i : 0;
+    // Adding 0.0 for a holder (as NodeFragmentationAfter does) leaves the sum as it was.
+    sums[i + 1] = holds ? sums[i] : sums[i] + fraction_[i];
+  }
+  demand.known = true;
+  return demand;
+}
+
+double NodeFragmentationWorkspace::Before() {
+  if (total_sums_.back() <= 0) return 0;
+  const int64_t cpu_free =
+      node_->cpu_free_milli ? *node_->cpu_free_milli : std::numeric_limits<int64_t>::max();
+  return ShapesSum(total_sums_.back(), cpu_free, -1, 0, 0, 0);
+}
+
+double NodeFragmentationWorkspace::After(const GpuTake& take, int64_t cpu_milli) {
+  const auto g = static_cast<size_t>(take.gpu);
+  const int64_t cpu_free = node_->cpu_free_milli ? *node_->cpu_free_milli - cpu_milli
+                                                 : std::numeric_limits<int64_t>::max();
+  const int k = position_[g];
+  if (k < 0 || usable_ > 64) {
+    // A take on a GPU the measure does not count changes only the host CPU (or, beyond 64 GPUs,
+    // the holders' bits do not fit: the plain function).
+    if (k >= 0) return NodeFragmentationAfter(*node_, *target_, {&take, 1}, cpu_milli);
+    if (total_sums_.back() <= 0) return 0;
+    return ShapesSum(total_sums_.back(), cpu_free, -1, 0, 0, 0);
+  }
+  const int32_t mem = std::max(0, node_->gpu_free_mem[g] - take.mem_mib);
+  const int32_t cores = std::max(0, node_->gpu_free_cores[g] - take.cores);
+  const double f = has_memory_[k] ? static_cast<double>(mem) / node_->gpu_total_mem[g] : 0;
+  double total_free = total_sums_[k];
+  if (has_memory_[k]) total_free += f;
+  for (size_t i = static_cast<size_t>(k) + 1; i < usable_; ++i) {
+    if (has_memory_[i]) total_free += fraction_[i];
+  }
+  if (total_free <= 0) return 0;
+  return ShapesSum(total_free, cpu_free, k, mem, cores, f);
+}
+
+double NodeFragmentationWorkspace::ShapesSum(double total_free, int64_t cpu_free, int position,
+                                             int32_t mem, int32_t cores, double fraction) {
+  // NodeFragmentationAfter's loop over the shapes, with the usable GPU at `position` (-1: none)
+  // holding `mem`, `cores` and `fraction` instead of what Reset read. Per demand, worked out
+  // once per call: holders < 0 not yet.
+  constexpr int kUnknown = -1;
+  struct PerDemand {
+    int holders;
+    double unusable;
+  };
+  SmallBuffer<PerDemand, 64> per_demand(target_->demands_.size(), PerDemand{kUnknown, 0.0});
+  double fragmented = 0;
+  for (const PreparedTarget::Shape& shape : target_->compact_) {
+    double fragments = total_free;
+    bool fits = shape.gpus > 0 && cpu_free >= shape.cpu_milli;
+    if (fits && shape.type >= 0) {
+      int8_t& match = type_match_[shape.type];
+      if (match < 0) match = TypeMatches(node_->gpu_type, target_->types_[shape.type]) ? 1 : 0;
+      fits = match == 1;
+    }
+    if (fits) {
+      PerDemand& d = per_demand[shape.demand];
+      if (d.holders == kUnknown) {
+        const Demand& base = DemandAt(shape.demand);
+        const double* sums = &demand_sums_[static_cast<size_t>(shape.demand) * (usable_ + 1)];
+        if (position < 0) {
+          d = PerDemand{base.holders, sums[usable_]};
+        } else {
+          // The sums up to the take's GPU are the node's; from it on they are added again.
+          const auto [dmem, dcores] = target_->demands_[shape.demand];
+          const bool held_before = (base.holds >> position) & 1U;
+          const bool holds = mem >= dmem && cores >= dcores;
+          double unusable = sums[position];
+          if (!holds) unusable += fraction;
+          for (size_t i = static_cast<size_t>(position) + 1; i < usable_; ++i) {
+            if (((base.holds >> i) & 1U) == 0) unusable += fraction_[i];
+          }
+          d = PerDemand{base.holders - (held_before ? 1 : 0) + (holds ? 1 : 0), unusable};
+        }
+      }
+      if (d.holders >= shape.gpus) fragments = d.unusable;
+    }
+    fragmented += shape.weight * fragments;
+  }
+  return fragmented;
+}
+
 }  // namespace tessera::sched

@@ -96,6 +96,7 @@ class PreparedTarget {
  private:
   friend double NodeFragmentationAfter(const NodeCapacity& node, const PreparedTarget& target,
                                        std::span<const GpuTake> takes, int64_t cpu_milli);
+  friend class NodeFragmentationWorkspace;
   struct Shape {
     double weight;
     int64_t cpu_milli;
@@ -108,6 +109,8 @@ class PreparedTarget {
   std::vector<std::pair<int32_t, int32_t>> demands_;  // distinct (memory, cores) per GPU
   std::vector<std::string> types_;                    // distinct model lists
 };
+
+class NodeFragmentationWorkspace;
 
 // Expected fragmented GPU capacity of a node for a target workload, in GPUs (each GPU's free
 // memory as a fraction of its total): for each shape, the free capacity the shape cannot use —
@@ -122,5 +125,46 @@ double NodeFragmentationAfter(const NodeCapacity& node, const PreparedTarget& ta
 
 // The same for a target used once (prepares it first); both give bit-identical results.
 double NodeFragmentation(const NodeCapacity& node, const std::vector<WeightedShape>& target);
+
+// NodeFragmentation and NodeFragmentationAfter of one take, for one node asked many times (the
+// fragmentation-aware GPU choice asks once per GPU, the node's rank twice more). What does not
+// depend on the take is worked out once per node: the usable GPUs, and per per-GPU demand which
+// GPUs hold it and the running sums of the free capacity of those that do not. A take then only
+// redoes the sums from its GPU on. Bit-identical to the functions above: the same additions in
+// the same order. Reset for each node; the buffers are kept from node to node.
+class NodeFragmentationWorkspace {
+ public:
+  // `node` and `target` must stay unchanged until the next Reset.
+  void Reset(const NodeCapacity& node, const PreparedTarget& target);
+  // NodeFragmentation(node, target).
+  double Before();
+  // NodeFragmentationAfter(node, target, {&take, 1}, cpu_milli).
+  double After(const GpuTake& take, int64_t cpu_milli);
+
+ private:
+  // Per distinct per-GPU demand, worked out when first needed: which usable GPUs hold it, and
+  // sums[i] = the free capacity of the first i usable GPUs that do not, summed in order.
+  struct Demand {
+    bool known = false;
+    int holders = 0;
+    uint64_t holds = 0;  // bit i: usable GPU i holds the demand
+  };
+  const Demand& DemandAt(int32_t d);
+  double ShapesSum(double total_free, int64_t cpu_free, int position, int32_t mem, int32_t cores,
+                   double fraction);
+
+  const NodeCapacity* node_ = nullptr;
+  const PreparedTarget* target_ = nullptr;
+  std::vector<int32_t> position_;  // per GPU: its index among the usable GPUs; -1: not usable
+  std::vector<int32_t> free_mem_;  // per usable GPU
+  std::vector<int32_t> free_cores_;
+  std::vector<double> fraction_;
+  std::vector<double> total_sums_;  // [i]: fraction_[0..i) summed in order (GPUs with memory)
+  std::vector<bool> has_memory_;    // per usable GPU: its total memory is positive
+  std::vector<Demand> demands_;
+  std::vector<double> demand_sums_;  // demands x (usable + 1): Demand's sums
+  std::vector<int8_t> type_match_;   // per model list of the target: -1 unknown, 0, 1
+  size_t usable_ = 0;
+};
 
 }  // namespace tessera::sched

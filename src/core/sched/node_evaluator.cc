@@ -11,8 +11,9 @@ bool NodeEvaluator::MayFit(const state::NodeState& node) const {
 NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank, bool with_slots) {
   if (cycle_.rank_gpus()) {
     CapacityOf(node, &capacity_);
+    fragmentation_.Reset(capacity_, cycle_.target());
     SingleGpuRanks(node, capacity_, *cycle_.single(), cycle_.cpu_milli(), cycle_.target(),
-                   &gpu_ranks_);
+                   &gpu_ranks_, &fragmentation_);
   }
   NodeFit fit =
       FitPodOnNode(node, cycle_.request(), cycle_.prefs(),
@@ -20,8 +21,9 @@ NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank, 
   // RankNode reads the capacity only to rank a shared placement by fragmentation.
   if (!cycle_.rank_gpus() && cycle_.by_fragmentation() && fit.fits && !fit.mig_planned) {
     CapacityOf(node, &capacity_);
+    fragmentation_.Reset(capacity_, cycle_.target());
   }
-  *rank = RankNode(cycle_, node, fit, capacity_);
+  *rank = RankNode(cycle_, node, fit, capacity_, &fragmentation_);
   return fit;
 }
 

@@ -30,6 +30,7 @@ class NodeEvaluator {
  private:
   const CycleState& cycle_;
   NodeCapacity capacity_;
+  NodeFragmentationWorkspace fragmentation_;  // Reset with capacity_
   std::vector<double> gpu_ranks_;
 };
 

@@ -27,7 +27,7 @@ size_t TakesOf(const state::NodeState& node, const SlotAssignments& slots) {
 }  // namespace
 
 NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const NodeFit& fit,
-                  const NodeCapacity& capacity) {
+                  const NodeCapacity& capacity, NodeFragmentationWorkspace* workspace) {
   NodeRank rank{0, cycle.tessera_nodes() ? fit.score : NodeScore(node, {}),
                 node.summaries_current
                     ? node.totals.idle
@@ -38,7 +38,8 @@ NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const N
   if (fit.fits && fit.mig_planned) {
     rank.bucket = std::round(fit.mig_drop / kPlaceabilityQuantum);
   } else if (fit.fits && cycle.by_fragmentation()) {
-    const double before = NodeFragmentation(capacity, cycle.target());
+    const double before =
+        workspace != nullptr ? workspace->Before() : NodeFragmentation(capacity, cycle.target());
     // What the placement takes from the shared GPUs (MIG instances take no shares).
     SmallBuffer<GpuTake, 16> takes(TakesOf(node, fit.slots), GpuTake{});
     size_t count = 0;
@@ -48,7 +49,9 @@ NodeRank RankNode(const CycleState& cycle, const state::NodeState& node, const N
       }
     }
     const double after =
-        NodeFragmentationAfter(capacity, cycle.target(), takes.span(), cycle.cpu_milli());
+        workspace != nullptr && count == 1
+            ? workspace->After(takes[0], cycle.cpu_milli())
+            : NodeFragmentationAfter(capacity, cycle.target(), takes.span(), cycle.cpu_milli());
     rank.bucket = std::floor((after - before) / kFragmentationQuantum);
   }
   return rank;

@@ -55,7 +55,8 @@ std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
 
 void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                     const ContainerRequest& request, int64_t cpu_milli,
-                    const PreparedTarget& target, std::vector<double>* ranks_out) {
+                    const PreparedTarget& target, std::vector<double>* ranks_out,
+                    NodeFragmentationWorkspace* workspace) {
   const size_t n = node.devices.size();
   std::vector<double>& ranks = *ranks_out;
   ranks.assign(n, std::numeric_limits<double>::infinity());
@@ -82,7 +83,9 @@ void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
     if (reused) continue;
     // The GPU has the room (checked above), so the take is not clipped at 0.
     const GpuTake take{static_cast<int32_t>(g), mem, request.cores};
-    ranks[g] = NodeFragmentationAfter(capacity, target, {&take, 1}, cpu_milli);
+    ranks[g] = workspace != nullptr
+                   ? workspace->After(take, cpu_milli)
+                   : NodeFragmentationAfter(capacity, target, {&take, 1}, cpu_milli);
   }
 }
 

@@ -29,9 +29,11 @@ std::optional<DemandShape> ShapeOf(const PodRequest& request, int64_t cpu_milli,
 std::vector<double> SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                                    const ContainerRequest& request, int64_t cpu_milli,
                                    const PreparedTarget& target);
-// The same, written into `ranks` (reusing its buffer).
+// The same, written into `ranks` (reusing its buffer). With `workspace` (Reset for this node's
+// `capacity` and `target`), the fragmentation is worked out through it: the same values.
 void SingleGpuRanks(const state::NodeState& node, const NodeCapacity& capacity,
                     const ContainerRequest& request, int64_t cpu_milli,
-                    const PreparedTarget& target, std::vector<double>* ranks);
+                    const PreparedTarget& target, std::vector<double>* ranks,
+                    NodeFragmentationWorkspace* workspace = nullptr);
 
 }  // namespace tessera::sched

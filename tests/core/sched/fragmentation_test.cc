@@ -168,6 +168,20 @@ TEST(NodeFragmentationTest, PreparedTargetGivesTheFormulasDoublesBitForBit) {
     EXPECT_EQ(NodeFragmentation(node, PreparedTarget(target)), expected)
         << "iteration " << iteration;
     EXPECT_EQ(NodeFragmentation(node, target), expected) << "iteration " << iteration;
+    // The workspace, asked in any order, Before between takes (one per GPU, usable or not).
+    const PreparedTarget prepared(target);
+    NodeFragmentationWorkspace workspace;
+    workspace.Reset(node, prepared);
+    EXPECT_EQ(workspace.Before(), expected) << "iteration " << iteration;
+    for (int g = 0; g < gpus; ++g) {
+      const GpuTake take{g, pick(1500), pick(120)};
+      const int64_t cpu = static_cast<int64_t>(pick(4)) * 1000;
+      EXPECT_EQ(workspace.After(take, cpu), NodeFragmentationAfter(node, prepared, {&take, 1}, cpu))
+          << "iteration " << iteration << ", GPU " << g;
+      if (g % 3 == 0) {
+        EXPECT_EQ(workspace.Before(), expected) << "iteration " << iteration;
+      }
+    }
     // The same node after a placement, applied on the fly, against a copy with it applied
     // (what the ranking did before): bit-identical, takes clipped at 0 and repeated GPUs too.
     if (gpus > 0) {
@@ -188,6 +202,33 @@ TEST(NodeFragmentationTest, PreparedTargetGivesTheFormulasDoublesBitForBit) {
     }
   }
   EXPECT_GT(compared_nonzero, 1000);
+}
+
+// Past 64 usable GPUs the workspace gives the plain function's answer too (its holder bits run
+// out there).
+TEST(NodeFragmentationTest, TheWorkspaceAnswersAlikeOnNodesWithManyGpus) {
+  NodeCapacity node;
+  for (int g = 0; g < 70; ++g) {
+    node.gpu_total_mem.push_back(1000);
+    node.gpu_free_mem.push_back((g * 37) % 1001);
+    node.gpu_free_cores.push_back(100);
+    node.gpu_usable.push_back(g % 9 != 0);
+  }
+  std::vector<WeightedShape> target;
+  for (int m : {100, 300, 700}) {
+    DemandShape shape;
+    shape.gpus = 1;
+    shape.gpu_mem_mib = m;
+    target.push_back(WeightedShape{shape, 1.0 / 3});
+  }
+  const PreparedTarget prepared(target);
+  NodeFragmentationWorkspace workspace;
+  workspace.Reset(node, prepared);
+  EXPECT_EQ(workspace.Before(), NodeFragmentation(node, prepared));
+  for (int g = 0; g < 70; g += 7) {
+    const GpuTake take{g, 250, 10};
+    EXPECT_EQ(workspace.After(take, 0), NodeFragmentationAfter(node, prepared, {&take, 1}, 0));
+  }
 }
 
 // The mix as first written: every Target() ranks all shapes again with a stable sort.
