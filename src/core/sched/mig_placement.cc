@@ -414,8 +414,11 @@ bool MigPlanMemo::Describe(const state::NodeState& node) {
 }
 
 const std::optional<MigPlan>* MigPlanMemo::Find() const {
+  ++lookups_;
   auto it = plans_.find(probe_);
-  return it == plans_.end() ? nullptr : &it->second;
+  if (it == plans_.end()) return nullptr;
+  ++hits_;
+  return &it->second;
 }
 
 void MigPlanMemo::Store(const std::optional<MigPlan>& plan) { plans_.emplace(probe_, plan); }
@@ -451,7 +454,7 @@ std::optional<MigPlan> PlanMigPlacement(const state::NodeState& node, const PodR
       goal != nullptr && goal->weights != nullptr && !with_slots && goal->admits_open_mig_gpus
           ? goal->plans
           : nullptr;
-  if (memo == nullptr || !memo->Describe(node)) {
+  if (memo == nullptr || !memo->Worthwhile() || !memo->Describe(node)) {
     return SearchPlan(node, request, prefs, goal, with_slots);
   }
   if (const std::optional<MigPlan>* known = memo->Find()) return *known;

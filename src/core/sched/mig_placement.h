@@ -140,6 +140,9 @@ struct MigPlan {
 class MigPlanMemo {
  public:
   using Gpus = std::vector<std::pair<const void*, int32_t>>;  // (rules, layout_id) per GPU
+  // Whether asking is still worth it: after the first lookups of a decision, only while at
+  // least one in four hits (a cluster whose nodes all differ would only pay for the keys).
+  bool Worthwhile() const { return lookups_ < 64 || hits_ * 4 >= lookups_; }
   // The node's key in probe(), or false when a GPU has no table state (not memoised).
   bool Describe(const state::NodeState& node);
   // The plan for probe()'s key, when known (an empty optional: the pod fits nowhere on it).
@@ -153,6 +156,8 @@ class MigPlanMemo {
   };
   Gpus probe_;
   std::unordered_map<Gpus, std::optional<MigPlan>, Hash> plans_;
+  mutable size_t lookups_ = 0;
+  mutable size_t hits_ = 0;
 };
 
 // Exact joint placement of every instance of the pod over the node's MIG GPUs (those the pod's
