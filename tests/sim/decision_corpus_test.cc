@@ -175,9 +175,11 @@ uint64_t Fnv1a(const std::string& text, uint64_t h = 0xcbf29ce484222325ULL) {
   return h;
 }
 
-std::string RunScenario(int index, bool equivalence_cache = true, TaskRunner* runner = nullptr) {
+std::string RunScenario(int index, bool equivalence_cache = true, TaskRunner* runner = nullptr,
+                        bool rank_bound = true) {
   Simulator sim(RandomScenario(index));
   sim.scheduler().set_equivalence_cache(equivalence_cache);
+  sim.scheduler().set_rank_bound(rank_bound);
   // One node per thread at least: the corpus's clusters are small, and every decision should
   // take the parallel path.
   sim.scheduler().set_filter_runner(runner, /*min_nodes_per_thread=*/1);
@@ -261,6 +263,32 @@ TEST(DecisionCorpusTest, TheEquivalenceCacheChangesNoDecision) {
                   << " decides differently without the equivalence cache (diff the two with "
                      "TESSERA_DUMP_SCENARIO="
                   << i << ")";
+  }
+  EXPECT_EQ(differ, 0);
+}
+
+// The rank bound skips nodes that cannot rank first without fitting the pod on them: fitting
+// every node must decide exactly the same, with the equivalence cache and without, and on three
+// threads (each share bounds by its own best). Every other scenario: the corpus itself runs
+// with the bound on.
+TEST(DecisionCorpusTest, TheRankBoundChangesNoDecision) {
+  threads::ThreadPool pool(3);
+  int differ = 0;
+  for (int i = 0; i < kScenarios; i += 2) {
+    const std::string every_node = RunScenario(i, true, nullptr, /*rank_bound=*/false);
+    const struct {
+      bool cache;
+      TaskRunner* runner;
+      const char* name;
+    } runs[] = {{true, nullptr, "one thread"},
+                {false, nullptr, "equivalence cache off"},
+                {true, &pool, "3 threads"}};
+    for (const auto& run : runs) {
+      if (RunScenario(i, run.cache, run.runner) == every_node) continue;
+      ++differ;
+      ADD_FAILURE() << "scenario " << i << " decides differently with the rank bound (" << run.name
+                    << ")";
+    }
   }
   EXPECT_EQ(differ, 0);
 }

@@ -61,6 +61,7 @@ CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, i
       goal_(prefs.gpu_policy.tessera ? &mig_goal_storage_ : nullptr),
       cacheable_(prefs.use_uuids.empty() && prefs.nouse_uuids.empty()) {
   if (!rank_gpus_) single_ = nullptr;
+  if (by_fragmentation_) rank_bound_ = RankBound(request, mix.Target());
   mig_goal_storage_.admits_open_mig_gpus = AdmitsOpenMigGpus(prefs);
   mig_goal_storage_.plans = &mig_plans_;
 }

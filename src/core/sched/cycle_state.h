@@ -11,6 +11,7 @@
 #include "core/sched/mig_demand.h"
 #include "core/sched/mig_placement.h"
 #include "core/sched/preferences.h"
+#include "core/sched/rank_bound.h"
 #include "core/sched/request.h"
 
 namespace tessera::sched {
@@ -63,6 +64,8 @@ class CycleState {
   // The one-GPU container when rank_gpus() (else nullptr).
   const ContainerRequest* single() const { return single_; }
   const PreparedTarget& target() const { return prepared_; }
+  // The floor under a node's fragmentation rank (enabled when by_fragmentation()).
+  const RankBound& rank_bound() const { return rank_bound_; }
   // The demand-aware MIG plan's goal; nullptr when a HAMi GPU policy places MIG instances.
   const MigGoal* mig_goal() const { return goal_; }
   // Nodes in the same state give the same answer: the pod names no GPU UUID (where it does,
@@ -81,6 +84,7 @@ class CycleState {
   const ContainerRequest* single_ = nullptr;
   bool rank_gpus_;
   PreparedTarget prepared_;
+  RankBound rank_bound_;
   MigWeights mig_weights_;
   MigArrangeCache mig_cache_;   // per cycle: MIG layouts seen on several nodes are scored once
   MigPlanBuffers mig_buffers_;  // per cycle: the MIG plan's working space, node after node

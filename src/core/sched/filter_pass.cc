@@ -23,7 +23,7 @@ void Prefetch(const state::NodeState& ns) {
 void PrefetchForEvaluation(const state::NodeState& ns) {
 #if defined(__GNUC__)
   __builtin_prefetch(&ns.summaries_current);
-  if (!ns.mig_gpus.empty()) __builtin_prefetch(ns.mig_gpus.data());
+  if (!ns.gpu_summaries.empty()) __builtin_prefetch(ns.gpu_summaries.data());
 #else
   (void)ns;
 #endif
@@ -36,25 +36,32 @@ struct Share {
 };
 
 void EvaluateShare(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
-                   size_t state_class_bound, Share* share) {
-  FilterPass pass(cycle, state_class_bound, nodes.size(), &share->part);
+                   size_t state_class_bound, bool skip_outranked, Share* share) {
+  skip_outranked = skip_outranked && cycle.rank_bound().enabled();
+  FilterPass pass(cycle, state_class_bound, nodes.size(), &share->part, skip_outranked);
   share->node_eval.resize(nodes.size());
   const bool every_node = state_class_bound == 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
     if (every_node && i + 4 < nodes.size()) PrefetchForEvaluation(*nodes[i + 4]);
-    share->node_eval[i] = pass.Evaluate(*nodes[i]);
+    const uint32_t evaluated = pass.Evaluate(*nodes[i]);
+    share->node_eval[i] = evaluated;
+    // The share's own best so far, for the bound (the choice itself is made after, in order).
+    if (skip_outranked && evaluated != FilterPass::kOutranked) {
+      ConsiderNode(cycle, *nodes[i], evaluated, false, &share->part);
+    }
   }
 }
 
 }  // namespace
 
 FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t expected_nodes,
-                       FilterOutcome* out)
+                       FilterOutcome* out, bool skip_outranked)
     : cycle_(cycle),
       evaluator_(cycle),
       by_class_(state_class_bound, FilterOutcome::kNone),
-      out_(out) {
+      out_(out),
+      skip_outranked_(skip_outranked && cycle.rank_bound().enabled()) {
   // A one-thread pass over nodes that fit drops their entries as it goes (ForgetUnneededFit):
   // a modest start, grown only where entries stay (refusals, shared classes). A large buffer
   // freed at the end of every decision would also make malloc consolidate its free lists.
@@ -79,6 +86,11 @@ void FilterPass::ForgetUnneededFit(uint32_t evaluated) {
 }
 
 uint32_t FilterPass::EvaluateAnew(const state::NodeState& node, bool use_cache) {
+  if (skip_outranked_ && out_->best != nullptr &&
+      Outranked(cycle_, node, out_->evaluated[out_->best_eval].rank, *out_->best)) {
+    ++out_->outranked;
+    return kOutranked;
+  }
   const auto result = static_cast<uint32_t>(out_->evaluated.size());
   last_unshared_ = use_cache ? kUnusable : result;
   FilterOutcome::Evaluated& e = out_->evaluated.emplace_back();
@@ -108,17 +120,18 @@ void RecordRefusal(const state::NodeState& node, uint32_t evaluated, FilterOutco
 
 FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
                           size_t state_class_bound, bool collect_refusals, TaskRunner* runner,
-                          size_t threads) {
+                          size_t threads, bool skip_outranked) {
   FilterOutcome out;
   threads = std::max<size_t>(1, std::min(threads, nodes.size()));
   if (runner == nullptr || threads == 1) {
     // One pass: evaluate and choose node by node.
-    FilterPass pass(cycle, state_class_bound, nodes.size(), &out);
+    FilterPass pass(cycle, state_class_bound, nodes.size(), &out, skip_outranked);
     const bool every_node = state_class_bound == 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
       if (every_node && i + 4 < nodes.size()) PrefetchForEvaluation(*nodes[i + 4]);
       const uint32_t evaluated = pass.Evaluate(*nodes[i]);
+      if (evaluated == FilterPass::kOutranked) continue;
       ConsiderNode(cycle, *nodes[i], evaluated, collect_refusals, &out);
       pass.ForgetUnneededFit(evaluated);
     }
@@ -132,7 +145,7 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
     const size_t lo = nodes.size() * t / threads;
     const size_t hi = nodes.size() * (t + 1) / threads;
     EvaluateShare(t == 0 ? cycle : *cycles[t], nodes.subspan(lo, hi - lo), state_class_bound,
-                  &shares[t]);
+                  skip_outranked, &shares[t]);
   });
   // One outcome, indices rebased; then the choice in the nodes' order.
   std::vector<uint32_t> node_eval;
@@ -146,10 +159,14 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
     }
     std::move(share.part.fits.begin(), share.part.fits.end(), std::back_inserter(out.fits));
     for (uint32_t index : share.node_eval) {
-      node_eval.push_back(index == FilterPass::kUnusable ? index : index + eval_base);
+      const bool marker = index == FilterPass::kUnusable || index == FilterPass::kOutranked;
+      node_eval.push_back(marker ? index : index + eval_base);
     }
+    out.outranked += share.part.outranked;
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
+    // An outranked node ranks after its share's best, which the choice sees.
+    if (node_eval[i] == FilterPass::kOutranked) continue;
     ConsiderNode(cycle, *nodes[i], node_eval[i], collect_refusals, &out);
   }
   return out;

@@ -31,6 +31,8 @@ struct FilterOutcome {
   std::vector<std::pair<const state::NodeState*, uint32_t>> refused;
   const state::NodeState* best = nullptr;
   uint32_t best_eval = kNone;
+  // Nodes never fitted because the cycle's RankBound showed they could not rank first.
+  uint32_t outranked = 0;
   const NodeFit& best_fit() const { return fits[evaluated[best_eval].fit]; }
   // Makes the best node's fit whole: the pass leaves MIG plans without their assignments
   // (NodeFit::slots_omitted), and the chosen node's are worked out again here, by the same
@@ -45,13 +47,17 @@ struct FilterOutcome {
 class FilterPass {
  public:
   static constexpr uint32_t kUnusable = FilterOutcome::kNone;
+  // A node skipped by the rank bound (a pass over shares marks it so for the choice).
+  static constexpr uint32_t kOutranked = FilterOutcome::kNone - 1;
 
   // `state_class_bound`: ClusterState::state_class_bound(), or 0 for no equivalence cache.
+  // `skip_outranked`: a node not yet evaluated whose rank bound shows it cannot rank before
+  // out->best is not fitted (kOutranked).
   FilterPass(const CycleState& cycle, size_t state_class_bound, size_t expected_nodes,
-             FilterOutcome* out);
+             FilterOutcome* out, bool skip_outranked = false);
 
-  // The node's entry of out->evaluated, or kUnusable for a node that takes no pod at all.
-  // Inline: on a cluster of alike nodes this is the whole per-node cost.
+  // The node's entry of out->evaluated, kUnusable for a node that takes no pod at all, or
+  // kOutranked. Inline: on a cluster of alike nodes this is the whole per-node cost.
   uint32_t Evaluate(const state::NodeState& node) {
     last_unshared_ = kUnusable;
     if (!node.usable()) return kUnusable;
@@ -70,12 +76,15 @@ class FilterPass {
   void ForgetUnneededFit(uint32_t evaluated);
 
  private:
+  // Out of line, as is the rank bound's check it starts with (after the cache: a class already
+  // evaluated costs less than the bound).
   uint32_t EvaluateAnew(const state::NodeState& node, bool use_cache);
 
   const CycleState& cycle_;
   NodeEvaluator evaluator_;
   std::vector<uint32_t> by_class_;
   FilterOutcome* out_;
+  bool skip_outranked_;
   uint32_t last_unshared_ = kUnusable;  // the last evaluation no other node can share
 };
 
@@ -101,9 +110,12 @@ inline void ConsiderNode(const CycleState& cycle, const state::NodeState& node, 
 // The filter and score phases over `nodes`, in `shares` tasks of `runner` (nullptr or 1: on
 // this thread, in one pass). Each task evaluates a contiguous share with its own cycle state and
 // equivalence cache; the choice is then made in the nodes' order, so the outcome is the same
-// for any number of shares.
+// for any number of shares. With `skip_outranked`, once a node fits, a node that the cycle's
+// RankBound shows cannot rank before the best so far (of the pass, or of the task's share) is
+// not fitted at all: the same choice, and a refusal's reasons are only asked for when no node
+// fits, so none is missed.
 FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
                           size_t state_class_bound, bool collect_refusals, TaskRunner* runner,
-                          size_t shares);
+                          size_t shares, bool skip_outranked = true);
 
 }  // namespace tessera::sched

@@ -69,18 +69,18 @@ class PlanSearch {
     // With the node's summaries and a pod that admits every open MIG GPU, the GPUs' device,
     // model and usage objects are read only to arrange what the decision's cache lacks.
     summaries_ = goal_ != nullptr && goal_->admits_open_mig_gpus && node.summaries_current &&
-                 node.mig_gpus.size() == n;
+                 node.gpu_summaries.size() == n;
     devices_.clear();
     for (size_t dev = 0; dev < n; ++dev) {
-      const bool admitted = summaries_ ? node.mig_gpus[dev].open && node.mig_gpus[dev].rules
-                                       : DeviceAdmitted(node, dev, prefs);
+      const bool admitted = summaries_
+                                ? node.gpu_summaries[dev].open && node.gpu_summaries[dev].rules
+                                : DeviceAdmitted(node, dev, prefs);
       if (admitted) devices_.push_back(static_cast<int>(dev));
     }
     // A MIG GPU without a layout table is planned from its objects: then so is the node.
-    if (summaries_ &&
-        devices_.size() != static_cast<size_t>(std::count_if(
-                               node.mig_gpus.begin(), node.mig_gpus.end(),
-                               [](const state::MigGpuSummary& g) { return g.open; }))) {
+    if (summaries_ && devices_.size() != static_cast<size_t>(std::count_if(
+                                             node.gpu_summaries.begin(), node.gpu_summaries.end(),
+                                             [](const state::GpuSummary& g) { return g.open; }))) {
       summaries_ = false;
       devices_.clear();
       for (size_t dev = 0; dev < n; ++dev) {
@@ -103,7 +103,7 @@ class PlanSearch {
       int last_dev = -1;
       for (int dev : devices_) {
         const mig::GpuMigModel& model = node.mig_models[dev];
-        const void* rules = summaries_ ? node.mig_gpus[dev].rules : model.RulesIdentity();
+        const void* rules = summaries_ ? node.gpu_summaries[dev].rules : model.RulesIdentity();
         if (rules != last_rules) {
           goals_[dev] =
               cache_->GoalFor(rules, model, *goal_->weights, goal_->allow_larger_profiles);
@@ -163,7 +163,7 @@ class PlanSearch {
   const MigArrangeCache::Entry& Lookup(int dev, const std::vector<mig::InstanceDemand>& demands) {
     const mig::GpuMigModel& model = node_.mig_models[dev];
     if (!summaries_) return cache_->Get(model, node_.usage[dev].layout, demands, goals_[dev]);
-    const state::MigGpuSummary& g = node_.mig_gpus[dev];
+    const state::GpuSummary& g = node_.gpu_summaries[dev];
     return cache_->Get(g.rules, model, node_.usage[dev].layout, g.layout_id, demands, goals_[dev]);
   }
 
@@ -182,10 +182,10 @@ class PlanSearch {
   bool SameAsEarlier(size_t i) const {
     const int dev = devices_[i];
     if (summaries_) {
-      const state::MigGpuSummary& a = node_.mig_gpus[dev];
+      const state::GpuSummary& a = node_.gpu_summaries[dev];
       for (size_t j = 0; j < i; ++j) {
         const int other = devices_[j];
-        const state::MigGpuSummary& b = node_.mig_gpus[other];
+        const state::GpuSummary& b = node_.gpu_summaries[other];
         if (a.rules != b.rules) continue;
         const bool same_layout =
             a.layout_id >= 0
@@ -404,8 +404,8 @@ const mig::ArrangeGoal& MigArrangeCache::GoalFor(const void* rules, const mig::G
 
 bool MigPlanMemo::Describe(const state::NodeState& node) {
   probe_.clear();
-  if (!node.summaries_current || node.mig_gpus.size() != node.devices.size()) return false;
-  for (const state::MigGpuSummary& g : node.mig_gpus) {
+  if (!node.summaries_current || node.gpu_summaries.size() != node.devices.size()) return false;
+  for (const state::GpuSummary& g : node.gpu_summaries) {
     if (!g.open) continue;
     if (g.rules == nullptr || g.layout_id < 0) return false;
     probe_.emplace_back(g.rules, g.layout_id);

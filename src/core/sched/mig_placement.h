@@ -39,7 +39,7 @@ class MigArrangeCache {
   const Entry& Get(const mig::GpuMigModel& model, const mig::Layout& base,
                    const std::vector<mig::InstanceDemand>& demands, const mig::ArrangeGoal& goal);
   // The same for a GPU whose layout is state `layout_id` of the table `rules` (its
-  // state::MigGpuSummary): the key is the index, and `model` and `base` are read only to arrange
+  // state::GpuSummary): the key is the index, and `model` and `base` are read only to arrange
   // what is not cached yet. `layout_id` < 0 keys by `base`, as above.
   const Entry& Get(const void* rules, const mig::GpuMigModel& model, const mig::Layout& base,
                    int32_t layout_id, const std::vector<mig::InstanceDemand>& demands,
@@ -110,7 +110,7 @@ struct MigGoal {
   MigArrangeCache* cache = nullptr;   // optional, per decision
   MigPlanBuffers* buffers = nullptr;  // optional, per decision
   MigPlanMemo* plans = nullptr;       // optional, per decision (with admits_open_mig_gpus)
-  // The pod admits every open MIG GPU (state::MigGpuSummary::open): no GPU type or UUID
+  // The pod admits every open MIG GPU (state::GpuSummary::open): no GPU type or UUID
   // filter, no exclusive use, a mode that takes MIG GPUs. The plan then chooses GPUs from the
   // node's summaries alone (AdmitsOpenMigGpus).
   bool admits_open_mig_gpus = false;

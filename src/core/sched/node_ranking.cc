@@ -9,10 +9,6 @@
 namespace tessera::sched {
 namespace {
 
-// Fragmentation deltas are compared in steps of 4% of a GPU (FGD's integer scores have about
-// this resolution near zero; measured in docs/replay.md).
-constexpr double kFragmentationQuantum = 0.04;
-
 // MIG placeability drops are sums of weights times small integers; this rounds away float noise.
 constexpr double kPlaceabilityQuantum = 1e-6;
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <optional>
+
 #include "core/sched/cycle_state.h"
 #include "core/sched/fit.h"
 #include "core/state/cluster_state.h"
@@ -56,6 +58,21 @@ inline bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
                                                             : candidate.score > best.score;
   }
   return NameBefore(candidate_node, best_node);
+}
+
+// Whether `node` cannot rank before `best` (RanksBefore) whatever its fit, by the cycle's
+// RankBound: its lowest bucket is above the best's, or equal with the ties already lost (an
+// idle node after one in use, then the fixed node order). False where the bound says nothing.
+inline bool Outranked(const CycleState& cycle, const state::NodeState& node, const NodeRank& best,
+                      const state::NodeState& best_node) {
+  const std::optional<double> lowest = cycle.rank_bound().LowestBucket(node);
+  if (!lowest) return false;
+  if (*lowest != best.bucket) return *lowest > best.bucket;
+  // Equal buckets: a MIG plan as the best is compared by score, which the bound does not know.
+  if (best.mig) return false;
+  if (node.totals.idle != best.idle) return node.totals.idle;
+  if (node.tie_order != best_node.tie_order) return node.tie_order > best_node.tie_order;
+  return !NameBefore(node, best_node);
 }
 
 }  // namespace tessera::sched

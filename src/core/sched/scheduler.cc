@@ -79,7 +79,7 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
   FilterOutcome filtered =
       FilterNodes(cycle, nodes, equivalence_cache_ ? state_.state_class_bound() : 0, explain,
-                  filter_runner_, FilterThreads(cycle, nodes.size()));
+                  filter_runner_, FilterThreads(cycle, nodes.size()), rank_bound_);
   if (filtered.best == nullptr) {
     // Post-filter: why each node refused the pod, and whether preemption could help.
     if (total_nodes == 0) return Rejected(std::move(decision), "0/0 nodes are available.");

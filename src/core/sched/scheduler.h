@@ -76,6 +76,10 @@ class Scheduler {
   // in a cluster whose nodes all differ: the benchmarks' worst case.
   void set_equivalence_cache(bool on) { equivalence_cache_ = on; }
 
+  // Whether the filter skips nodes that its rank bound shows cannot be chosen (on by default;
+  // sched::RankBound). Decisions are the same either way (tests/sim/decision_corpus_test.cc).
+  void set_rank_bound(bool on) { rank_bound_ = on; }
+
   // The filter phase's nodes are split among `runner`'s threads (nullptr: the calling thread
   // alone), each given at least `min_nodes_per_thread` evaluations (handing out work costs about
   // as much as evaluating a few nodes). Decisions are the same for any number of threads. The
@@ -126,6 +130,7 @@ class Scheduler {
   MigDemandMix mig_mix_;
   bool explain_failures_ = true;
   bool equivalence_cache_ = true;
+  bool rank_bound_ = true;
   TaskRunner* filter_runner_ = nullptr;
   size_t min_nodes_per_thread_ = 256;
   // Pods whose demand was observed (uid, or key without one), oldest first, bounded: kube-

@@ -32,7 +32,7 @@ void ClusterState::RefreshSummaries(NodeState& ns) {
   const size_t n = std::min(ns.devices.size(), ns.usage.size());
   ns.max_free_mem = 0;
   ns.totals = NodeTotals{};
-  ns.mig_gpus.assign(n, MigGpuSummary{});
+  ns.gpu_summaries.assign(n, GpuSummary{});
   for (size_t i = 0; i < n; ++i) {
     const model::GpuDevice& d = ns.devices[i];
     const DeviceUsage& u = ns.usage[i];
@@ -44,8 +44,17 @@ void ClusterState::RefreshSummaries(NodeState& ns) {
     ns.totals.used_cores += u.used_cores;
     ns.totals.used_mem += u.used_mem;
     ns.totals.idle = ns.totals.idle && u.used == 0;
+    if (!d.IsMig()) {
+      if (d.total_mem_mib > 0 &&
+          (ns.totals.smallest_shared_mem == 0 || d.total_mem_mib < ns.totals.smallest_shared_mem)) {
+        ns.totals.smallest_shared_mem = d.total_mem_mib;
+      }
+      ns.gpu_summaries[i].free_mem =
+          static_cast<int32_t>(std::max<int64_t>(0, d.total_mem_mib - u.used_mem));
+      ns.gpu_summaries[i].free_cores = std::max(0, d.total_cores - u.used_cores);
+    }
     if (!d.IsMig() || i >= ns.mig_models.size()) continue;
-    MigGpuSummary& g = ns.mig_gpus[i];
+    GpuSummary& g = ns.gpu_summaries[i];
     const mig::LayoutTable* table = ns.mig_models[i].table();
     if (table != nullptr) {
       g.rules = table;

@@ -58,13 +58,18 @@ struct PodReservation {
   std::string problem{};  // why held_gpus is not empty: the decode error, naming pod and annotation
 };
 
-// One GPU as the MIG plan reads it first (NodeState::mig_gpus).
-struct MigGpuSummary {
+// One GPU as the filter reads it first (NodeState::gpu_summaries): for a MIG GPU what the MIG
+// plan keys on, for a shared one what sched::RankBound asks of it.
+struct GpuSummary {
   // The GPU's MIG rules, as caches key them (GpuMigModel::RulesIdentity: its layout table);
-  // nullptr when it has no table (then the plan reads the GPU's own objects).
+  // nullptr when it has no table or is not in MIG mode (then the plan reads the GPU's own
+  // objects).
   const void* rules = nullptr;
   int32_t layout_id = -1;  // the layout's index in the table; -1: not a state of it
-  bool open = false;       // in MIG mode, healthy, trusted, not cordoned
+  // Not in MIG mode: what it has free (MiB and percent, not below 0).
+  int32_t free_mem = 0;
+  int32_t free_cores = 0;
+  bool open = false;  // in MIG mode, healthy, trusted, not cordoned
 };
 
 // Sums over a node's GPUs, as HAMi's node score adds them up (NodeScoreAdding).
@@ -76,6 +81,9 @@ struct NodeTotals {
   int64_t used_cores = 0;
   int64_t used_mem = 0;
   bool idle = true;  // no GPU in use
+  // The least memory of a GPU not in MIG mode (0: none has any), MiB: the most of one GPU a
+  // request can take is its memory over this (sched::RankBound).
+  int32_t smallest_shared_mem = 0;
 };
 
 // One registered node and the usage of its GPUs.
@@ -123,7 +131,7 @@ struct NodeState {
   // and usage objects (a cluster's filter pass is bound by those reads). `summaries_current`
   // is false for a NodeState changed by hand (a copy whose usage was edited): readers then
   // walk the devices.
-  std::vector<MigGpuSummary> mig_gpus;  // per device
+  std::vector<GpuSummary> gpu_summaries;  // per device
   NodeTotals totals;
   bool summaries_current = false;
   std::optional<int64_t> cpu_allocatable_milli;  // from the Node object, when it says
@@ -250,7 +258,7 @@ class ClusterState {
   std::shared_ptr<const mig::LayoutTable> LayoutTableFor(const mig::GpuMigModel& model);
   // Recomputes the node's signature and moves it to the class of its state.
   void RefreshSignature(NodeState& node);
-  // max_free_mem, mig_gpus and totals, from the devices and their usage.
+  // max_free_mem, gpu_summaries and totals, from the devices and their usage.
   static void RefreshSummaries(NodeState& node);
   void ReleaseClass(int id);
   void RebuildNodeList();

@@ -68,13 +68,15 @@ class FilterPassTest : public ::testing::Test {
     return text;
   }
 
-  // The filter phase alone: the chosen node and its devices.
-  std::string Chosen(const model::Pod& pod, TaskRunner* runner, size_t shares) {
+  // The filter phase alone: the chosen node and its devices, and how many nodes were refused
+  // (with the rank bound, only nodes that were fitted can be).
+  std::string Chosen(const model::Pod& pod, TaskRunner* runner, size_t shares,
+                     bool skip_outranked = false) {
     ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
     const CycleState cycle(parsed.request.value(), parsed.prefs->value(), parsed.cpu_milli,
                            scheduler_.demand_mix(), scheduler_.mig_demand_mix(), defaults_);
     FilterOutcome out = FilterNodes(cycle, state_.node_list(), state_.state_class_bound(),
-                                    /*collect_refusals=*/true, runner, shares);
+                                    /*collect_refusals=*/true, runner, shares, skip_outranked);
     std::string text = out.best == nullptr ? "none" : out.best->name;
     if (out.best != nullptr) {
       out.CompleteBestFit(cycle);
@@ -117,10 +119,17 @@ TEST_F(FilterPassTest, AnyNumberOfSharesChoosesAsOnePass) {
       }
     }
     const std::string one = Chosen(pod, nullptr, 1);
+    const std::string chosen = one.substr(0, one.find(" refused"));
     for (size_t shares : {2U, 5U, 30U}) {
       ReversedRunner runner(shares);
       EXPECT_EQ(Chosen(pod, &runner, shares), one) << pod.Key() << ", " << shares << " shares";
+      // With the rank bound each share skips what its own best outranks: the same choice.
+      const std::string bounded = Chosen(pod, &runner, shares, /*skip_outranked=*/true);
+      EXPECT_EQ(bounded.substr(0, bounded.find(" refused")), chosen)
+          << pod.Key() << ", " << shares << " shares, rank bound";
     }
+    const std::string bounded = Chosen(pod, nullptr, 1, /*skip_outranked=*/true);
+    EXPECT_EQ(bounded.substr(0, bounded.find(" refused")), chosen) << pod.Key() << ", rank bound";
   }
 }
 
@@ -135,11 +144,12 @@ TEST_F(FilterPassTest, OnePassWithoutTheCacheKeepsOnlyTheFitsItMayNeed) {
   ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
   const CycleState cycle(parsed.request.value(), parsed.prefs->value(), parsed.cpu_milli,
                          scheduler_.demand_mix(), scheduler_.mig_demand_mix(), defaults_);
+  // Every node fitted (no rank bound): what the pass keeps of fits it made.
   const FilterOutcome kept = FilterNodes(cycle, state_.node_list(), /*state_class_bound=*/0,
-                                         /*collect_refusals=*/true, nullptr, 1);
+                                         /*collect_refusals=*/true, nullptr, 1, false);
   ReversedRunner runner(3);  // shares choose afterwards: they keep every fit
   const FilterOutcome all = FilterNodes(cycle, state_.node_list(), /*state_class_bound=*/0,
-                                        /*collect_refusals=*/true, &runner, 3);
+                                        /*collect_refusals=*/true, &runner, 3, false);
   ASSERT_NE(kept.best, nullptr);
   EXPECT_EQ(kept.best, all.best);
   const auto fitting = static_cast<size_t>(std::count_if(all.evaluated.begin(), all.evaluated.end(),

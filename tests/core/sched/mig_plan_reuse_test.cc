@@ -1,6 +1,6 @@
 // The MIG plan keeps working state from node to node within one decision (the arrangement
 // cache, with the arrangements themselves, the search's buffers, and the plans of nodes with the
-// same MIG GPUs) and reads each node's summaries (NodeState::mig_gpus) instead of its GPUs'
+// same MIG GPUs) and reads each node's summaries (NodeState::gpu_summaries) instead of its GPUs'
 // objects. Property: on random nodes of several GPU models and sizes, planned one after another
 // with one decision's working state, every plan equals a plan made afresh for that node alone
 // from its GPUs' objects, with and without its assignments.
@@ -204,7 +204,7 @@ TEST(MigPlanReuseTest, NodeSummariesFollowTheUsage) {
     SCOPED_TRACE(when);
     const state::NodeState& ns = *cluster.node("s");
     ASSERT_TRUE(ns.summaries_current);
-    ASSERT_EQ(ns.mig_gpus.size(), ns.devices.size());
+    ASSERT_EQ(ns.gpu_summaries.size(), ns.devices.size());
     state::NodeTotals walked;
     for (size_t g = 0; g < ns.devices.size(); ++g) {
       const auto& d = ns.devices[g];
@@ -216,7 +216,7 @@ TEST(MigPlanReuseTest, NodeSummariesFollowTheUsage) {
       walked.used_cores += u.used_cores;
       walked.used_mem += u.used_mem;
       walked.idle = walked.idle && u.used == 0;
-      const state::MigGpuSummary& s = ns.mig_gpus[g];
+      const state::GpuSummary& s = ns.gpu_summaries[g];
       if (!d.IsMig()) {
         EXPECT_FALSE(s.open);
         EXPECT_EQ(s.rules, nullptr);
