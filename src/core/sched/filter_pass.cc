@@ -37,7 +37,6 @@ struct Share {
 
 void EvaluateShare(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
                    size_t state_class_bound, bool skip_outranked, Share* share) {
-  skip_outranked = skip_outranked && cycle.rank_bound().enabled();
   FilterPass pass(cycle, state_class_bound, nodes.size(), &share->part, skip_outranked);
   share->node_eval.resize(nodes.size());
   const bool every_node = state_class_bound == 0;
@@ -47,7 +46,7 @@ void EvaluateShare(const CycleState& cycle, std::span<const state::NodeState* co
     const uint32_t evaluated = pass.Evaluate(*nodes[i]);
     share->node_eval[i] = evaluated;
     // The share's own best so far, for the bound (the choice itself is made after, in order).
-    if (skip_outranked && evaluated != FilterPass::kOutranked) {
+    if (pass.skips_outranked() && evaluated != FilterPass::kOutranked) {
       ConsiderNode(cycle, *nodes[i], evaluated, false, &share->part);
     }
   }

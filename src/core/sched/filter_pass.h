@@ -70,6 +70,9 @@ class FilterPass {
     return EvaluateAnew(node, use_cache);
   }
 
+  // Whether this pass skips outranked nodes (asked for, and the cycle has a rank bound).
+  bool skips_outranked() const { return skip_outranked_; }
+
   // After the choice has seen `evaluated` (the last Evaluate's answer): drops its fit, and its
   // entry, when no other node shares it and it is not the best, so a pass over nodes that all
   // fit keeps a few, not one per node. Only for a pass that chooses as it goes.
