@@ -45,6 +45,8 @@ LayoutTable::LayoutTable(const GpuMigModel& model, size_t max_states) {
     }
   }
   rooms_.assign(states.size(), ProfileRoom{});
+  // Steps are gathered backwards (the reverse pass below) and put in state order after.
+  std::vector<std::vector<Step>> steps(states.size());
   for (size_t i = states.size(); i-- > 0;) {
     for (size_t p = 0; p < profiles.size(); ++p) {
       int best = 0;
@@ -53,13 +55,24 @@ LayoutTable::LayoutTable(const GpuMigModel& model, size_t max_states) {
         Layout next = states[i];
         model.Place(next, static_cast<int>(p), pl);
         auto it = index_.find(next);
-        int after = it != index_.end() ? rooms_[it->second][p]
-                                       : model.ComputeRoom(next)[p];  // past max_states
+        int after = 0;
+        if (it != index_.end()) {
+          after = rooms_[it->second][p];
+          steps[i].push_back(Step{static_cast<uint32_t>(p), it->second});
+        } else {
+          after = model.ComputeRoom(next)[p];  // past max_states
+        }
         best = std::max(best, 1 + after);
       }
       rooms_[i][p] = static_cast<uint8_t>(best);
     }
   }
+  step_begin_.reserve(states.size() + 1);
+  for (const auto& of_state : steps) {
+    step_begin_.push_back(static_cast<uint32_t>(steps_.size()));
+    steps_.insert(steps_.end(), of_state.begin(), of_state.end());
+  }
+  step_begin_.push_back(static_cast<uint32_t>(steps_.size()));
 }
 
 const ProfileRoom* LayoutTable::Find(const Layout& layout) const {

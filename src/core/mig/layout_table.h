@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -31,11 +32,26 @@ class LayoutTable {
   // The reachable layouts, in breadth-first order from the empty GPU.
   const std::vector<Layout>& states() const { return states_; }
   bool complete() const { return complete_; }
+  // The room per profile of the state at `index` (0 <= index < size()).
+  const ProfileRoom& RoomAt(int32_t index) const { return rooms_[index]; }
+
+  // One more instance on a state: its profile and the state it leads to.
+  struct Step {
+    uint32_t profile;
+    uint32_t next;  // index of the state with the instance
+  };
+  // Every legal placement of one more instance on the state at `index`, one step each (steps
+  // past max_states are left out: then complete() is false).
+  std::span<const Step> Steps(int32_t index) const {
+    return {steps_.data() + step_begin_[index], step_begin_[index + 1] - step_begin_[index]};
+  }
 
  private:
   std::unordered_map<Layout, uint32_t, LayoutHash> index_;
   std::vector<Layout> states_;
   std::vector<ProfileRoom> rooms_;
+  std::vector<uint32_t> step_begin_;  // per state, and one past the last: where its steps start
+  std::vector<Step> steps_;
   bool complete_ = true;
 };
 

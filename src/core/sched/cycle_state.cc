@@ -64,6 +64,11 @@ CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, i
   if (by_fragmentation_) rank_bound_ = RankBound(request, mix.Target());
   mig_goal_storage_.admits_open_mig_gpus = AdmitsOpenMigGpus(prefs);
   mig_goal_storage_.plans = &mig_plans_;
+  // Only where the plan's drop is the node's rank, and nodes all in MIG mode are planned.
+  if (tessera_nodes_ && goal_ != nullptr && MayUseMig(prefs.vgpu_mode) &&
+      ModeAdmits(prefs.vgpu_mode, model::kMigMode)) {
+    mig_rank_bound_ = MigRankBound(request, *goal_);
+  }
 }
 
 }  // namespace tessera::sched

@@ -10,6 +10,7 @@
 #include "core/sched/fragmentation.h"
 #include "core/sched/mig_demand.h"
 #include "core/sched/mig_placement.h"
+#include "core/sched/mig_rank_bound.h"
 #include "core/sched/preferences.h"
 #include "core/sched/rank_bound.h"
 #include "core/sched/request.h"
@@ -66,6 +67,11 @@ class CycleState {
   const PreparedTarget& target() const { return prepared_; }
   // The floor under a node's fragmentation rank (enabled when by_fragmentation()).
   const RankBound& rank_bound() const { return rank_bound_; }
+  // The floor under a MIG node's placeability rank (enabled when the MIG plan is made from the
+  // nodes' summaries and ranks nodes).
+  const MigRankBound& mig_rank_bound() const { return mig_rank_bound_; }
+  // Whether either bound can show a node cannot be chosen.
+  bool bounds_ranks() const { return rank_bound_.enabled() || mig_rank_bound_.enabled(); }
   // The demand-aware MIG plan's goal; nullptr when a HAMi GPU policy places MIG instances.
   const MigGoal* mig_goal() const { return goal_; }
   // Nodes in the same state give the same answer: the pod names no GPU UUID (where it does,
@@ -85,6 +91,7 @@ class CycleState {
   bool rank_gpus_;
   PreparedTarget prepared_;
   RankBound rank_bound_;
+  MigRankBound mig_rank_bound_;
   MigWeights mig_weights_;
   MigArrangeCache mig_cache_;   // per cycle: MIG layouts seen on several nodes are scored once
   MigPlanBuffers mig_buffers_;  // per cycle: the MIG plan's working space, node after node

@@ -60,7 +60,7 @@ FilterPass::FilterPass(const CycleState& cycle, size_t state_class_bound, size_t
       evaluator_(cycle),
       by_class_(state_class_bound, FilterOutcome::kNone),
       out_(out),
-      skip_outranked_(skip_outranked && cycle.rank_bound().enabled()) {
+      skip_outranked_(skip_outranked && cycle.bounds_ranks()) {
   // A one-thread pass over nodes that fit drops their entries as it goes (ForgetUnneededFit):
   // a modest start, grown only where entries stay (refusals, shared classes). A large buffer
   // freed at the end of every decision would also make malloc consolidate its free lists.

@@ -4,13 +4,11 @@
 #include <cmath>
 
 #include "core/common/small_buffer.h"
+#include "core/sched/mig_rank_bound.h"
 #include "core/sched/node_scoring.h"
 
 namespace tessera::sched {
 namespace {
-
-// MIG placeability drops are sums of weights times small integers; this rounds away float noise.
-constexpr double kPlaceabilityQuantum = 1e-6;
 
 size_t TakesOf(const state::NodeState& node, const SlotAssignments& slots) {
   size_t count = 0;

@@ -61,10 +61,20 @@ inline bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
 }
 
 // Whether `node` cannot rank before `best` (RanksBefore) whatever its fit, by the cycle's
-// RankBound: its lowest bucket is above the best's, or equal with the ties already lost (an
-// idle node after one in use, then the fixed node order). False where the bound says nothing.
+// RankBound (MigRankBound for MIG nodes): its lowest bucket is above the best's, or equal with
+// the ties already lost (an idle node after one in use, then the fixed node order; for MIG, a
+// score that cannot reach the best's). False where the bound says nothing.
 inline bool Outranked(const CycleState& cycle, const state::NodeState& node, const NodeRank& best,
                       const state::NodeState& best_node) {
+  if (node.any_mig) {
+    const std::optional<MigRankBound::NodeBound> bound = cycle.mig_rank_bound().Bound(node);
+    if (!bound) return false;
+    if (bound->lowest_bucket != best.bucket) return bound->lowest_bucket > best.bucket;
+    // Equal buckets: the fuller node, then the first by name (RanksBefore; a node ranked by
+    // MIG placeability never spreads).
+    if (bound->highest_score != best.score) return bound->highest_score < best.score;
+    return !NameBefore(node, best_node);
+  }
   const std::optional<double> lowest = cycle.rank_bound().LowestBucket(node);
   if (!lowest) return false;
   if (*lowest != best.bucket) return *lowest > best.bucket;
