@@ -94,8 +94,10 @@ uint32_t FilterPass::EvaluateAnew(const state::NodeState& node, bool use_cache) 
   last_unshared_ = use_cache ? kUnusable : result;
   FilterOutcome::Evaluated& e = out_->evaluated.emplace_back();
   e.representative = &node;
-  // Most nodes cannot take the pod: a cheap check rules them out before the full fit.
-  if (evaluator_.MayFit(node)) {
+  // Most nodes cannot take the pod: a cheap check rules them out before the full fit (for MIG
+  // nodes, their GPUs' layouts; MigRankBound). Their reasons are worked out only if nothing fits.
+  if (evaluator_.MayFit(node) &&
+      !(skip_outranked_ && node.any_mig && cycle_.mig_rank_bound().RulesOut(node))) {
     e.fit = static_cast<uint32_t>(out_->fits.size());
     // Most nodes that fit are not chosen: a MIG plan's assignments are made for the chosen one
     // (FilterOutcome::CompleteBestFit).

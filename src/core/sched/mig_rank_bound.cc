@@ -13,6 +13,7 @@ namespace {
 
 constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 constexpr double kNoStep = std::numeric_limits<double>::infinity();
+constexpr int64_t kNoMemory = std::numeric_limits<int64_t>::max();
 
 // Differences of placeability below this are rounding (GpuMigModel::Arrange's epsilon).
 constexpr double kNoise = 1e-9;
@@ -27,6 +28,18 @@ void KeepLeastDrop(double drop, int64_t cores, double* best, int64_t* best_cores
     *best_cores = std::max(*best_cores, cores);
     *best = std::min(*best, drop);
   }
+}
+
+// std::round, inline (the library call was a tenth of the bound's time): exact for the
+// integers a double holds, which buckets are.
+double RoundHalfAway(double x) {
+  constexpr double kAllIntegers = 4503599627370496.0;  // 2^52: from here on x is an integer
+  if (!(std::fabs(x) < kAllIntegers)) return x;
+  const auto whole = static_cast<double>(static_cast<int64_t>(x));  // toward zero
+  const double fraction = x - whole;                                // exact
+  if (fraction >= 0.5) return whole + 1;
+  if (fraction <= -0.5) return whole - 1;
+  return whole;
 }
 
 }  // namespace
@@ -95,9 +108,8 @@ void MigRankBound::Prepare(const mig::GpuMigModel& model, Rules* rules) const {
   rules->table = table;
 }
 
-MigRankBound::Rules& MigRankBound::RulesOf(const void* identity,
-                                           const mig::GpuMigModel& model) const {
-  if (last_ < rules_.size() && rules_[last_].identity == identity) return rules_[last_];
+MigRankBound::Rules& MigRankBound::FindRules(const void* identity,
+                                             const mig::GpuMigModel& model) const {
   for (size_t i = 0; i < rules_.size(); ++i) {
     if (rules_[i].identity == identity) {
       last_ = i;
@@ -200,9 +212,7 @@ int32_t MigRankBound::LargestPlaceable(const Rules& rules, uint32_t state) const
   return largest;
 }
 
-const MigRankBound::Term* MigRankBound::TermsOf(Rules& rules, uint32_t state) const {
-  Term* terms = &rules.terms[static_cast<size_t>(state) * instances_];
-  if (!std::isnan(terms[0].any)) return terms;
+void MigRankBound::FillTerms(Rules& rules, uint32_t state, Term* terms) const {
   const double before = Placeability(rules, state);
   for (int32_t j = 1; j <= instances_; ++j) {
     const Reach& reach = ReachOf(rules, state, j);
@@ -214,77 +224,138 @@ const MigRankBound::Term* MigRankBound::TermsOf(Rules& rules, uint32_t state) co
                   reach.kept.cores};
     }
   }
-  return terms;
 }
 
-std::optional<MigRankBound::NodeBound> MigRankBound::Bound(const state::NodeState& node) const {
+std::optional<MigRankBound::NodeBound> MigRankBound::Bound(const state::NodeState& node,
+                                                           double beat) const {
   if (!enabled() || !node.all_mig || !node.summaries_current ||
       node.gpu_summaries.size() != node.mig_models.size()) {
     return std::nullopt;
   }
+  // Without larger profiles the plan takes the least memory (its first criterion), and when
+  // every instance asks the same the spreads below find it — if the plan searched every spread
+  // (its budget is far above this many tries).
+  constexpr int64_t kExhaustive = 20000;
+  int64_t open_gpus = 0;
+  for (const state::GpuSummary& gpu : node.gpu_summaries) open_gpus += gpu.open ? 1 : 0;
+  int64_t tries = 1;
+  for (int32_t i = 0; i < instances_ && tries <= kExhaustive; ++i) tries *= open_gpus;
+  const bool least_memory = !larger_profiles_ && alike_ && tries <= kExhaustive;
+  // The plan's drop is summed in another order: a margin far above that rounding, far below a
+  // quantum.
+  constexpr double kMargin = 1e-9;
   // Nodes side by side are often alike (a pool): the same GPUs in the same layouts give the
   // same spreads.
-  if (!SameGpusAsLast(node)) {
-    last_gpus_.clear();
-    last_spread_ = Spread{};
-    last_known_ = false;
-    last_gpu_count_ = 0;
-    // Over the ways to spread c of the instances on the GPUs so far (a knapsack over GPUs; few
-    // instances, few GPUs): the least sum of GPU floors; the least memory; among the spreads of
-    // the least memory, the least sum of their GPU floors and the most cores.
-    std::array<Spread, kMaxInstances + 1> spread{};
-    spread[0] = Spread{0, 0, 0, 0};
+  // (Only least-memory spreads are remembered.)
+  if (!least_memory || !SameGpusAsLast(node)) {
+    // The GPUs' terms are looked up first, so that their loads overlap.
+    gpu_terms_.clear();
     for (size_t dev = 0; dev < node.gpu_summaries.size(); ++dev) {
       const state::GpuSummary& gpu = node.gpu_summaries[dev];
       if (!gpu.open) continue;
       if (gpu.rules == nullptr || gpu.layout_id < 0) return std::nullopt;
       Rules& rules = RulesOf(gpu.rules, node.mig_models[dev]);
       if (rules.table == nullptr) return std::nullopt;
-      ++last_gpu_count_;
-      const Term* terms = TermsOf(rules, static_cast<uint32_t>(gpu.layout_id));
-      for (int32_t c = instances_; c >= 1; --c) {
-        for (int32_t j = 1; j <= c; ++j) {
-          const Spread& rest = spread[c - j];
-          if (rest.drop == kNoStep) continue;
-          const Term& term = terms[j - 1];
-          if (term.any == kNoStep) break;  // no room for j instances, nor for more
-          Spread& into = spread[c];
-          into.drop = std::min(into.drop, rest.drop + term.any);
-          const int64_t memory = rest.memory + term.memory;
-          const double drop = rest.least_memory_drop + term.least_memory;
-          const int64_t cores = rest.cores + term.cores;
-          if (memory < into.memory) {
-            into.memory = memory;
-            into.least_memory_drop = drop;
-            into.cores = cores;
-          } else if (memory == into.memory) {
-            KeepLeastDrop(drop, cores, &into.least_memory_drop, &into.cores);
-          }
-        }
-      }
+      gpu_terms_.push_back(TermsOf(rules, static_cast<uint32_t>(gpu.layout_id)));
     }
+    // The least sum of GPU floors over every spread (a knapsack over GPUs, branch-free). Where
+    // the plan takes the least memory, its drop is one of the spreads' sums of least-memory
+    // floors, so the least of those is a floor too: most nodes rank after `beat` by it alone.
+    const double least = LeastSum(gpu_terms_, least_memory);
+    if (least == kNoStep) return NodeBound{kNoStep, 0};  // no spread at all
+    const double lowest = RoundHalfAway((least - kMargin) / kPlaceabilityQuantum);
+    if (!least_memory || lowest > beat) {
+      // The score is worked out only where the bucket can tie.
+      return NodeBound{lowest, least_memory ? 0 : LooseScore(node)};
+    }
+    // Among the spreads of the least memory: the least sum of their GPU floors and the most
+    // cores (the knapsack again, over the memory first).
+    Spreads spread{};
+    spread[0] = Spread{0, 0, 0, 0};
+    AddGpus(gpu_terms_, &spread);
     last_spread_ = spread[instances_];
     last_known_ = true;
+    last_gpus_.clear();
     for (const state::GpuSummary& gpu : node.gpu_summaries) {
       last_gpus_.emplace_back(gpu.open ? gpu.rules : nullptr, gpu.layout_id);
     }
   }
   const Spread& all = last_spread_;
-  if (all.drop == kNoStep) return NodeBound{kNoStep, 0};
-  // Without larger profiles the plan takes the least memory (its first criterion), and when
-  // every instance asks the same the spreads above find it — if the plan searched every spread
-  // (its budget is far above this many tries).
-  constexpr int64_t kExhaustive = 20000;
-  int64_t tries = 1;
-  for (int32_t i = 0; i < instances_ && tries <= kExhaustive; ++i) tries *= last_gpu_count_;
-  const bool least_memory = !larger_profiles_ && alike_ && tries <= kExhaustive;
-  // The plan's drop is summed in another order: a margin far above that rounding, far below a
-  // quantum.
-  constexpr double kMargin = 1e-9;
-  const double drop = least_memory ? all.least_memory_drop : all.drop;
-  return NodeBound{
-      std::round((drop - kMargin) / kPlaceabilityQuantum),
-      least_memory ? NodeScoreAdding(node, instances_, all.cores, all.memory) : LooseScore(node)};
+  if (all.memory == kNoMemory) return NodeBound{kNoStep, 0};
+  return NodeBound{RoundHalfAway((all.least_memory_drop - kMargin) / kPlaceabilityQuantum),
+                   NodeScoreAdding(node, instances_, all.cores, all.memory)};
+}
+
+double MigRankBound::LeastSum(std::span<const Term* const> gpus, bool least_memory) const {
+  static_assert(kMaxInstances == 4);
+  switch (instances_) {
+    case 1:
+      return LeastSumOf<1>(gpus, least_memory);
+    case 2:
+      return LeastSumOf<2>(gpus, least_memory);
+    case 3:
+      return LeastSumOf<3>(gpus, least_memory);
+    default:
+      return LeastSumOf<4>(gpus, least_memory);
+  }
+}
+
+template <int32_t kInstances>
+double MigRankBound::LeastSumOf(std::span<const Term* const> gpus, bool least_memory) {
+  // least[c]: the least sum over spreads of c instances on the GPUs so far; a GPU without
+  // room for j instances has the floor infinity, which the sums carry.
+  std::array<double, kInstances + 1> least;
+  least.fill(kNoStep);
+  least[0] = 0;
+  for (const Term* terms : gpus) {
+    for (int32_t c = kInstances; c >= 1; --c) {
+      for (int32_t j = 1; j <= c; ++j) {
+        const double floor = least_memory ? terms[j - 1].least_memory : terms[j - 1].any;
+        least[c] = std::min(least[c], least[c - j] + floor);
+      }
+    }
+  }
+  return least[kInstances];
+}
+
+template <int32_t kInstances>
+void MigRankBound::AddLeastMemory(std::span<const Term* const> gpus, Spreads* spread) {
+  for (const Term* terms : gpus) {
+    for (int32_t c = kInstances; c >= 1; --c) {
+      Spread& into = (*spread)[c];
+      for (int32_t j = 1; j <= c; ++j) {
+        const Spread& rest = (*spread)[c - j];
+        if (rest.memory == kNoMemory) continue;
+        const Term& term = terms[j - 1];
+        if (term.any == kNoStep) break;  // no room for j instances, nor for more
+        const int64_t memory = rest.memory + term.memory;
+        const double drop = rest.least_memory_drop + term.least_memory;
+        const int64_t cores = rest.cores + term.cores;
+        if (memory < into.memory) {
+          into.memory = memory;
+          into.least_memory_drop = drop;
+          into.cores = cores;
+        } else if (memory == into.memory) {
+          KeepLeastDrop(drop, cores, &into.least_memory_drop, &into.cores);
+        }
+      }
+    }
+  }
+}
+
+void MigRankBound::AddGpus(std::span<const Term* const> gpus, Spreads* spread) const {
+  // The instance count fixed at compile time: the knapsack's loops unroll.
+  static_assert(kMaxInstances == 4);
+  switch (instances_) {
+    case 1:
+      return AddLeastMemory<1>(gpus, spread);
+    case 2:
+      return AddLeastMemory<2>(gpus, spread);
+    case 3:
+      return AddLeastMemory<3>(gpus, spread);
+    default:
+      return AddLeastMemory<4>(gpus, spread);
+  }
 }
 
 bool MigRankBound::SameGpusAsLast(const state::NodeState& node) const {

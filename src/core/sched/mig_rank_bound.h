@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -58,8 +59,16 @@ class MigRankBound {
     float highest_score;  // the highest score the pod can give it
   };
   // nullopt where this bound says nothing: nodes not all in MIG mode, summaries not current, a
-  // GPU without a complete layout table, negative weights.
-  std::optional<NodeBound> Bound(const state::NodeState& node) const;
+  // GPU without a complete layout table, negative weights. Where the lowest bucket is above
+  // `beat` (the bucket to beat), the score is not worked out (0).
+  std::optional<NodeBound> Bound(const state::NodeState& node,
+                                 double beat = std::numeric_limits<double>::infinity()) const;
+  // Whether no plan can place the pod's instances on `node` (its lowest bucket is infinite):
+  // then the node can be refused without planning.
+  bool RulesOut(const state::NodeState& node) const {
+    const std::optional<NodeBound> bound = Bound(node, -std::numeric_limits<double>::infinity());
+    return bound && bound->lowest_bucket == std::numeric_limits<double>::infinity();
+  }
 
  private:
   // What j more instances can leave on a GPU in one state.
@@ -91,6 +100,15 @@ class MigRankBound {
     double least_memory_drop = std::numeric_limits<double>::infinity();
     int64_t cores = 0;
   };
+  using Spreads = std::array<Spread, kMaxInstances + 1>;  // [instances placed]
+  // The least sum of the GPUs' floors (Term::any, or Term::least_memory) over the spreads.
+  double LeastSum(std::span<const Term* const> gpus, bool least_memory) const;
+  template <int32_t kInstances>
+  static double LeastSumOf(std::span<const Term* const> gpus, bool least_memory);
+  // The spreads of the least memory over GPUs (each GPU's terms).
+  void AddGpus(std::span<const Term* const> gpus, Spreads* spread) const;
+  template <int32_t kInstances>
+  static void AddLeastMemory(std::span<const Term* const> gpus, Spreads* spread);
   // Per set of MIG rules (a layout table) met in this decision.
   struct Rules {
     const void* identity = nullptr;
@@ -109,11 +127,21 @@ class MigRankBound {
     std::array<std::vector<Reach>, kMaxInstances> reach;  // [j - 1][state]
     std::vector<Term> terms;  // [state * instances + j - 1]; NaN until asked
   };
-  Rules& RulesOf(const void* identity, const mig::GpuMigModel& model) const;
+  Rules& RulesOf(const void* identity, const mig::GpuMigModel& model) const {
+    if (last_ < rules_.size() && rules_[last_].identity == identity) return rules_[last_];
+    return FindRules(identity, model);
+  }
+  Rules& FindRules(const void* identity, const mig::GpuMigModel& model) const;
   void Prepare(const mig::GpuMigModel& model, Rules* rules) const;
   double Placeability(Rules& rules, uint32_t state) const;
   const Reach& ReachOf(Rules& rules, uint32_t state, int32_t instances) const;
-  const Term* TermsOf(Rules& rules, uint32_t state) const;
+  const Term* TermsOf(Rules& rules, uint32_t state) const {
+    Term* terms = &rules.terms[static_cast<size_t>(state) * instances_];
+    if (terms[0].any == terms[0].any) return terms;  // not NaN: worked out before
+    FillTerms(rules, state, terms);
+    return terms;
+  }
+  void FillTerms(Rules& rules, uint32_t state, Term* terms) const;
   bool SameGpusAsLast(const state::NodeState& node) const;
   int32_t LargestPlaceable(const Rules& rules, uint32_t state) const;
   float LooseScore(const state::NodeState& node) const;
@@ -135,8 +163,8 @@ class MigRankBound {
   mutable size_t last_ = 0;
   // The last node's open GPUs (rules, layout; nullptr where not open) and its spreads.
   mutable std::vector<std::pair<const void*, int32_t>> last_gpus_;
+  mutable std::vector<const Term*> gpu_terms_;  // the node's open GPUs' terms
   mutable Spread last_spread_;
-  mutable int64_t last_gpu_count_ = 0;
   mutable bool last_known_ = false;
 };
 

@@ -67,7 +67,8 @@ inline bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
 inline bool Outranked(const CycleState& cycle, const state::NodeState& node, const NodeRank& best,
                       const state::NodeState& best_node) {
   if (node.any_mig) {
-    const std::optional<MigRankBound::NodeBound> bound = cycle.mig_rank_bound().Bound(node);
+    const std::optional<MigRankBound::NodeBound> bound =
+        cycle.mig_rank_bound().Bound(node, best.bucket);
     if (!bound) return false;
     if (bound->lowest_bucket != best.bucket) return bound->lowest_bucket > best.bucket;
     // Equal buckets: the fuller node, then the first by name (RanksBefore; a node ranked by

@@ -1,10 +1,27 @@
 #include "core/sched/rank_bound.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
 namespace tessera::sched {
+namespace {
+
+// The sum of the weights of the singles in `mask`, in index order (as a pass over them adds).
+template <typename Singles>
+double WeightOf(const Singles& singles, uint64_t mask) {
+  double weight = 0;
+  for (; mask != 0; mask &= mask - 1) weight += singles[std::countr_zero(mask)].weight;
+  return weight;
+}
+
+}  // namespace
+
+uint64_t RankBound::Thresholds::AskingMoreThan(int64_t amount) const {
+  const auto first_above = std::upper_bound(levels.begin(), levels.end(), amount);
+  return above[static_cast<size_t>(first_above - levels.begin())];
+}
 
 RankBound::RankBound(const PodRequest& request, const std::vector<WeightedShape>& target) {
   int32_t least_mem = std::numeric_limits<int32_t>::max();
@@ -40,6 +57,23 @@ RankBound::RankBound(const PodRequest& request, const std::vector<WeightedShape>
       ++other_shapes_;
     }
   }
+  const auto thresholds = [&](auto amount) {
+    Thresholds t;
+    for (const Single& s : singles_) t.levels.push_back(amount(s));
+    std::sort(t.levels.begin(), t.levels.end());
+    t.levels.erase(std::unique(t.levels.begin(), t.levels.end()), t.levels.end());
+    t.above.assign(t.levels.size() + 1, 0);
+    for (size_t i = 0; i < singles_.size(); ++i) {
+      const auto at = std::lower_bound(t.levels.begin(), t.levels.end(), amount(singles_[i]));
+      for (size_t k = 0; k <= static_cast<size_t>(at - t.levels.begin()); ++k) {
+        t.above[k] |= uint64_t{1} << i;
+      }
+    }
+    return t;
+  };
+  cpu_ = thresholds([](const Single& s) { return s.cpu_milli; });
+  mem_ = thresholds([](const Single& s) { return int64_t{s.mem_mib}; });
+  cores_ = thresholds([](const Single& s) { return int64_t{s.cores}; });
   enabled_ = true;
 }
 
@@ -48,10 +82,7 @@ double RankBound::Lowest(const state::NodeState& node) const {
                                ? *node.cpu_allocatable_milli - node.cpu_used_milli
                                : std::numeric_limits<int64_t>::max();
   // Shapes that can fall on this node whatever the pod takes: bit i for singles_[i].
-  uint64_t always = 0;
-  for (size_t i = 0; i < singles_.size(); ++i) {
-    if (singles_[i].cpu_milli > cpu_free) always |= uint64_t{1} << i;
-  }
+  const uint64_t always = cpu_.AskingMoreThan(cpu_free);
   // Per GPU with room for some container of the pod: the singles it lacks room for. For a pod
   // taking one GPU, the shapes of the worst such GPU can fall; for more, those of any of them.
   uint64_t lacking_any = 0;
@@ -61,31 +92,24 @@ double RankBound::Lowest(const state::NodeState& node) const {
   for (const state::GpuSummary& room : node.gpu_summaries) {
     if (may_lack == 0) break;  // every GPU that can take the pod has room for the rest
     if (room.free_mem < least_mem_ || room.free_cores < least_cores_) continue;
-    uint64_t lacking = 0;
-    double weight = 0;
-    for (size_t i = 0; i < singles_.size(); ++i) {
-      const Single& s = singles_[i];
-      if (((may_lack >> i) & 1U) != 0 && (room.free_mem < s.mem_mib || room.free_cores < s.cores)) {
-        lacking |= uint64_t{1} << i;
-        weight += s.weight;
-      }
-    }
+    const uint64_t lacking =
+        (mem_.AskingMoreThan(room.free_mem) | cores_.AskingMoreThan(room.free_cores)) & may_lack;
+    if (one_gpu_ && lacking != 0) worst = std::max(worst, WeightOf(singles_, lacking));
     lacking_any |= lacking;
-    worst = std::max(worst, weight);
   }
   // Nothing can fall: the fragmentation can only grow. Exactly, also in floating point: each of
   // the sums NodeFragmentationAfter adds is, term by term, at least the one before the pod,
   // and rounding is monotone.
   if (other_shapes_ == 0 && always == 0 && lacking_any == 0) return 0;
   double falling = other_weight_;
-  for (size_t i = 0; i < singles_.size(); ++i) {
-    if ((always >> i) & 1U) falling += singles_[i].weight;
+  for (uint64_t mask = always; mask != 0; mask &= mask - 1) {
+    falling += singles_[std::countr_zero(mask)].weight;
   }
   if (one_gpu_) {
     falling += worst;
   } else {
-    for (size_t i = 0; i < singles_.size(); ++i) {
-      if ((lacking_any >> i) & 1U) falling += singles_[i].weight;
+    for (uint64_t mask = lacking_any; mask != 0; mask &= mask - 1) {
+      falling += singles_[std::countr_zero(mask)].weight;
     }
   }
   // The most of the GPUs' memory (as shares of each) the pod can take from the GPUs the measure

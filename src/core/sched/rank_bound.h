@@ -74,6 +74,17 @@ class RankBound {
   uint64_t uncovered_ = 0;
   double other_weight_ = 0;  // shapes that can always fall
   size_t other_shapes_ = 0;
+  // The singles asking more than an amount (host CPU, a GPU's memory or cores), found without
+  // a pass over the singles: `levels` are the distinct amounts asked, ascending, and
+  // above[k] the singles asking more than levels[k - 1] (above[0]: every single asking any).
+  struct Thresholds {
+    std::vector<int64_t> levels;
+    std::vector<uint64_t> above;
+    uint64_t AskingMoreThan(int64_t amount) const;
+  };
+  Thresholds cpu_;
+  Thresholds mem_;
+  Thresholds cores_;
 };
 
 }  // namespace tessera::sched

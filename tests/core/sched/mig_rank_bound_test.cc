@@ -1,6 +1,7 @@
 #include "core/sched/mig_rank_bound.h"
 
 #include <gtest/gtest.h>
+#include <limits>
 
 #include <optional>
 #include <random>
@@ -106,9 +107,19 @@ TEST_F(MigRankBoundProperty, NoNodeThatFitsRanksBeforeItsBound) {
       for (const state::NodeState* node : state_->node_list()) {
         NodeRank rank;
         const NodeFit fit = evaluator.FitAndRank(*node, &rank);
+        // Asked first with nothing to beat, the bound stops at its quick floor (the least
+        // over every spread, not only the least-memory ones): a floor too, and infinite only
+        // where nothing fits (RulesOut).
+        const std::optional<MigRankBound::NodeBound> quick =
+            cycle.mig_rank_bound().Bound(*node, -std::numeric_limits<double>::infinity());
         const std::optional<MigRankBound::NodeBound> bound = cycle.mig_rank_bound().Bound(*node);
-        ASSERT_TRUE(bound.has_value()) << node->name;
+        ASSERT_TRUE(bound.has_value() && quick.has_value()) << node->name;
+        EXPECT_LE(quick->lowest_bucket, bound->lowest_bucket) << node->name;
+        EXPECT_EQ(cycle.mig_rank_bound().RulesOut(*node),
+                  bound->lowest_bucket == std::numeric_limits<double>::infinity())
+            << node->name;
         if (!fit.fits) continue;
+        EXPECT_FALSE(cycle.mig_rank_bound().RulesOut(*node)) << node->name;
         ++fitted;
         const std::string where =
             "seed " + std::to_string(seed) + ", pod " + std::to_string(p) + ", " + node->name;
