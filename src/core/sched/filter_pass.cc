@@ -19,7 +19,8 @@ void Prefetch(const state::NodeState& ns) {
 
 // What evaluating a node reads besides the lines Prefetch fetches: its summaries (their
 // address is in the NodeState, fetched by Prefetch some nodes earlier). Only for passes that
-// evaluate every node: on a pass served by the equivalence cache it would only add traffic.
+// evaluate most nodes: on a pass served by the equivalence cache it would only add traffic
+// (a cache on a cluster of nodes that all differ serves none).
 void PrefetchForEvaluation(const state::NodeState& ns) {
 #if defined(__GNUC__)
   __builtin_prefetch(&ns.summaries_current);
@@ -42,7 +43,9 @@ void EvaluateShare(const CycleState& cycle, std::span<const state::NodeState* co
   const bool every_node = state_class_bound == 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
-    if (every_node && i + 4 < nodes.size()) PrefetchForEvaluation(*nodes[i + 4]);
+    if ((every_node || pass.MostlyAnew(i)) && i + 4 < nodes.size()) {
+      PrefetchForEvaluation(*nodes[i + 4]);
+    }
     const uint32_t evaluated = pass.Evaluate(*nodes[i]);
     share->node_eval[i] = evaluated;
     // The share's own best so far, for the bound (the choice itself is made after, in order).
@@ -85,6 +88,7 @@ void FilterPass::ForgetUnneededFit(uint32_t evaluated) {
 }
 
 uint32_t FilterPass::EvaluateAnew(const state::NodeState& node, bool use_cache) {
+  ++anew_;
   if (skip_outranked_ && out_->best != nullptr &&
       Outranked(cycle_, node, out_->evaluated[out_->best_eval].rank, *out_->best)) {
     ++out_->outranked;
@@ -130,7 +134,9 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
     const bool every_node = state_class_bound == 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (i + 8 < nodes.size()) Prefetch(*nodes[i + 8]);
-      if (every_node && i + 4 < nodes.size()) PrefetchForEvaluation(*nodes[i + 4]);
+      if ((every_node || pass.MostlyAnew(i)) && i + 4 < nodes.size()) {
+        PrefetchForEvaluation(*nodes[i + 4]);
+      }
       const uint32_t evaluated = pass.Evaluate(*nodes[i]);
       if (evaluated == FilterPass::kOutranked) continue;
       ConsiderNode(cycle, *nodes[i], evaluated, collect_refusals, &out);

@@ -73,6 +73,10 @@ class FilterPass {
   // Whether this pass skips outranked nodes (asked for, and the cycle has a rank bound).
   bool skips_outranked() const { return skip_outranked_; }
 
+  // Whether most nodes so far (of `seen`) were not answered by the equivalence cache: then
+  // prefetching what an evaluation reads pays for the nodes ahead.
+  bool MostlyAnew(size_t seen) const { return 2 * anew_ > seen; }
+
   // After the choice has seen `evaluated` (the last Evaluate's answer): drops its fit, and its
   // entry, when no other node shares it and it is not the best, so a pass over nodes that all
   // fit keeps a few, not one per node. Only for a pass that chooses as it goes.
@@ -89,6 +93,7 @@ class FilterPass {
   FilterOutcome* out_;
   bool skip_outranked_;
   uint32_t last_unshared_ = kUnusable;  // the last evaluation no other node can share
+  size_t anew_ = 0;                     // nodes not answered by the cache
 };
 
 // Out of line: the refused list grows only where nodes refuse (kNone: the node is unusable).
