@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <span>
+#include <type_traits>
 
 #include "core/sched/fit.h"
 
@@ -226,6 +227,21 @@ void MigRankBound::FillTerms(Rules& rules, uint32_t state, Term* terms) const {
   }
 }
 
+template <typename F>
+decltype(auto) MigRankBound::WithInstanceCount(F&& f) const {
+  static_assert(kMaxInstances == 4);
+  switch (instances_) {
+    case 1:
+      return f(std::integral_constant<int32_t, 1>{});
+    case 2:
+      return f(std::integral_constant<int32_t, 2>{});
+    case 3:
+      return f(std::integral_constant<int32_t, 3>{});
+    default:
+      return f(std::integral_constant<int32_t, 4>{});
+  }
+}
+
 std::optional<MigRankBound::NodeBound> MigRankBound::Bound(const state::NodeState& node,
                                                            double beat) const {
   if (!enabled() || !node.all_mig || !node.summaries_current ||
@@ -261,7 +277,8 @@ std::optional<MigRankBound::NodeBound> MigRankBound::Bound(const state::NodeStat
     // The least sum of GPU floors over every spread (a knapsack over GPUs, branch-free). Where
     // the plan takes the least memory, its drop is one of the spreads' sums of least-memory
     // floors, so the least of those is a floor too: most nodes rank after `beat` by it alone.
-    const double least = LeastSum(gpu_terms_, least_memory);
+    const double least = WithInstanceCount(
+        [&](auto k) { return LeastSum<decltype(k)::value>(gpu_terms_, least_memory); });
     if (least == kNoStep) return NodeBound{kNoStep, 0};  // no spread at all
     const double lowest = RoundHalfAway((least - kMargin) / kPlaceabilityQuantum);
     if (!least_memory || lowest > beat) {
@@ -271,8 +288,8 @@ std::optional<MigRankBound::NodeBound> MigRankBound::Bound(const state::NodeStat
     // Among the spreads of the least memory: the least sum of their GPU floors and the most
     // cores (the knapsack again, over the memory first).
     Spreads spread{};
-    spread[0] = Spread{0, 0, 0, 0};
-    AddGpus(gpu_terms_, &spread);
+    spread[0] = Spread{0, 0, 0};
+    WithInstanceCount([&](auto k) { AddLeastMemory<decltype(k)::value>(gpu_terms_, &spread); });
     last_spread_ = spread[instances_];
     last_known_ = true;
     last_gpus_.clear();
@@ -286,22 +303,8 @@ std::optional<MigRankBound::NodeBound> MigRankBound::Bound(const state::NodeStat
                    NodeScoreAdding(node, instances_, all.cores, all.memory)};
 }
 
-double MigRankBound::LeastSum(std::span<const Term* const> gpus, bool least_memory) const {
-  static_assert(kMaxInstances == 4);
-  switch (instances_) {
-    case 1:
-      return LeastSumOf<1>(gpus, least_memory);
-    case 2:
-      return LeastSumOf<2>(gpus, least_memory);
-    case 3:
-      return LeastSumOf<3>(gpus, least_memory);
-    default:
-      return LeastSumOf<4>(gpus, least_memory);
-  }
-}
-
 template <int32_t kInstances>
-double MigRankBound::LeastSumOf(std::span<const Term* const> gpus, bool least_memory) {
+double MigRankBound::LeastSum(std::span<const Term* const> gpus, bool least_memory) {
   // least[c]: the least sum over spreads of c instances on the GPUs so far; a GPU without
   // room for j instances has the floor infinity, which the sums carry.
   std::array<double, kInstances + 1> least;
@@ -340,21 +343,6 @@ void MigRankBound::AddLeastMemory(std::span<const Term* const> gpus, Spreads* sp
         }
       }
     }
-  }
-}
-
-void MigRankBound::AddGpus(std::span<const Term* const> gpus, Spreads* spread) const {
-  // The instance count fixed at compile time: the knapsack's loops unroll.
-  static_assert(kMaxInstances == 4);
-  switch (instances_) {
-    case 1:
-      return AddLeastMemory<1>(gpus, spread);
-    case 2:
-      return AddLeastMemory<2>(gpus, spread);
-    case 3:
-      return AddLeastMemory<3>(gpus, spread);
-    default:
-      return AddLeastMemory<4>(gpus, spread);
   }
 }
 

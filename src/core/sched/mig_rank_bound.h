@@ -93,20 +93,21 @@ class MigRankBound {
     int32_t memory;       // that least memory
     int32_t cores;        // the most cores of the ways that reach that floor
   };
-  // Over the ways to spread instances on a node's GPUs.
+  // Over the ways to spread instances on a node's GPUs, those of the least memory.
   struct Spread {
-    double drop = std::numeric_limits<double>::infinity();
     int64_t memory = std::numeric_limits<int64_t>::max();
     double least_memory_drop = std::numeric_limits<double>::infinity();
     int64_t cores = 0;
   };
   using Spreads = std::array<Spread, kMaxInstances + 1>;  // [instances placed]
+  // Calls f(std::integral_constant<int32_t, instances_>{}): the knapsacks below with their
+  // instance count fixed at compile time, so that their loops unroll.
+  template <typename F>
+  decltype(auto) WithInstanceCount(F&& f) const;
   // The least sum of the GPUs' floors (Term::any, or Term::least_memory) over the spreads.
-  double LeastSum(std::span<const Term* const> gpus, bool least_memory) const;
   template <int32_t kInstances>
-  static double LeastSumOf(std::span<const Term* const> gpus, bool least_memory);
+  static double LeastSum(std::span<const Term* const> gpus, bool least_memory);
   // The spreads of the least memory over GPUs (each GPU's terms).
-  void AddGpus(std::span<const Term* const> gpus, Spreads* spread) const;
   template <int32_t kInstances>
   static void AddLeastMemory(std::span<const Term* const> gpus, Spreads* spread);
   // Per set of MIG rules (a layout table) met in this decision.
