@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tessera::app {
 
@@ -10,6 +11,7 @@ struct ExplainOptions {
   std::string kubeconfig;     // else a real cluster (kubeconfig, $KUBECONFIG, in-cluster)
   std::string device_config;  // HAMi device-config.yaml, for a real cluster
   std::string node_policy;    // as `serve --node-scheduler-policy` (empty: tessera)
+  std::vector<std::string> node_policy_definitions;  // as `serve --define-node-policy`
   std::string gpu_policy;
   std::string output = "text";  // text or json
   std::string node;             // shown with its GPUs in full

@@ -14,6 +14,7 @@
 #include "app/serve_flags.h"
 #include "core/mig/catalog.h"
 #include "core/mig/layout_table.h"
+#include "core/sched/plugin_registry.h"
 #include "sim/demo.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
 
   auto* models = app.add_subcommand("models", "List the built-in GPU models and MIG profiles");
+  auto* plugins = app.add_subcommand(
+      "plugins", "List the scheduling cycle's plugins by phase and the built-in node policies");
 
   auto* explain = app.add_subcommand(
       "explain", "Why a pending pod fits nowhere, per node and GPU, and what would make it fit");
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
   explain->add_option("--device-config,--device-config-file", eo.device_config,
                       "HAMi device-config.yaml (a real cluster)");
   explain->add_option("--node-scheduler-policy", eo.node_policy, "as for serve (default tessera)");
+  explain->add_option("--define-node-policy", eo.node_policy_definitions, "as for serve");
   explain->add_option("--gpu-scheduler-policy", eo.gpu_policy, "as for serve (default tessera)");
   explain->add_option("--node", eo.node, "Show this node's GPUs in full");
   explain->add_option("--output,-o", eo.output, "text or json")
@@ -253,6 +257,10 @@ int main(int argc, char** argv) {
   if (serve->parsed()) return tessera::app::RunServeCommand(so);
   if (agent->parsed()) return tessera::app::RunAgentCommand(ao);
   if (explain->parsed()) return tessera::app::RunExplainCommand(eo);
+  if (plugins->parsed()) {
+    std::cout << tessera::sched::PluginTableText();
+    return 0;
+  }
 
   auto catalog = GpuModelCatalog::Builtin();
   if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);

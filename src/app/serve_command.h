@@ -14,6 +14,8 @@ struct ServeOptions {
   std::string scheduler_name = "tessera-scheduler";
   std::string device_config;  // HAMi device-config.yaml
   std::string node_policy;    // empty: the scenario's, else tessera
+  // Operators' node policies, "NAME=PLUGIN:WEIGHT,..." (docs/placement.md, "Node policies").
+  std::vector<std::string> node_policy_definitions;
   std::string gpu_policy;
   std::string mig_demand_prior;   // "1g=4,3g=1"; empty = every size alike
   double mig_prior_strength = 8;  // observations the prior is worth

@@ -119,7 +119,12 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
   serve.add_option("--device-config,--device-config-file", so.device_config,
                    "HAMi device-config.yaml");
   serve.add_option("--node-scheduler-policy", so.node_policy,
-                   "tessera (default), or HAMi's binpack or spread (docs/placement.md)");
+                   "tessera (default), HAMi's binpack or spread, or a policy defined with "
+                   "--define-node-policy (docs/placement.md)");
+  serve.add_option("--define-node-policy", so.node_policy_definitions,
+                   "NAME=PLUGIN:WEIGHT[,PLUGIN:WEIGHT...]: a node policy pods and "
+                   "--node-scheduler-policy may name; plugins: fragmentation, hami-node-score, "
+                   "fullness (repeatable; `tessera plugins` lists them)");
   serve.add_option("--gpu-scheduler-policy", so.gpu_policy,
                    "tessera (default), or HAMi's binpack, spread, numa, topology-aware, mutex; "
                    "tessera,binpack keeps tessera's choice and packs among equals");

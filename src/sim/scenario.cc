@@ -215,7 +215,23 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
     if (auto s = codec::ReadString(*policy, "gpu", source + ": policy", &gpu_policy); !s) {
       return Error{s.message()};
     }
-    auto np = sched::ParseNodePolicy(node_policy);
+    // policy.define: operators' node policies, as `serve --define-node-policy` takes them.
+    std::vector<std::string> definitions;
+    if (const Json* define = codec::FindKey(*policy, "define"); define && !define->is_null()) {
+      if (!define->is_array()) {
+        return Error{source + ": policy.define: expected a list of NAME=PLUGIN:WEIGHT,..."};
+      }
+      for (size_t i = 0; i < define->size(); ++i) {
+        if (!(*define)[i].is_string()) {
+          return Error{source + ": policy.define[" + std::to_string(i) + "]: expected a string"};
+        }
+        definitions.push_back((*define)[i].get<std::string>());
+      }
+    }
+    auto defined = sched::ParseNodePolicyDefinitions(definitions);
+    if (!defined.ok()) return Error{source + ": policy.define: " + defined.error().message};
+    sc.policy.defined_node_policies = std::move(defined.value());
+    auto np = sched::ParseNodePolicy(node_policy, sc.policy.defined_node_policies);
     if (!np.ok()) return Error{source + ": policy.node: " + np.error().message};
     auto gp = sched::ParseGpuPolicy(gpu_policy);
     if (!gp.ok()) return Error{source + ": policy.gpu: " + gp.error().message};

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -132,7 +133,7 @@ Scenario RandomScenario(int index) {
   Random r(0x7e55e7a000000000ULL + static_cast<uint64_t>(index));
   Scenario sc;
   sc.policy.node = r.Pick(std::vector<sched::NodePolicy>{
-      sched::NodePolicy::kTessera, sched::NodePolicy::kBinpack, sched::NodePolicy::kSpread});
+      sched::NodePolicy::Tessera(), sched::NodePolicy::Binpack(), sched::NodePolicy::Spread()});
   sc.policy.gpu =
       r.Pick(std::vector<std::string>{"tessera", "tessera,binpack", "spread", "binpack"});
   const int nodes = 1 + r.Below(6);
@@ -176,8 +177,10 @@ uint64_t Fnv1a(const std::string& text, uint64_t h = 0xcbf29ce484222325ULL) {
 }
 
 std::string RunScenario(int index, bool equivalence_cache = true, TaskRunner* runner = nullptr,
-                        bool rank_bound = true) {
-  Simulator sim(RandomScenario(index));
+                        bool rank_bound = true, const std::function<void(Scenario&)>& edit = {}) {
+  Scenario scenario = RandomScenario(index);
+  if (edit) edit(scenario);
+  Simulator sim(std::move(scenario));
   sim.scheduler().set_equivalence_cache(equivalence_cache);
   sim.scheduler().set_rank_bound(rank_bound);
   // One node per thread at least: the corpus's clusters are small, and every decision should
@@ -291,6 +294,45 @@ TEST(DecisionCorpusTest, TheRankBoundChangesNoDecision) {
     }
   }
   EXPECT_EQ(differ, 0);
+}
+
+// A node policy an operator defines as a list of plugins with weights decides exactly like the
+// built-in policy it restates (the built-ins are such lists): HAMi's binpack and spread are
+// hami-node-score with a positive and a negative weight, tessera is fragmentation alone, whose
+// weight's size changes no order and keeps the rank bounds on. The scenario's default and every
+// pod's annotation name the defined policy instead. Every third scenario.
+TEST(DecisionCorpusTest, DefinedPoliciesThatRestateTheBuiltInsDecideAlike) {
+  const std::map<std::string, std::string> restated = {{"binpack", "pack=hami-node-score:2"},
+                                                       {"spread", "unpack=hami-node-score:-0.5"},
+                                                       {"tessera", "frag=fragmentation:4"}};
+  const auto name_of = [](const std::string& definition) {
+    return definition.substr(0, definition.find('='));
+  };
+  int differ = 0;
+  int restated_annotations = 0;
+  const auto restate = [&](Scenario& sc) {
+    for (const auto& [builtin, definition] : restated) {
+      sc.policy.defined_node_policies.push_back(
+          sched::ParseNodePolicyDefinition(definition).value());
+    }
+    sc.policy.node = sched::ParseNodePolicy(name_of(restated.at(sc.policy.node.name())),
+                                            sc.policy.defined_node_policies)
+                         .value();
+    for (ScenarioStep& step : sc.steps) {
+      auto it = step.pod.annotations.find(std::string(model::annotations::kNodePolicy));
+      if (it == step.pod.annotations.end()) continue;
+      it->second = name_of(restated.at(it->second));
+      ++restated_annotations;
+    }
+  };
+  for (int i = 0; i < kScenarios; i += 3) {
+    const std::string by_definition = RunScenario(i, true, nullptr, true, restate);
+    if (by_definition == RunScenario(i)) continue;
+    ++differ;
+    ADD_FAILURE() << "scenario " << i << " decides differently under the restated policies";
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_GT(restated_annotations, 0);  // pods did name policies
 }
 
 // The parallel filter splits the nodes among threads, each with its own cycle state and

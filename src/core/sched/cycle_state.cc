@@ -48,7 +48,8 @@ CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, i
       mix_(mix),
       mig_mix_(mig_mix),
       defaults_(defaults),
-      tessera_nodes_(prefs.node_policy == NodePolicy::kTessera),
+      tessera_nodes_(prefs.node_policy.counts_fragmentation()),
+      fragmentation_only_(prefs.node_policy.fragmentation_only()),
       by_fragmentation_(tessera_nodes_ && !mix.Target().empty()),
       single_(SingleGpuContainer(request)),
       rank_gpus_(prefs.gpu_policy.tessera && !mix.Target().empty() && single_ != nullptr &&
@@ -61,11 +62,13 @@ CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, i
       goal_(prefs.gpu_policy.tessera ? &mig_goal_storage_ : nullptr),
       cacheable_(prefs.use_uuids.empty() && prefs.nouse_uuids.empty()) {
   if (!rank_gpus_) single_ = nullptr;
-  if (by_fragmentation_) rank_bound_ = RankBound(request, mix.Target());
+  // The bounds floor fragmentation's steps: they rank nodes only where nothing else counts.
+  const bool bounded = fragmentation_only_;
+  if (by_fragmentation_ && bounded) rank_bound_ = RankBound(request, mix.Target());
   mig_goal_storage_.admits_open_mig_gpus = AdmitsOpenMigGpus(prefs);
   mig_goal_storage_.plans = &mig_plans_;
   // Only where the plan's drop is the node's rank, and nodes all in MIG mode are planned.
-  if (tessera_nodes_ && goal_ != nullptr && MayUseMig(prefs.vgpu_mode) &&
+  if (bounded && goal_ != nullptr && MayUseMig(prefs.vgpu_mode) &&
       ModeAdmits(prefs.vgpu_mode, model::kMigMode)) {
     mig_rank_bound_ = MigRankBound(request, *goal_);
   }

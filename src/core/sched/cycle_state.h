@@ -56,8 +56,11 @@ class CycleState {
   const PodPreferences& prefs() const { return prefs_; }
   int64_t cpu_milli() const { return cpu_milli_; }
 
-  // tessera's node ranking (a named HAMi node policy ranks by HAMi's node score alone).
+  // The node policy counts fragmentation: tessera's node ranking and its ties (HAMi's named
+  // policies rank by HAMi's node score alone).
   bool tessera_nodes() const { return tessera_nodes_; }
+  // The node policy is fragmentation alone: a node's rank is its steps (NodePolicy).
+  bool fragmentation_only() const { return fragmentation_only_; }
   // Nodes are ranked by fragmentation growth against the demand mix (tessera, once a mix exists).
   bool by_fragmentation() const { return by_fragmentation_; }
   // A pod asking one shared GPU also chooses its GPU by fragmentation (FGD's GPU choice).
@@ -86,6 +89,7 @@ class CycleState {
   const MigDemandMix& mig_mix_;
   const PolicyDefaults& defaults_;
   bool tessera_nodes_;
+  bool fragmentation_only_;
   bool by_fragmentation_;
   const ContainerRequest* single_ = nullptr;
   bool rank_gpus_;

@@ -10,7 +10,10 @@ namespace tessera::sched {
 
 // The score phase's answer for one node that fits: how it compares with the others.
 struct NodeRank {
-  double bucket = 0;  // tessera: the fragmentation (or MIG placeability) cost in quanta; else 0
+  // Lower first. Under a policy of fragmentation alone (tessera's): the fragmentation (or MIG
+  // placeability) cost in steps, which the rank bounds floor; under any other policy: minus the
+  // weighted sum of its plugins' scores (NodePolicy).
+  double bucket = 0;
   float score = 0;    // tessera: NodeFit::score; HAMi's policies: HAMi's score before the pod
   bool idle = false;  // no GPU of the node is in use (before the pod)
   bool mig = false;   // placed by the MIG plan (ranked by placeability, then fullness)
@@ -36,6 +39,9 @@ inline bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
   // Expected fragmentation is an estimate: differences below a quantum (a small share of one
   // GPU) are noise, and chasing them scatters pods.
   if (candidate.bucket != best.bucket) return candidate.bucket < best.bucket;
+  // A policy without fragmentation: equal sums go to the first by name (HAMi leaves them to
+  // goroutine timing).
+  if (!cycle.tessera_nodes()) return NameBefore(candidate_node, best_node);
   if (cycle.by_fragmentation() && !candidate.mig && !best.mig) {
     // binpack among equals: a node already in use before an idle one (an idle node stays whole
     // for large pods and can be scaled down), then the first in a fixed node order, as FGD's
@@ -51,12 +57,8 @@ inline bool RanksBefore(const NodeRank& candidate, const NodeRank& best,
     }
     return NameBefore(candidate_node, best_node);
   }
-  // tessera and HAMi's binpack: the fullest node; HAMi's spread: the emptiest. Ties: the first by
-  // name (HAMi leaves them to goroutine timing).
-  if (candidate.score != best.score) {
-    return cycle.prefs().node_policy == NodePolicy::kSpread ? candidate.score < best.score
-                                                            : candidate.score > best.score;
-  }
+  // MIG plans, and nodes without a demand mix yet: the fullest node, then the first by name.
+  if (candidate.score != best.score) return candidate.score > best.score;
   return NameBefore(candidate_node, best_node);
 }
 

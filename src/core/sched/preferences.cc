@@ -30,15 +30,6 @@ std::vector<std::string> GpuPolicy::Chain(bool numa_bind) const {
   return chain;
 }
 
-Result<NodePolicy> ParseNodePolicy(const std::string& text) {
-  std::string t = Trim(text);
-  if (t == "tessera") return NodePolicy::kTessera;
-  if (t == "binpack") return NodePolicy::kBinpack;
-  if (t == "spread") return NodePolicy::kSpread;
-  return Error{"unknown node scheduler policy \"" + text +
-               "\" (expected tessera, binpack or spread)"};
-}
-
 Result<GpuPolicy> ParseGpuPolicy(const std::string& text) {
   static const std::set<std::string> kKnown = {"tessera", "binpack",        "spread",
                                                "numa",    "topology-aware", "mutex"};
@@ -146,7 +137,7 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   }
   p.node_policy = defaults.node;
   if (auto* v = annotation(ann::kNodePolicy)) {
-    auto np = ParseNodePolicy(*v);
+    auto np = ParseNodePolicy(*v, defaults.defined_node_policies);
     if (!np.ok()) {
       return Error{"pod " + pod.Key() +
                    ": annotation hami.io/node-scheduler-policy: " + np.error().message};

@@ -8,13 +8,10 @@
 #include "core/common/result.h"
 #include "core/model/pod.h"
 #include "core/sched/mig_demand.h"
+#include "core/sched/node_policy.h"
 #include "core/state/quota_book.h"
 
 namespace tessera::sched {
-
-// kTessera ranks nodes by fragmentation growth (shared GPUs) and placeability drop (MIG GPUs);
-// kBinpack and kSpread are HAMi's: the node score before the pod, highest or lowest first.
-enum class NodePolicy { kTessera, kBinpack, kSpread };
 
 // hami.io/gpu-scheduler-policy: one name or a comma list (hami-protocol.md 7.3), plus tessera's
 // own `tessera`: a one-GPU shared request takes the GPU where fragmentation grows least and MIG
@@ -41,7 +38,9 @@ struct ScoringWeights {
 struct PolicyDefaults {
   // Where neither a pod nor a flag names a policy, tessera's own ranking decides
   // (docs/placement.md); a named HAMi policy gets exactly HAMi's semantics.
-  NodePolicy node = NodePolicy::kTessera;
+  NodePolicy node = NodePolicy::Tessera();
+  // Operators' node policies (--define-node-policy), which a pod may name like the built-ins.
+  std::vector<NodePolicy> defined_node_policies;
   std::string gpu = "tessera";
   double demand_decay = 0.9995;  // per observed pod: the mix follows the last few thousand pods
   // MIG placement (docs/placement.md): what is assumed of future requests before and alongside
@@ -63,7 +62,7 @@ struct PodPreferences {
   std::vector<std::string> nouse_uuids;
   VgpuMode vgpu_mode = VgpuMode::kAny;
   bool numa_bind = false;
-  NodePolicy node_policy = NodePolicy::kTessera;
+  NodePolicy node_policy = NodePolicy::Tessera();
   GpuPolicy gpu_policy;
   ScoringWeights weights;
   // What the pod's namespace may still use under its GPU quotas (set by the scheduler from the
@@ -84,7 +83,6 @@ inline bool MayUseMig(VgpuMode vgpu_mode) {
 // The pod asks for MIG instances and nothing else.
 inline bool MigOnly(VgpuMode vgpu_mode) { return vgpu_mode == VgpuMode::kMig; }
 
-Result<NodePolicy> ParseNodePolicy(const std::string& text);
 Result<GpuPolicy> ParseGpuPolicy(const std::string& text);
 Result<ScoringWeights> ParseScoringWeights(const std::string& text);
 // Unknown policy names and malformed weights are errors naming the annotation (unlike HAMi,

@@ -73,7 +73,7 @@ class TesseraPolicy : public Policy {
  private:
   static sched::PolicyDefaults Defaults() {
     sched::PolicyDefaults d;
-    d.node = sched::NodePolicy::kTessera;
+    d.node = sched::NodePolicy::Tessera();
     d.gpu = "tessera,binpack";  // among GPUs that fragment alike, the fullest
     return d;
   }

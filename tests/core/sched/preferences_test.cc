@@ -21,14 +21,14 @@ constexpr char kWeightsPrefix[] = "invalid hami.io/device-scoring-weights annota
 // --- ParseNodePolicy -------------------------------------------------------------------------
 
 TEST(ParseNodePolicyTest, ReadsBinpackAndSpread) {
-  EXPECT_EQ(ParseNodePolicy("binpack").value(), NodePolicy::kBinpack);
-  EXPECT_EQ(ParseNodePolicy("spread").value(), NodePolicy::kSpread);
-  EXPECT_EQ(ParseNodePolicy(" spread ").value(), NodePolicy::kSpread);
+  EXPECT_EQ(ParseNodePolicy("binpack").value(), NodePolicy::Binpack());
+  EXPECT_EQ(ParseNodePolicy("spread").value(), NodePolicy::Spread());
+  EXPECT_EQ(ParseNodePolicy(" spread ").value(), NodePolicy::Spread());
 }
 
 TEST(ParseNodePolicyTest, ReadsTesseraAndItIsTheDefault) {
-  EXPECT_EQ(ParseNodePolicy("tessera").value(), NodePolicy::kTessera);
-  EXPECT_EQ(PolicyDefaults{}.node, NodePolicy::kTessera);
+  EXPECT_EQ(ParseNodePolicy("tessera").value(), NodePolicy::Tessera());
+  EXPECT_EQ(PolicyDefaults{}.node, NodePolicy::Tessera());
   EXPECT_EQ(PolicyDefaults{}.gpu, "tessera");
 }
 
@@ -221,7 +221,7 @@ TEST(ParseScoringWeightsTest, InvalidValueIsAnErrorQuotingTheAnnotation) {
 
 TEST(ParsePreferencesTest, PodWithoutAnnotationsGetsTheDefaults) {
   PolicyDefaults defaults;
-  defaults.node = NodePolicy::kSpread;
+  defaults.node = NodePolicy::Spread();
   defaults.gpu = "binpack";
   auto p = ParsePreferences(PodBuilder("ns/p").Build(), defaults);
   ASSERT_TRUE(p.ok()) << p.error().message;
@@ -231,7 +231,7 @@ TEST(ParsePreferencesTest, PodWithoutAnnotationsGetsTheDefaults) {
   EXPECT_THAT(p->nouse_uuids, IsEmpty());
   EXPECT_EQ(p->vgpu_mode, VgpuMode::kAny);
   EXPECT_FALSE(p->numa_bind);
-  EXPECT_EQ(p->node_policy, NodePolicy::kSpread);
+  EXPECT_EQ(p->node_policy, NodePolicy::Spread());
   EXPECT_THAT(p->gpu_policy.tokens, ElementsAre("binpack"));
   EXPECT_EQ(p->weights.slot, 1);
   EXPECT_EQ(p->weights.core, 1);
@@ -337,11 +337,11 @@ TEST(ParsePreferencesTest, UnknownVgpuModeIsAnErrorNamingPodAndAnnotation) {
 
 TEST(ParsePreferencesTest, NodePolicyAnnotationOverridesTheDefault) {
   PolicyDefaults defaults;
-  defaults.node = NodePolicy::kBinpack;
+  defaults.node = NodePolicy::Binpack();
   auto p = ParsePreferences(
       PodBuilder("ns/p").Annotation("hami.io/node-scheduler-policy", "spread").Build(), defaults);
   ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_EQ(p->node_policy, NodePolicy::kSpread);
+  EXPECT_EQ(p->node_policy, NodePolicy::Spread());
 }
 
 TEST(ParsePreferencesTest, UnknownNodePolicyIsAnErrorNamingPodAndAnnotation) {
@@ -351,6 +351,23 @@ TEST(ParsePreferencesTest, UnknownNodePolicyIsAnErrorNamingPodAndAnnotation) {
   EXPECT_EQ(p.error().message,
             "pod ns/p: annotation hami.io/node-scheduler-policy: unknown node scheduler policy "
             "\"random\" (expected tessera, binpack or spread)");
+}
+
+TEST(ParsePreferencesTest, NodePolicyAnnotationMayNameAnOperatorsPolicy) {
+  PolicyDefaults defaults;
+  defaults.defined_node_policies.push_back(
+      ParseNodePolicyDefinition("pack-frag=fragmentation:1,hami-node-score:0.5").value());
+  auto p = ParsePreferences(
+      PodBuilder("ns/p").Annotation("hami.io/node-scheduler-policy", "pack-frag").Build(),
+      defaults);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->node_policy, defaults.defined_node_policies[0]);
+  auto unknown = ParsePreferences(
+      PodBuilder("ns/p").Annotation("hami.io/node-scheduler-policy", "pack").Build(), defaults);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message,
+            "pod ns/p: annotation hami.io/node-scheduler-policy: unknown node scheduler policy "
+            "\"pack\" (expected tessera, binpack, spread, pack-frag)");
 }
 
 TEST(ParsePreferencesTest, GpuPolicyAnnotationOverridesTheDefault) {
