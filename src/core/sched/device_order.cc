@@ -70,4 +70,19 @@ void OrderDevices(const std::vector<model::GpuDevice>& devices, std::span<const 
   });
 }
 
+std::vector<int> HamiVisitOrder(const state::NodeState& node, const ContainerRequest& request,
+                                const PodPreferences& prefs) {
+  const size_t n = node.devices.size();
+  std::vector<float> scores(n);
+  std::vector<int32_t> used(n);
+  for (size_t i = 0; i < n; ++i) {
+    scores[i] = DeviceScore(node.devices[i], node.usage[i], request, prefs.weights);
+    used[i] = node.usage[i].used;
+  }
+  std::vector<int> order(n);
+  OrderDevices(node.devices, scores, used, prefs, order);
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
 }  // namespace tessera::sched

@@ -36,4 +36,11 @@ float DeviceScore(const model::GpuDevice& device, const state::DeviceUsage& usag
 void OrderDevices(const std::vector<model::GpuDevice>& devices, std::span<const float> scores,
                   std::span<const int32_t> used, const PodPreferences& prefs, std::span<int> order);
 
+// The order in which HAMi's Fit visits a node's devices for one container of `request` under the
+// pod's GPU policy and scoring weights, as the node is now (Fit scans OrderDevices' list from its
+// end: this is that list reversed). For callers outside a fit, such as the MIG benchmark's HAMi
+// baselines.
+std::vector<int> HamiVisitOrder(const state::NodeState& node, const ContainerRequest& request,
+                                const PodPreferences& prefs);
+
 }  // namespace tessera::sched

@@ -2,8 +2,8 @@
 // shared/spec/peers.md and hami-protocol.md.
 
 #include <algorithm>
-#include <numeric>
 
+#include "core/sched/device_order.h"
 #include "core/sched/fit.h"
 #include "sim/mig_replay/policy.h"
 
@@ -102,24 +102,10 @@ float HamiNodeScore(const state::NodeState& node) {
 }
 
 std::vector<int> HamiDeviceOrder(const state::NodeState& node, bool binpack) {
-  std::vector<float> score(node.devices.size());
-  for (size_t d = 0; d < node.devices.size(); ++d) {
-    const model::GpuDevice& device = node.devices[d];
-    const state::DeviceUsage& u = node.usage[d];
-    if (device.count == 0 || device.total_cores == 0 || device.total_mem_mib == 0) continue;
-    score[d] = 10.0f * (static_cast<float>(u.used) / static_cast<float>(device.count) +
-                        static_cast<float>(u.used_cores) / static_cast<float>(device.total_cores) +
-                        static_cast<float>(u.used_mem) / static_cast<float>(device.total_mem_mib));
-  }
-  std::vector<int> order(node.devices.size());
-  std::iota(order.begin(), order.end(), 0);
-  // DeviceUsageList.Less (hami-protocol.md 7.3): binpack sorts by score ascending, spread
-  // descending; Fit then scans from the end. Go's sort is stable for <= 12 devices.
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return binpack ? score[a] < score[b] : score[a] > score[b];
-  });
-  std::reverse(order.begin(), order.end());
-  return order;
+  // The scheduler's own copy of HAMi's order (hami-protocol.md 7.2-7.3), for one instance.
+  sched::PodPreferences prefs;
+  prefs.gpu_policy.tokens = {binpack ? "binpack" : "spread"};
+  return sched::HamiVisitOrder(node, sched::ContainerRequest{.nums = 1}, prefs);
 }
 
 }  // namespace tessera::sim::mig_replay

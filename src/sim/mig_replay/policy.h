@@ -71,7 +71,8 @@ int LegalPlacementsLeft(const mig::GpuMigModel& gpu, const mig::Layout& layout);
 // HAMi's node score before placing (hami-protocol.md 7.1): 10 * (used/count + cores/100 +
 // mem/total), summed over the node's GPUs, in float as Go computes it.
 float HamiNodeScore(const state::NodeState& node);
-// HAMi's GPU visiting order on a node for a gpu policy of "spread" (its default) or "binpack".
+// HAMi's GPU visiting order on a node for a gpu policy of "spread" (its default) or "binpack":
+// the scheduler's own (sched::HamiVisitOrder) for a one-instance container.
 std::vector<int> HamiDeviceOrder(const state::NodeState& node, bool binpack);
 
 // The instances a static partition creates up front on a GPU: all 1g, or a balanced layout.
