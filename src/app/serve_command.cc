@@ -119,6 +119,10 @@ int RunServeCommand(const ServeOptions& options) {
     so.policy.mig_prior = std::move(prior.value());
   }
   if (options.mig_allow_larger_profile) so.policy.mig_allow_larger_profiles = true;
+  spdlog::info("node policy: {} (gpu policy: {})", so.policy.node.Definition(), so.policy.gpu);
+  for (const sched::NodePolicy& defined : so.policy.defined_node_policies) {
+    spdlog::info("defined node policy: {}", defined.Definition());
+  }
   so.webhook.scheduler_name = options.scheduler_name;
   so.webhook.force_overwrite_default_scheduler = options.force_overwrite_default_scheduler;
   auto timeout = ParseDuration(options.reservation_timeout);

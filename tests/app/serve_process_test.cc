@@ -163,4 +163,35 @@ TEST_F(ServeProcessTest, BadDurationsAndVerbosityAreStartupErrors) {
   EXPECT_NE(output.find("--v"), std::string::npos) << output;
 }
 
+TEST_F(ServeProcessTest, DefinedNodePoliciesAreLoggedAndMayBeTheDefault) {
+  ServeProcess serve(
+      {"--cluster", Scenario(), "--http-bind=127.0.0.1:0",
+       "--define-node-policy=unpack=hami-node-score:-1", "--define-node-policy",
+       "pack-frag=fragmentation:1,hami-node-score:0.2", "--node-scheduler-policy=pack-frag"},
+      Path("serve.log"));
+  const std::string port = serve.WaitForPort("tessera serve listening on 127.0.0.1:");
+  ASSERT_FALSE(port.empty()) << serve.log();
+  EXPECT_NE(serve.log().find("node policy: pack-frag=fragmentation:1,hami-node-score:0.2 (gpu "
+                             "policy: tessera)"),
+            std::string::npos)
+      << serve.log();
+  EXPECT_NE(serve.log().find("defined node policy: unpack=hami-node-score:-1"), std::string::npos)
+      << serve.log();
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+TEST_F(ServeProcessTest, BadNodePolicyDefinitionsAreStartupErrors) {
+  std::string output;
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --define-node-policy=p=fullnes:1", &output), 1);
+  EXPECT_NE(output.find("--define-node-policy: node policy definition \"p=fullnes:1\": unknown "
+                        "plugin \"fullnes\""),
+            std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --node-scheduler-policy=p", &output), 1);
+  EXPECT_NE(output.find("--node-scheduler-policy: unknown node scheduler policy \"p\""),
+            std::string::npos)
+      << output;
+}
+
 }  // namespace
