@@ -79,6 +79,30 @@ TEST_F(ExplainCommandTest, BadArgumentsAreRefusedWithAMessage) {
   EXPECT_NE(out.find("exclusive"), std::string::npos) << out;
 }
 
+// Policy flags as serve takes them; a bad one is a usage error (2).
+TEST_F(ExplainCommandTest, NodePolicyFlagsMayDefineAndNameAPolicy) {
+  const std::string cluster = " --cluster " + (dir_ / "cluster.yaml").string();
+  std::string out;
+  ASSERT_EQ(RunExplain("default/first --define-node-policy=unpack=hami-node-score:-1 "
+                       "--node-scheduler-policy=unpack" +
+                           cluster,
+                       &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "pod default/first: placed on node node-a\n");
+  out.clear();
+  EXPECT_EQ(RunExplain("default/first --node-scheduler-policy=unpack" + cluster, &out), 2);
+  EXPECT_NE(out.find("--node-scheduler-policy: unknown node scheduler policy \"unpack\""),
+            std::string::npos)
+      << out;
+  out.clear();
+  EXPECT_EQ(RunExplain("default/first --define-node-policy=unpack" + cluster, &out), 2);
+  EXPECT_NE(out.find("--define-node-policy: node policy definition \"unpack\": expected "
+                     "NAME=PLUGIN:WEIGHT"),
+            std::string::npos)
+      << out;
+}
+
 // Against an API server: nodes, pods and quotas are listed once; the pending pod is explained.
 TEST_F(ExplainCommandTest, APendingPodOfARealClusterIsExplainedFromOneList) {
   kube::testing::FakeApiServer api;

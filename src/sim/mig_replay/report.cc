@@ -182,7 +182,7 @@ std::string OptimumTable(const std::vector<OptimumCase>& cases,
         html << "<td>–</td>";
         continue;
       }
-      const MeanStd m = StatsOf(ratios);
+      const MeanStd m = SampleMeanStd(ratios);
       html << "<td>" << Num(m.mean, 1) << "% <span class=\"sd\">(worst "
            << Num(*std::min_element(ratios.begin(), ratios.end()), 1) << "%)</span></td>";
     }

@@ -8,27 +8,10 @@
 namespace tessera::sim::mig_replay {
 namespace {
 
-std::string Fixed(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4f", v);
-  return buf;
-}
+// Four decimals in both CSV files.
+std::string Fixed(double v) { return FormatFixed(v, 4); }
 
 }  // namespace
-
-MeanStd StatsOf(const std::vector<double>& values) {
-  MeanStd out;
-  if (values.empty()) return out;
-  double sum = 0;
-  for (double v : values) sum += v;
-  out.mean = sum / static_cast<double>(values.size());
-  if (values.size() > 1) {
-    double squares = 0;
-    for (double v : values) squares += (v - out.mean) * (v - out.mean);
-    out.std = std::sqrt(squares / static_cast<double>(values.size() - 1));
-  }
-  return out;
-}
 
 std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
@@ -67,15 +50,15 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
     }
     SummaryRow& row = rows[i];
     row.n_seeds = static_cast<int>(groups[i].size());
-    row.acceptance = StatsOf(acc);
-    row.served_slices = StatsOf(served);
-    row.memory_slices = StatsOf(mem);
-    row.compute_slices = StatsOf(comp);
-    row.gpus_in_use = StatsOf(gpus);
-    row.stranded = StatsOf(stranded);
-    row.fragmentation = StatsOf(frag);
-    row.ever_placed = StatsOf(ever);
-    row.wait = StatsOf(wait);
+    row.acceptance = SampleMeanStd(acc);
+    row.served_slices = SampleMeanStd(served);
+    row.memory_slices = SampleMeanStd(mem);
+    row.compute_slices = SampleMeanStd(comp);
+    row.gpus_in_use = SampleMeanStd(gpus);
+    row.stranded = SampleMeanStd(stranded);
+    row.fragmentation = SampleMeanStd(frag);
+    row.ever_placed = SampleMeanStd(ever);
+    row.wait = SampleMeanStd(wait);
     row.wall_seconds = wall / static_cast<double>(groups[i].size());
   }
   return rows;

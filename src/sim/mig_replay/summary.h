@@ -7,13 +7,9 @@
 #include <vector>
 
 #include "sim/mig_replay/benchmark.h"
+#include "sim/replay/seed_stats.h"
 
 namespace tessera::sim::mig_replay {
-
-struct MeanStd {
-  double mean = 0;
-  double std = 0;  // sample standard deviation (0 for one seed)
-};
 
 struct SummaryRow {
   std::string fleet;
@@ -38,7 +34,6 @@ struct SummaryRow {
 
 // Rows in the order the records first name each (fleet, workload, protocol, policy).
 std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records);
-MeanStd StatsOf(const std::vector<double>& values);
 
 // fleet,workload,protocol,policy,n_seeds,acceptance_pct_mean,acceptance_pct_std,... ; the same
 // seeds give byte-identical text.

@@ -35,12 +35,7 @@ MeanStd StatsAt(const std::vector<SeedResult>& runs, std::string_view metric, in
   return SampleMeanStd(values);
 }
 
-std::string Fixed(double value, int decimals) {
-  if (std::isnan(value)) return "";
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
+std::string Fixed(double value, int decimals) { return FormatFixed(value, decimals); }
 
 std::vector<std::string> SplitFields(std::string_view line) {
   std::vector<std::string> fields;
@@ -184,26 +179,6 @@ std::string PublishedPolicyLabel(std::string_view policy) {
       {"fgd", "06-FGD"}};
   auto it = labels.find(policy);
   return std::string(it == labels.end() ? policy : it->second);
-}
-
-MeanStd SampleMeanStd(const std::vector<double>& values) {
-  MeanStd out;
-  double sum = 0;
-  for (double v : values) {
-    if (std::isnan(v)) continue;
-    sum += v;
-    ++out.n;
-  }
-  if (out.n == 0) return out;
-  out.mean = sum / out.n;
-  if (out.n > 1) {
-    double squares = 0;
-    for (double v : values) {
-      if (!std::isnan(v)) squares += (v - out.mean) * (v - out.mean);
-    }
-    out.std = std::sqrt(squares / (out.n - 1));
-  }
-  return out;
 }
 
 std::string WorkloadName(std::string_view pod_csv_path) {

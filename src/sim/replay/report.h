@@ -10,6 +10,7 @@
 
 #include "core/common/result.h"
 #include "sim/replay/runner.h"
+#include "sim/replay/seed_stats.h"
 
 namespace tessera::sim::replay {
 
@@ -27,14 +28,6 @@ struct SummaryRow {
 inline constexpr std::string_view kMetricAllocation = "gpu_alloc_ratio_pct";
 inline constexpr std::string_view kMetricFragAmount = "frag_amount_pct_of_capacity";
 inline constexpr std::string_view kMetricFragRatio = "frag_ratio_pct_of_idle";
-
-// Mean and sample standard deviation of the values that are not NaN (mean NaN when none).
-struct MeanStd {
-  double mean = std::numeric_limits<double>::quiet_NaN();
-  double std = 0;
-  int n = 0;
-};
-MeanStd SampleMeanStd(const std::vector<double>& values);
 
 // "bestfit" -> "05-BestFit" and so on for the built-in policies; other names are unchanged.
 std::string PublishedPolicyLabel(std::string_view policy);

@@ -95,12 +95,5 @@ TEST(MigBenchmark, UnknownFleetIsAnError) {
   EXPECT_THAT(r.error().message, HasSubstr("tpu"));
 }
 
-TEST(MigBenchmark, StatsAreMeanAndSampleStd) {
-  const MeanStd m = StatsOf({1, 2, 3, 4});
-  EXPECT_DOUBLE_EQ(m.mean, 2.5);
-  EXPECT_NEAR(m.std, 1.2909944, 1e-6);
-  EXPECT_EQ(StatsOf({5}).std, 0);
-}
-
 }  // namespace
 }  // namespace tessera::sim::mig_replay
