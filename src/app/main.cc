@@ -183,6 +183,9 @@ int main(int argc, char** argv) {
                      "Published summary CSV to compare with (fgd_expected_summary.csv)");
   replay->add_flag("--no-bound", replay_options.skip_bound,
                    "Skip the LP upper bound on the allocation at 130% (docs/replay.md)");
+  replay->add_option("--define-node-policy", replay_options.node_policy_definitions,
+                     "NAME=PLUGIN:WEIGHT[,PLUGIN:WEIGHT...]: tessera under this node policy is the "
+                     "policy tessera:NAME, for --policy (repeatable; docs/placement.md)");
   replay->add_option("--tie-break", replay_options.tie_break, "first (the paper) or uniform")
       ->check(CLI::IsMember({"first", "uniform"}));
 
@@ -272,6 +275,7 @@ int main(int argc, char** argv) {
     if (seeds_option->count() > 0) mig_options.seeds = replay_options.seeds;
     mig_options.run.out_dir = replay_options.out_dir;
     mig_options.run.jobs = replay_options.jobs;
+    mig_options.node_policy_definitions = replay_options.node_policy_definitions;
     return tessera::app::RunMigReplayCommand(mig_options);
   }
   if (replay->parsed()) {

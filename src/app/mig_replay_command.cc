@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/replay_command.h"
+#include "core/sched/node_policy.h"
 
 namespace tessera::app {
 
@@ -11,6 +12,12 @@ int RunMigReplayCommand(const MigReplayOptions& o) {
   if (!seeds.ok()) return std::cerr << "tessera: " << seeds.error().message << "\n", 1;
   sim::mig_replay::MigReplayOptions run = o.run;
   run.seeds = std::move(seeds.value());
+  auto node_policies = sched::ParseNodePolicyDefinitions(o.node_policy_definitions);
+  if (!node_policies.ok()) {
+    return std::cerr << "tessera: --define-node-policy: " << node_policies.error().message << "\n",
+           1;
+  }
+  run.node_policies = std::move(node_policies.value());
   const Status done = sim::mig_replay::ReplayMig(run);
   if (!done.ok()) return std::cerr << "tessera: " << done.message() << "\n", 1;
   return 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sim/mig_replay/mig_replay.h"
 
@@ -10,6 +11,7 @@ namespace tessera::app {
 struct MigReplayOptions {
   sim::mig_replay::MigReplayOptions run;
   std::string seeds = "42-46";
+  std::vector<std::string> node_policy_definitions;  // --define-node-policy
 };
 
 // Parses the seeds and hands the rest to sim::mig_replay::ReplayMig (docs/mig-replay.md).

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "core/sched/node_policy.h"
 #include "sim/replay/trace_replay.h"
 
 namespace tessera::app {
@@ -47,6 +48,12 @@ int RunReplayCommand(const ReplayOptions& o) {
   r.tie_break = o.tie_break == "uniform" ? sim::replay::TieBreak::kUniform
                                          : sim::replay::TieBreak::kFirstInNodeOrder;
   r.skip_bound = o.skip_bound;
+  auto node_policies = sched::ParseNodePolicyDefinitions(o.node_policy_definitions);
+  if (!node_policies.ok()) {
+    return std::cerr << "tessera: --define-node-policy: " << node_policies.error().message << "\n",
+           1;
+  }
+  r.node_policies = std::move(node_policies.value());
   const Status done = sim::replay::ReplayTraces(r);
   if (!done.ok()) return std::cerr << "tessera: " << done.message() << "\n", 1;
   return 0;

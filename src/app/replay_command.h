@@ -20,6 +20,8 @@ struct ReplayOptions {
   std::string reference_csv;  // published summary to compare with; optional
   std::string tie_break = "first";
   bool skip_bound = false;  // --no-bound: skip the LP upper bound
+  // --define-node-policy NAME=PLUGIN:WEIGHT,...: replayed as the policy "tessera:NAME".
+  std::vector<std::string> node_policy_definitions;
 };
 
 // "42-51", "1,2,3" or a mix; errors name --seeds.

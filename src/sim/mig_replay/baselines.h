@@ -13,7 +13,10 @@ std::unique_ptr<MigPolicy> MakeFirstFitPolicy();
 std::unique_ptr<MigPolicy> MakeBestFitPolicy();
 std::unique_ptr<MigPolicy> MakeStaticPolicy(const MigCluster& cluster, bool balanced);
 // tessera's production scheduler over the cluster's state (tessera_mig_policy.cc); with
-// `gpu_binpack` the GPU policy is binpack instead of the default spread.
-Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack);
+// `gpu_binpack` the GPU policy is binpack instead of the default spread; `node_policy` ranks the
+// nodes (an operator's policy, named TesseraMigPolicyName).
+Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(
+    MigCluster& cluster, bool gpu_binpack,
+    const sched::NodePolicy& node_policy = sched::NodePolicy::Tessera());
 
 }  // namespace tessera::sim::mig_replay

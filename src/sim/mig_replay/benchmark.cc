@@ -54,13 +54,14 @@ bool RunsOn(const FleetSpec& fleet, const Workload& workload, const mig::GpuMode
   return true;
 }
 
-Result<NamedPlacer> MakePlacer(const std::string& policy, MigCluster& cluster) {
+Result<NamedPlacer> MakePlacer(const std::string& policy, MigCluster& cluster,
+                               std::span<const sched::NodePolicy> node_policies) {
   NamedPlacer out;
   if (policy == kReferencePooledSlices) {
     out.placer = std::make_unique<GeometryFreePlacer>(cluster);
     return out;
   }
-  auto made = MakeMigPolicy(policy, cluster);
+  auto made = MakeMigPolicy(policy, cluster, node_policies);
   if (!made.ok()) return made.error();
   out.policy = std::move(made.value());
   out.placer = std::make_unique<PolicyPlacer>(cluster, *out.policy);
@@ -102,7 +103,7 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   }
-  auto made = MakePlacer(policy, cluster);
+  auto made = MakePlacer(policy, cluster, options.node_policies);
   if (!made.ok()) return Error{"fleet " + fleet + ": " + made.error().message};
   Placer* placer = made->placer.get();
   if (protocol.pending) {

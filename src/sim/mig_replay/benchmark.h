@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ struct BenchmarkOptions {
   double warmup_lifetimes = 3;      // protocol (b): arrivals in 3 mean lifetimes fill the cluster
   double measure_lifetimes = 5;     // protocol (b): then 5 mean lifetimes are measured
   int jobs = 1;
+  // Operators' node policies, run as the policies "tessera:NAME" named in `policies`.
+  std::vector<sched::NodePolicy> node_policies;
 };
 
 // One protocol of a cell: saturation (load 0), or steady state at an offered load, with refused
@@ -73,7 +76,8 @@ struct NamedPlacer {
   std::unique_ptr<MigPolicy> policy;
   std::unique_ptr<Placer> placer;
 };
-Result<NamedPlacer> MakePlacer(const std::string& policy, MigCluster& cluster);
+Result<NamedPlacer> MakePlacer(const std::string& policy, MigCluster& cluster,
+                               std::span<const sched::NodePolicy> node_policies = {});
 
 // One run, in the calling thread (exposed for tests).
 Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::string& fleet,

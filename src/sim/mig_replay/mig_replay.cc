@@ -106,8 +106,12 @@ Status ReplayMig(const MigReplayOptions& o) {
   auto fleets = Select(o.fleets, fleet_names, "--fleet");
   if (!fleets.ok()) return fleets.error();
   // An empty --policy runs the default set; the optional variants must be named.
+  std::vector<std::string> known_policies = KnownPolicyNames();
+  for (const sched::NodePolicy& p : o.node_policies) {
+    known_policies.push_back(TesseraMigPolicyName(p));
+  }
   auto policies =
-      Select(o.policies.empty() ? AllPolicyNames() : o.policies, KnownPolicyNames(), "--policy");
+      Select(o.policies.empty() ? AllPolicyNames() : o.policies, known_policies, "--policy");
   if (!policies.ok()) return policies.error();
 
   const std::vector<std::string> workload_names = {
@@ -145,6 +149,7 @@ Status ReplayMig(const MigReplayOptions& o) {
   }
   options.fleets = fleets.value();
   options.policies = policies.value();
+  options.node_policies = o.node_policies;
   options.seeds = o.seeds;
   options.nodes_per_fleet = o.nodes_per_fleet;
   options.loads = o.loads;
@@ -167,7 +172,7 @@ Status ReplayMig(const MigReplayOptions& o) {
   if (!o.skip_optimum) {
     OptimumStudyOptions study;
     study.seeds = options.seeds;
-    auto cases = RunOptimumStudy(options.policies, study, catalog.value());
+    auto cases = RunOptimumStudy(options.policies, study, catalog.value(), o.node_policies);
     if (!cases.ok()) return cases.error();
     optimum = std::move(cases.value());
     std::printf("\nserved slices / offline optimum (tiny instances, mean %%):");

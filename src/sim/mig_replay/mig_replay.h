@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/common/result.h"
+#include "core/sched/node_policy.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -22,6 +23,9 @@ struct MigReplayOptions {
   bool skip_pending = false;  // no pending-queue protocol
   std::string out_dir;        // empty: no files
   int jobs = 1;
+  // Operators' node policies (--define-node-policy): tessera under each is the policy
+  // "tessera:NAME", which --policy may name.
+  std::vector<sched::NodePolicy> node_policies;
 };
 
 // Checks the options, runs every cell, prints one line per cell (and the offline-optimum ratios)

@@ -10,7 +10,8 @@ namespace tessera::sim::mig_replay {
 
 Result<std::vector<OptimumCase>> RunOptimumStudy(const std::vector<std::string>& policies,
                                                  const OptimumStudyOptions& options,
-                                                 const mig::GpuModelCatalog& catalog) {
+                                                 const mig::GpuModelCatalog& catalog,
+                                                 std::span<const sched::NodePolicy> node_policies) {
   std::vector<OptimumCase> cases;
   const std::vector<Workload> workloads = {MakeSyntheticWorkload(SyntheticMix::kUniform),
                                            MakeSyntheticWorkload(SyntheticMix::kSmallHeavy),
@@ -39,7 +40,7 @@ Result<std::vector<OptimumCase>> RunOptimumStudy(const std::vector<std::string>&
           }
           for (const auto& policy : policies) {
             MigCluster cluster(nodes.value(), workload);
-            auto made = MakeMigPolicy(policy, cluster);
+            auto made = MakeMigPolicy(policy, cluster, node_policies);
             if (!made.ok()) return made.error();
             PolicyPlacer placer(cluster, *made.value());
             c.served[policy] = RunSaturation(placer, arrivals, 0).served_slices;

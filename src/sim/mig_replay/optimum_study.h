@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/common/result.h"
 #include "core/mig/catalog.h"
+#include "core/sched/node_policy.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -31,9 +33,10 @@ struct OptimumStudyOptions {
   int requests = 16;
 };
 
-Result<std::vector<OptimumCase>> RunOptimumStudy(const std::vector<std::string>& policies,
-                                                 const OptimumStudyOptions& options,
-                                                 const mig::GpuModelCatalog& catalog);
+// `node_policies`: the operators' policies that "tessera:NAME" in `policies` names.
+Result<std::vector<OptimumCase>> RunOptimumStudy(
+    const std::vector<std::string>& policies, const OptimumStudyOptions& options,
+    const mig::GpuModelCatalog& catalog, std::span<const sched::NodePolicy> node_policies = {});
 
 // model,gpus,workload,seed,requests,optimum_slices,<policy>_slices...
 std::string OptimumCsv(const std::vector<OptimumCase>& cases,

@@ -22,8 +22,14 @@ const std::vector<std::string>& KnownPolicyNames() {
   return names;
 }
 
-Result<std::unique_ptr<MigPolicy>> MakeMigPolicy(std::string_view name, MigCluster& cluster) {
+Result<std::unique_ptr<MigPolicy>> MakeMigPolicy(std::string_view name, MigCluster& cluster,
+                                                 std::span<const sched::NodePolicy> node_policies) {
   if (name == kPolicyTessera) return MakeTesseraMigPolicy(cluster, false);
+  for (const sched::NodePolicy& node_policy : node_policies) {
+    if (name == TesseraMigPolicyName(node_policy)) {
+      return MakeTesseraMigPolicy(cluster, false, node_policy);
+    }
+  }
   if (name == kPolicyTesseraGpuBinpack) return MakeTesseraMigPolicy(cluster, true);
   if (name == kPolicyHami210) return MakeHamiPolicy(false);
   if (name == kPolicyLargestFreeRun) return MakeHamiPolicy(true);

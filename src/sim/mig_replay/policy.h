@@ -6,11 +6,13 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/common/result.h"
+#include "core/sched/node_policy.h"
 #include "sim/mig_replay/cluster.h"
 
 namespace tessera::sim::mig_replay {
@@ -24,6 +26,9 @@ inline constexpr std::string_view kPolicyFirstFit = "first-fit";
 inline constexpr std::string_view kPolicyBestFit = "best-fit";
 inline constexpr std::string_view kPolicyStatic1g = "static-1g";
 inline constexpr std::string_view kPolicyStaticBalanced = "static-balanced";
+
+// tessera under an operator's node policy: "tessera:NAME".
+std::string TesseraMigPolicyName(const sched::NodePolicy& node_policy);
 
 class MigPolicy {
  public:
@@ -39,7 +44,10 @@ const std::vector<std::string>& AllPolicyNames();
 // The default policies and the optional variants (what --policy accepts).
 const std::vector<std::string>& KnownPolicyNames();
 // One policy instance for one run on `cluster` (tessera's scheduler holds the cluster's state).
-Result<std::unique_ptr<MigPolicy>> MakeMigPolicy(std::string_view name, MigCluster& cluster);
+// "tessera:NAME" is tessera under the operator's node policy NAME of `node_policies`.
+Result<std::unique_ptr<MigPolicy>> MakeMigPolicy(
+    std::string_view name, MigCluster& cluster,
+    std::span<const sched::NodePolicy> node_policies = {});
 
 // The baselines' building blocks, exposed for tests.
 

@@ -14,18 +14,19 @@ namespace {
 
 class TesseraMigPolicy : public MigPolicy {
  public:
-  TesseraMigPolicy(MigCluster& cluster, std::vector<TesseraMigRequest> requests, bool gpu_binpack)
-      : cluster_(cluster),
-        scheduler_(cluster.state(), Defaults(gpu_binpack)),
-        requests_(std::move(requests)),
-        gpu_binpack_(gpu_binpack) {
+  TesseraMigPolicy(MigCluster& cluster, std::vector<TesseraMigRequest> requests, bool gpu_binpack,
+                   const sched::NodePolicy& node_policy)
+      : name_(gpu_binpack                                   ? std::string(kPolicyTesseraGpuBinpack)
+              : node_policy == sched::NodePolicy::Tessera() ? std::string(kPolicyTessera)
+                                                            : TesseraMigPolicyName(node_policy)),
+        cluster_(cluster),
+        scheduler_(cluster.state(), Defaults(gpu_binpack, node_policy)),
+        requests_(std::move(requests)) {
     // A pod that fits nowhere is rejected; why each node refused it is not needed.
     scheduler_.set_explain_failures(false);
   }
 
-  std::string_view Name() const override {
-    return gpu_binpack_ ? kPolicyTesseraGpuBinpack : kPolicyTessera;
-  }
+  std::string_view Name() const override { return name_; }
 
   bool Place(MigCluster& cluster, const std::string& key, int type) override {
     const size_t slash = key.find('/');
@@ -53,21 +54,27 @@ class TesseraMigPolicy : public MigPolicy {
  private:
   // The production defaults (tessera's node and GPU ranking); the variant only changes the
   // order among equal GPUs, as --gpu-scheduler-policy=tessera,binpack would.
-  static sched::PolicyDefaults Defaults(bool gpu_binpack) {
+  static sched::PolicyDefaults Defaults(bool gpu_binpack, const sched::NodePolicy& node_policy) {
     sched::PolicyDefaults d;
+    d.node = node_policy;
     if (gpu_binpack) d.gpu = "tessera,binpack";
     return d;
   }
 
+  std::string name_;
   MigCluster& cluster_;
   sched::Scheduler scheduler_;
   std::vector<TesseraMigRequest> requests_;  // per request type
-  bool gpu_binpack_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack) {
+std::string TesseraMigPolicyName(const sched::NodePolicy& node_policy) {
+  return std::string(kPolicyTessera) + ":" + node_policy.name();
+}
+
+Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack,
+                                                        const sched::NodePolicy& node_policy) {
   // One GPU per distinct model is enough: the request must work on each of them.
   std::vector<const mig::GpuMigModel*> gpus;
   std::map<std::string, bool> seen;
@@ -83,7 +90,7 @@ Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, boo
     requests.push_back(r.value());
   }
   return std::unique_ptr<MigPolicy>(
-      std::make_unique<TesseraMigPolicy>(cluster, std::move(requests), gpu_binpack));
+      std::make_unique<TesseraMigPolicy>(cluster, std::move(requests), gpu_binpack, node_policy));
 }
 
 }  // namespace tessera::sim::mig_replay

@@ -23,9 +23,11 @@ std::string GpuUuid(int node, int gpu) {
 
 class TesseraPolicy : public Policy {
  public:
-  explicit TesseraPolicy(const TargetWorkload* prior)
-      : state_(config::SchedulerConfig{}),
-        scheduler_(state_, Defaults()),
+  TesseraPolicy(const TargetWorkload* prior, const sched::NodePolicy& node_policy)
+      : name_(node_policy == sched::NodePolicy::Tessera() ? "tessera"
+                                                          : TesseraPolicyName(node_policy)),
+        state_(config::SchedulerConfig{}),
+        scheduler_(state_, Defaults(node_policy)),
         reservations_(state_, std::chrono::hours(24)) {
     // A pod that fits nowhere stays unplaced; why each node refused it is not needed.
     scheduler_.set_explain_failures(false);
@@ -40,7 +42,7 @@ class TesseraPolicy : public Policy {
     }
   }
 
-  std::string_view Name() const override { return "tessera"; }
+  std::string_view Name() const override { return name_; }
 
   std::optional<Choice> Choose(const ReplayCluster& cluster, const TracePod& pod,
                                std::mt19937_64& /*rng: tessera is deterministic*/) override {
@@ -71,9 +73,9 @@ class TesseraPolicy : public Policy {
   }
 
  private:
-  static sched::PolicyDefaults Defaults() {
+  static sched::PolicyDefaults Defaults(const sched::NodePolicy& node_policy) {
     sched::PolicyDefaults d;
-    d.node = sched::NodePolicy::Tessera();
+    d.node = node_policy;
     d.gpu = "tessera,binpack";  // among GPUs that fragment alike, the fullest
     return d;
   }
@@ -208,6 +210,7 @@ class TesseraPolicy : public Policy {
     return Choice{best, {}};
   }
 
+  std::string name_;
   state::ClusterState state_;
   sched::Scheduler scheduler_;
   // The trace's pods never leave and are bound at once: nothing here expires.
@@ -226,8 +229,13 @@ class TesseraPolicy : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior) {
-  return std::make_unique<TesseraPolicy>(prior);
+std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior,
+                                          const sched::NodePolicy& node_policy) {
+  return std::make_unique<TesseraPolicy>(prior, node_policy);
+}
+
+std::string TesseraPolicyName(const sched::NodePolicy& node_policy) {
+  return "tessera:" + node_policy.name();
 }
 
 }  // namespace tessera::sim::replay

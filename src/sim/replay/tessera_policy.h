@@ -1,6 +1,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+
+#include "core/sched/node_policy.h"
 
 #include "sim/replay/policy.h"
 
@@ -16,7 +19,13 @@ namespace tessera::sim::replay {
 // Pods without GPUs never reach the extender in a cluster; here the same fragmentation score
 // places them (fewest stranded GPUs), and they join the demand mix as FGD's workload does.
 // The scheduler's state is built from the cluster on the first pod, in its node order.
-// `prior`, when given, seeds the demand mix (as a configured prior would in a cluster).
-std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior = nullptr);
+// `prior`, when given, seeds the demand mix (as a configured prior would in a cluster);
+// `node_policy` ranks the nodes (an operator's policy, replayed as "tessera:NAME").
+std::unique_ptr<Policy> MakeTesseraPolicy(
+    const TargetWorkload* prior = nullptr,
+    const sched::NodePolicy& node_policy = sched::NodePolicy::Tessera());
+
+// The replay policy name of tessera under an operator's node policy: "tessera:NAME".
+std::string TesseraPolicyName(const sched::NodePolicy& node_policy);
 
 }  // namespace tessera::sim::replay

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -56,6 +57,11 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
   PolicyFactories extra;
   extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
   extra["tessera-prior"] = [](const TargetWorkload& m) { return MakeTesseraPolicy(&m); };
+  for (const sched::NodePolicy& node_policy : o.node_policies) {
+    extra[TesseraPolicyName(node_policy)] = [node_policy](const TargetWorkload&) {
+      return MakeTesseraPolicy(nullptr, node_policy);
+    };
+  }
   const std::string workload = WorkloadName(pods_csv);
   const bool tty = isatty(STDERR_FILENO) != 0;
 
@@ -67,8 +73,13 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
   html.published = published;
   std::vector<SummaryRow> all_rows;
   std::printf("\n%s\n", workload.c_str());
-  std::printf("%-14s %8s %16s %16s %10s %10s %10s %9s %9s\n", "policy", "seeds", "alloc@100%",
-              "alloc@130%", "failed", "s/run", "pods/s", "p50 us", "p99 us");
+  // The policy column fits the longest name ("tessera:NAME" for an operator's node policy).
+  int name_width = 14;
+  for (const auto& policy : o.policies) {
+    name_width = std::max(name_width, static_cast<int>(policy.size()));
+  }
+  std::printf("%-*s %8s %16s %16s %10s %10s %10s %9s %9s\n", name_width, "policy", "seeds",
+              "alloc@100%", "alloc@130%", "failed", "s/run", "pods/s", "p50 us", "p99 us");
   for (const auto& policy : o.policies) {
     ProgressBar bar(tty);
     ProgressFn progress = [&](int done, int total) { bar.Draw(policy, done, total); };
@@ -95,9 +106,9 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
     }
     const double n = static_cast<double>(runs->size());
     // Per-pod decision latency (the policy's choice and its placement): the largest over seeds.
-    std::printf("%-14s %8zu %9.2f ± %4.2f %9.2f ± %4.2f %10.0f %10.3f %10.0f %9.1f %9.1f\n",
-                policy.c_str(), runs->size(), m100, s100, m130, s130, failed / n, wall / n,
-                wall > 0 ? pods_total / wall : 0.0, p50, p99);
+    std::printf("%-*s %8zu %9.2f ± %4.2f %9.2f ± %4.2f %10.0f %10.3f %10.0f %9.1f %9.1f\n",
+                name_width, policy.c_str(), runs->size(), m100, s100, m130, s130, failed / n,
+                wall / n, wall > 0 ? pods_total / wall : 0.0, p50, p99);
     row.policies.push_back({policy, m130, s130});
     all_rows.insert(all_rows.end(), rows.begin(), rows.end());
     html.policies.push_back(PolicyRuns{policy, std::move(runs.value())});
@@ -117,13 +128,14 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
     all_rows.insert(all_rows.end(), bound_rows.begin(), bound_rows.end());
     double solve = 0;
     for (const auto& b : bounds) solve += b.solve_seconds;
-    std::printf("%-14s %8zu %16s %9.2f ± %4.2f   (best-fit decreasing, knowing every pod)\n",
-                std::string(kOfflinePackingLabel).c_str(), bounds.size(), "", bound_rows[1].mean,
-                bound_rows[1].std);
-    std::printf("%-14s %8zu %16s %9.2f ± %4.2f %10s %10.3f   (LP: %d node classes, %d pod types)\n",
-                std::string(kUpperBoundLabel).c_str(), bounds.size(), "", bound_rows[0].mean,
-                bound_rows[0].std, "", solve / static_cast<double>(bounds.size()),
-                bounds.front().node_classes, bounds.front().pod_types);
+    std::printf("%-*s %8zu %16s %9.2f ± %4.2f   (best-fit decreasing, knowing every pod)\n",
+                name_width, std::string(kOfflinePackingLabel).c_str(), bounds.size(), "",
+                bound_rows[1].mean, bound_rows[1].std);
+    std::printf("%-*s %8zu %16s %9.2f ± %4.2f %10s %10.3f   (LP: %d node classes, %d pod types)\n",
+                name_width, std::string(kUpperBoundLabel).c_str(), bounds.size(), "",
+                bound_rows[0].mean, bound_rows[0].std, "",
+                solve / static_cast<double>(bounds.size()), bounds.front().node_classes,
+                bounds.front().pod_types);
   }
   if (!published.empty()) {
     std::printf("published:\n");

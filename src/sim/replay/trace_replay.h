@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/common/result.h"
+#include "core/sched/node_policy.h"
 #include "sim/replay/cluster.h"
 
 namespace tessera::sim::replay {
@@ -22,6 +23,8 @@ struct TraceReplayOptions {
   std::string reference_csv;  // published summary to compare with; optional
   TieBreak tie_break = TieBreak::kFirstInNodeOrder;
   bool skip_bound = false;  // no LP upper bound
+  // Operators' node policies: each is the replay policy "tessera:NAME" (docs/replay.md).
+  std::vector<sched::NodePolicy> node_policies;
 };
 
 // Replays every trace with every policy and seed: prints each trace's table (and, for several

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/report.h"
 #include "sim/mig_replay/summary.h"
@@ -93,6 +97,32 @@ TEST(MigBenchmark, UnknownFleetIsAnError) {
   auto r = RunBenchmark(o, testing::Catalog());
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().message, HasSubstr("tpu"));
+}
+
+// An operator's node policy runs as "tessera:NAME": restating tessera's own (fragmentation alone,
+// any positive weight) gives tessera's figures run for run; HAMi's binpack node score is another
+// policy, and a name no definition gives is refused.
+TEST(MigBenchmark, DefinedNodePoliciesRunAsTesseraUnderThem) {
+  BenchmarkOptions o = SmallBenchmark();
+  o.node_policies = {sched::ParseNodePolicyDefinition("frag=fragmentation:4").value(),
+                     sched::ParseNodePolicyDefinition("pack=hami-node-score:1").value()};
+  o.policies = {"tessera", "tessera:frag", "tessera:pack"};
+  auto records = RunBenchmark(o, testing::Catalog());
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  std::map<std::string, std::vector<std::string>> served_by_policy;
+  for (const RunRecord& r : records.value()) {
+    served_by_policy[r.policy].push_back(r.fleet + "/" + r.protocol + "/" + std::to_string(r.seed) +
+                                         ":" + std::to_string(r.metrics.accepted) + "," +
+                                         std::to_string(r.metrics.served_slices));
+  }
+  ASSERT_EQ(served_by_policy["tessera:frag"].size(), served_by_policy["tessera"].size());
+  EXPECT_EQ(served_by_policy["tessera:frag"], served_by_policy["tessera"]);
+  EXPECT_NE(served_by_policy["tessera:pack"], served_by_policy["tessera"]);
+
+  o.node_policies.clear();
+  auto refused = RunBenchmark(o, testing::Catalog());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, HasSubstr("unknown MIG policy \"tessera:frag\""));
 }
 
 }  // namespace

@@ -88,5 +88,34 @@ TEST(TesseraReplayPolicy, HonoursTheModelAPodAccepts) {
   EXPECT_EQ(runs->front().failed_by_kind[static_cast<int>(PodKind::kOneGpu)], 1);
 }
 
+// tessera under an operator's node policy is the replay policy "tessera:NAME". Restating
+// tessera's own (fragmentation alone, weight 3) replays exactly as `tessera`; HAMi's spread node
+// score places otherwise.
+TEST(TesseraReplayPolicy, RunsUnderAnOperatorsNodePolicy) {
+  const sched::NodePolicy frag = sched::ParseNodePolicyDefinition("frag=fragmentation:3").value();
+  const sched::NodePolicy spread =
+      sched::ParseNodePolicyDefinition("unpack=hami-node-score:-1").value();
+  EXPECT_EQ(MakeTesseraPolicy(nullptr, frag)->Name(), "tessera:frag");
+  EXPECT_EQ(MakeTesseraPolicy()->Name(), "tessera");
+  PolicyFactories extra;
+  extra["tessera"] = [](const TargetWorkload&) { return MakeTesseraPolicy(); };
+  for (const sched::NodePolicy& p : {frag, spread}) {
+    extra[TesseraPolicyName(p)] = [p](const TargetWorkload&) {
+      return MakeTesseraPolicy(nullptr, p);
+    };
+  }
+  // Inflated to 1.3 times the GPUs, so that the choices matter.
+  auto run = [&](const std::string& policy) {
+    auto runs = RunReplay(TraceModelNodes(), EveryKindOfPod(), policy, {1, 2}, 1.3, 1, &extra);
+    EXPECT_TRUE(runs.ok()) << runs.error().message;
+    std::vector<std::vector<double>> series;
+    for (const SeedResult& r : runs.value()) series.push_back(r.series.gpu_alloc_pct);
+    return series;
+  };
+  const auto tessera = run("tessera");
+  EXPECT_EQ(run("tessera:frag"), tessera);
+  EXPECT_NE(run("tessera:unpack"), tessera);
+}
+
 }  // namespace
 }  // namespace tessera::sim::replay
