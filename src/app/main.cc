@@ -13,7 +13,7 @@
 #include "app/serve_command.h"
 #include "app/serve_flags.h"
 #include "core/mig/catalog.h"
-#include "core/mig/layout_table.h"
+#include "core/mig/catalog_text.h"
 #include "core/sched/plugin_registry.h"
 #include "sim/demo.h"
 #include "sim/report.h"
@@ -59,31 +59,6 @@ int RunDemo(const GpuModelCatalog& catalog) {
     for (const auto& w : scenario->config.warnings) std::cout << "warning: " << w << "\n";
     int rc = RunSimulation(std::move(scenario.value()), false);
     if (rc != 0) return rc;
-  }
-  return 0;
-}
-
-int ListModels(const GpuModelCatalog& catalog) {
-  for (const auto& m : catalog.models()) {
-    std::cout << m.model << (m.complete ? "" : " (no verified placements: sharing mode only)")
-              << "\n  aliases: ";
-    for (size_t i = 0; i < m.aliases.size(); ++i) std::cout << (i ? ", " : "") << m.aliases[i];
-    std::cout << "\n  " << m.memory_mib << " MiB, " << m.memory_slices << " memory slices, "
-              << m.compute_slices << " compute slices";
-    if (m.complete) {
-      // The layout table tessera builds for this model (docs/placement.md).
-      tessera::model::GpuDevice device;
-      device.mig_profiles = m.profiles;
-      tessera::mig::GpuMigModel rules(device, nullptr);
-      std::cout << ", " << tessera::mig::LayoutTable(rules).size() << " reachable MIG layouts";
-    }
-    std::cout << "\n";
-    for (const auto& p : m.profiles) {
-      std::cout << "    " << p.name << ": " << p.memory_mib << " MiB, " << p.core
-                << "% cores, placements";
-      for (const auto& pl : p.placements) std::cout << " " << pl.start << "+" << pl.size;
-      std::cout << "\n";
-    }
   }
   return 0;
 }
@@ -269,7 +244,10 @@ int main(int argc, char** argv) {
   if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);
 
   if (demo->parsed()) return RunDemo(catalog.value());
-  if (models->parsed()) return ListModels(catalog.value());
+  if (models->parsed()) {
+    std::cout << tessera::mig::CatalogText(catalog.value());
+    return 0;
+  }
   if (replay->parsed() && mig) {
     mig_options.run.policies = replay_options.policies;
     if (seeds_option->count() > 0) mig_options.seeds = replay_options.seeds;
