@@ -39,14 +39,10 @@ class ReadOnlyCluster : public scheduler::ClusterWriter {
 };
 
 Result<sched::PolicyDefaults> Policy(sched::PolicyDefaults policy, const ExplainOptions& o) {
-  if (!o.node_policy_definitions.empty()) {
-    auto defined = sched::ParseNodePolicyDefinitions(o.node_policy_definitions);
-    if (!defined.ok()) return Error{"--define-node-policy: " + defined.error().message};
-    for (sched::NodePolicy& p : defined.value()) {
-      std::erase_if(policy.defined_node_policies,
-                    [&](const sched::NodePolicy& q) { return q.name() == p.name(); });
-      policy.defined_node_policies.push_back(std::move(p));
-    }
+  if (Status s =
+          sched::AddNodePolicyDefinitions(o.node_policy_definitions, &policy.defined_node_policies);
+      !s.ok()) {
+    return Error{"--define-node-policy: " + s.message()};
   }
   if (!o.node_policy.empty()) {
     auto np = sched::ParseNodePolicy(o.node_policy, policy.defined_node_policies);

@@ -94,14 +94,10 @@ int RunServeCommand(const ServeOptions& options) {
   }
   for (const auto& w : config.warnings) spdlog::warn("{}", w);
   // A policy flag overrides the scenario's; without either, tessera's own ranking decides.
-  if (!options.node_policy_definitions.empty()) {
-    auto defined = sched::ParseNodePolicyDefinitions(options.node_policy_definitions);
-    if (!defined.ok()) return Fail("--define-node-policy: " + defined.error().message);
-    for (sched::NodePolicy& policy : defined.value()) {
-      const auto same_name = [&](const sched::NodePolicy& p) { return p.name() == policy.name(); };
-      std::erase_if(so.policy.defined_node_policies, same_name);  // the flag wins
-      so.policy.defined_node_policies.push_back(std::move(policy));
-    }
+  if (Status s = sched::AddNodePolicyDefinitions(options.node_policy_definitions,
+                                                 &so.policy.defined_node_policies);
+      !s.ok()) {
+    return Fail("--define-node-policy: " + s.message());
   }
   if (!options.node_policy.empty()) {
     auto np = sched::ParseNodePolicy(options.node_policy, so.policy.defined_node_policies);

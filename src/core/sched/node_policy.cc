@@ -137,6 +137,17 @@ Result<std::vector<NodePolicy>> ParseNodePolicyDefinitions(
   return policies;
 }
 
+Status AddNodePolicyDefinitions(std::span<const std::string> definitions,
+                                std::vector<NodePolicy>* policies) {
+  auto parsed = ParseNodePolicyDefinitions(definitions);
+  if (!parsed.ok()) return parsed.error();
+  for (NodePolicy& policy : parsed.value()) {
+    std::erase_if(*policies, [&](const NodePolicy& p) { return p.name() == policy.name(); });
+    policies->push_back(std::move(policy));
+  }
+  return Status::Ok();
+}
+
 Result<NodePolicy> ParseNodePolicy(const std::string& text, std::span<const NodePolicy> defined) {
   const std::string name = Trim(text);
   if (name == "tessera") return NodePolicy::Tessera();

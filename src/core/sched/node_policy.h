@@ -89,6 +89,11 @@ Result<NodePolicy> ParseNodePolicyDefinition(std::string_view text);
 Result<std::vector<NodePolicy>> ParseNodePolicyDefinitions(
     std::span<const std::string> definitions);
 
+// Adds `definitions` to `policies`; each replaces an earlier policy of its name (a flag's over
+// a scenario file's). Errors as ParseNodePolicyDefinitions; `policies` is unchanged then.
+Status AddNodePolicyDefinitions(std::span<const std::string> definitions,
+                                std::vector<NodePolicy>* policies);
+
 // A policy by name: the built-ins, then `defined` (operators' policies).
 Result<NodePolicy> ParseNodePolicy(const std::string& text,
                                    std::span<const NodePolicy> defined = {});

@@ -98,5 +98,23 @@ TEST(NodePolicyTest, ANameResolvesToABuiltInOrADefinedPolicy) {
             "unknown node scheduler policy \"packer\" (expected tessera, binpack, spread, pack)");
 }
 
+TEST(NodePolicyTest, AddedDefinitionsReplaceEarlierOnesOfTheirName) {
+  std::vector<NodePolicy> policies = {ParseNodePolicyDefinition("a=fullness:1").value(),
+                                      ParseNodePolicyDefinition("b=fullness:2").value()};
+  const std::vector<std::string> flags = {"b=hami-node-score:1", "c=fragmentation:1"};
+  ASSERT_TRUE(AddNodePolicyDefinitions(flags, &policies).ok());
+  ASSERT_EQ(policies.size(), 3U);
+  EXPECT_EQ(policies[0].Definition(), "a=fullness:1");
+  EXPECT_EQ(policies[1].Definition(), "b=hami-node-score:1");
+  EXPECT_EQ(policies[2].Definition(), "c=fragmentation:1");
+  // A bad definition changes nothing.
+  const std::vector<std::string> bad = {"a=fragmentation:1", "d=nothing:1"};
+  const Status s = AddNodePolicyDefinitions(bad, &policies);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("unknown plugin \"nothing\""), std::string::npos) << s.message();
+  EXPECT_EQ(policies[0].Definition(), "a=fullness:1");
+  EXPECT_EQ(policies.size(), 3U);
+}
+
 }  // namespace
 }  // namespace tessera::sched
