@@ -14,7 +14,7 @@ std::unique_ptr<MigPolicy> MakeBestFitPolicy();
 std::unique_ptr<MigPolicy> MakeStaticPolicy(const MigCluster& cluster, bool balanced);
 // tessera's production scheduler over the cluster's state (tessera_mig_policy.cc); with
 // `gpu_binpack` the GPU policy is binpack instead of the default spread; `node_policy` ranks the
-// nodes (an operator's policy, named TesseraMigPolicyName).
+// nodes (an operator's policy, named replay::TesseraPolicyName, as in the trace replay).
 Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(
     MigCluster& cluster, bool gpu_binpack,
     const sched::NodePolicy& node_policy = sched::NodePolicy::Tessera());

@@ -15,6 +15,7 @@
 #include "sim/mig_replay/summary.h"
 #include "sim/mig_replay/upper_bound.h"
 #include "sim/replay/progress_bar.h"
+#include "sim/replay/tessera_policy.h"
 #include "sim/replay/trace.h"
 
 namespace tessera::sim::mig_replay {
@@ -108,7 +109,7 @@ Status ReplayMig(const MigReplayOptions& o) {
   // An empty --policy runs the default set; the optional variants must be named.
   std::vector<std::string> known_policies = KnownPolicyNames();
   for (const sched::NodePolicy& p : o.node_policies) {
-    known_policies.push_back(TesseraMigPolicyName(p));
+    known_policies.push_back(replay::TesseraPolicyName(p));
   }
   auto policies =
       Select(o.policies.empty() ? AllPolicyNames() : o.policies, known_policies, "--policy");

@@ -1,4 +1,5 @@
 #include "sim/mig_replay/policy.h"
+#include "sim/replay/tessera_policy.h"
 
 #include "sim/mig_replay/baselines.h"
 
@@ -26,7 +27,7 @@ Result<std::unique_ptr<MigPolicy>> MakeMigPolicy(std::string_view name, MigClust
                                                  std::span<const sched::NodePolicy> node_policies) {
   if (name == kPolicyTessera) return MakeTesseraMigPolicy(cluster, false);
   for (const sched::NodePolicy& node_policy : node_policies) {
-    if (name == TesseraMigPolicyName(node_policy)) {
+    if (name == replay::TesseraPolicyName(node_policy)) {
       return MakeTesseraMigPolicy(cluster, false, node_policy);
     }
   }

@@ -27,9 +27,6 @@ inline constexpr std::string_view kPolicyBestFit = "best-fit";
 inline constexpr std::string_view kPolicyStatic1g = "static-1g";
 inline constexpr std::string_view kPolicyStaticBalanced = "static-balanced";
 
-// tessera under an operator's node policy: "tessera:NAME".
-std::string TesseraMigPolicyName(const sched::NodePolicy& node_policy);
-
 class MigPolicy {
  public:
   virtual ~MigPolicy() = default;

@@ -8,6 +8,7 @@
 #include "core/sched/scheduler.h"
 #include "sim/mig_replay/baselines.h"
 #include "sim/mig_replay/tessera_request.h"
+#include "sim/replay/tessera_policy.h"
 
 namespace tessera::sim::mig_replay {
 namespace {
@@ -16,9 +17,10 @@ class TesseraMigPolicy : public MigPolicy {
  public:
   TesseraMigPolicy(MigCluster& cluster, std::vector<TesseraMigRequest> requests, bool gpu_binpack,
                    const sched::NodePolicy& node_policy)
-      : name_(gpu_binpack                                   ? std::string(kPolicyTesseraGpuBinpack)
-              : node_policy == sched::NodePolicy::Tessera() ? std::string(kPolicyTessera)
-                                                            : TesseraMigPolicyName(node_policy)),
+      : name_(gpu_binpack ? std::string(kPolicyTesseraGpuBinpack)
+              : node_policy == sched::NodePolicy::Tessera()
+                  ? std::string(kPolicyTessera)
+                  : replay::TesseraPolicyName(node_policy)),
         cluster_(cluster),
         scheduler_(cluster.state(), Defaults(gpu_binpack, node_policy)),
         requests_(std::move(requests)) {
@@ -68,10 +70,6 @@ class TesseraMigPolicy : public MigPolicy {
 };
 
 }  // namespace
-
-std::string TesseraMigPolicyName(const sched::NodePolicy& node_policy) {
-  return std::string(kPolicyTessera) + ":" + node_policy.name();
-}
 
 Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack,
                                                         const sched::NodePolicy& node_policy) {
