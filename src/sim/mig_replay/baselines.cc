@@ -57,7 +57,8 @@ class HamiPolicy : public MigPolicy {
   std::string_view Name() const override {
     return largest_free_run_ ? kPolicyLargestFreeRun : kPolicyHami210;
   }
-  bool Place(MigCluster& cluster, const std::string& key, int type) override {
+  Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
+                                     std::mt19937_64& /*rng*/) override {
     int best = -1;
     float best_score = 0;
     std::vector<InstancePick> best_picks;
@@ -77,9 +78,9 @@ class HamiPolicy : public MigPolicy {
         best_picks = std::move(*picks);
       }
     }
-    if (best < 0) return false;
+    if (best < 0) return replay::PlaceOutcome::kRefused;
     cluster.Commit(key, best, best_picks);
-    return true;
+    return replay::PlaceOutcome::kPlaced;
   }
 
  private:
@@ -92,7 +93,8 @@ class HamiPolicy : public MigPolicy {
 class FirstFitPolicy : public MigPolicy {
  public:
   std::string_view Name() const override { return kPolicyFirstFit; }
-  bool Place(MigCluster& cluster, const std::string& key, int type) override {
+  Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
+                                     std::mt19937_64& /*rng*/) override {
     for (int n = 0; n < cluster.node_count(); ++n) {
       NodePicks picks = PlaceInOrder(cluster, n, type, IndexOrder(*cluster.nodes()[n]),
                                      [](const auto& gpu, const auto& layout, int intended) {
@@ -104,9 +106,9 @@ class FirstFitPolicy : public MigPolicy {
                                      });
       if (!picks) continue;
       cluster.Commit(key, n, *picks);
-      return true;
+      return replay::PlaceOutcome::kPlaced;
     }
-    return false;
+    return replay::PlaceOutcome::kRefused;
   }
 };
 
@@ -117,7 +119,8 @@ class FirstFitPolicy : public MigPolicy {
 class BestFitPolicy : public MigPolicy {
  public:
   std::string_view Name() const override { return kPolicyBestFit; }
-  bool Place(MigCluster& cluster, const std::string& key, int type) override {
+  Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
+                                     std::mt19937_64& /*rng*/) override {
     int best = -1;
     int best_free = std::numeric_limits<int>::max();
     std::vector<InstancePick> best_picks;
@@ -158,9 +161,9 @@ class BestFitPolicy : public MigPolicy {
         best_picks = std::move(picks);
       }
     }
-    if (best < 0) return false;
+    if (best < 0) return replay::PlaceOutcome::kRefused;
     cluster.Commit(key, best, best_picks);
-    return true;
+    return replay::PlaceOutcome::kPlaced;
   }
 };
 

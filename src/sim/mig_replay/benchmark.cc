@@ -113,6 +113,10 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
   } else {
     r.metrics = RunSaturation(*placer, arrivals, options.stop_after_rejections);
   }
+  if (const std::optional<Error> failed = placer->error()) {
+    return Error{"fleet " + fleet + ", policy " + policy + ", seed " + std::to_string(seed) + ": " +
+                 failed->message};
+  }
   r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
 }

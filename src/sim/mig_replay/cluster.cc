@@ -2,21 +2,14 @@
 
 #include <bit>
 
-#include "core/config/scheduler_config.h"
-
 namespace tessera::sim::mig_replay {
 
 MigCluster::MigCluster(const std::vector<model::Node>& nodes, const Workload& workload)
-    : state_(config::SchedulerConfig{}), workload_(workload) {
-  for (const auto& node : nodes) state_.UpsertNode(node);
+    : placement_(nodes), workload_(workload) {
   type_count_ = workload_.types.size();
-  // ClusterState keeps nodes in a std::map: these pointers stay valid while it lives.
   std::vector<int> first_sizes;  // intended sizes on the first GPU, per type
   uint32_t first_slices = 0;
-  for (const auto& node : nodes) {
-    const state::NodeState* ns = state_.node(node.name);
-    node_index_.emplace(node.name, static_cast<int>(nodes_.size()));
-    nodes_.push_back(ns);
+  for (const state::NodeState* ns : placement_.nodes()) {
     first_gpu_.push_back(gpu_count_);
     for (size_t d = 0; d < ns->devices.size(); ++d) {
       const mig::GpuMigModel& gpu = ns->mig_models[d];
@@ -41,7 +34,7 @@ MigCluster::MigCluster(const std::vector<model::Node>& nodes, const Workload& wo
 }
 
 void MigCluster::Commit(const std::string& key, int node, const std::vector<InstancePick>& picks) {
-  const state::NodeState& ns = *nodes_[node];
+  const state::NodeState& ns = *nodes()[node];
   state::PodReservation r;
   r.key = key;
   r.uid = key;
@@ -61,20 +54,20 @@ void MigCluster::Commit(const std::string& key, int node, const std::vector<Inst
     m.placement = pick.placement;
     r.mig.push_back(std::move(m));
   }
-  reservations_.Place(std::move(r));
+  placement_.Reserve(std::move(r));
 }
 
 int64_t MigCluster::ServedSlices(const std::string& key, int type) const {
-  const state::PodReservation* pod = state_.pod(key);
+  const state::PodReservation* pod = state().pod(key);
   if (pod == nullptr) return 0;
-  const auto node = node_index_.find(pod->node);
-  if (node == node_index_.end()) return 0;
-  const state::NodeState& ns = *nodes_[node->second];
+  const int node = placement_.NodeIndex(pod->node);
+  if (node < 0) return 0;
+  const state::NodeState& ns = *nodes()[node];
   int64_t total = 0;
   for (const codec::MigAllocation& m : pod->mig) {
     for (size_t d = 0; d < ns.devices.size(); ++d) {
       if (ns.devices[d].uuid != m.gpu_uuid) continue;
-      const int profile = Intended(node->second, static_cast<int>(d), type);
+      const int profile = Intended(node, static_cast<int>(d), type);
       if (profile >= 0) total += ns.mig_models[d].profiles()[profile].placements.front().size;
       break;
     }

@@ -1,8 +1,10 @@
 #pragma once
 
-// The cluster every policy of the MIG benchmark places into: tessera's own state::ClusterState,
-// so that the production scheduler and the baselines see, change and are measured on exactly
-// the same representation (NodeState::mig_models for the rules, usage[i].layout for occupancy).
+// The cluster every policy of the MIG benchmark places into: a replay::PlacementState (tessera's
+// own state::ClusterState, the one cluster model of both replays), so that the production
+// scheduler and the baselines see, change and are measured on exactly the same representation
+// (NodeState::mig_models for the rules, usage[i].layout for occupancy), with the intended
+// profile of every request type on every GPU on top.
 
 #include <functional>
 #include <map>
@@ -12,8 +14,8 @@
 #include "core/mig/layout.h"
 #include "core/model/pod.h"
 #include "core/state/cluster_state.h"
-#include "core/state/reservation_cache.h"
 #include "sim/mig_replay/demand.h"
+#include "sim/replay/placement_state.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -33,12 +35,12 @@ class MigCluster {
   MigCluster(const MigCluster&) = delete;
   MigCluster& operator=(const MigCluster&) = delete;
 
-  state::ClusterState& state() { return state_; }
-  const state::ClusterState& state() const { return state_; }
+  state::ClusterState& state() { return placement_.state(); }
+  const state::ClusterState& state() const { return placement_.state(); }
   const Workload& workload() const { return workload_; }
   // Nodes in fleet order (their names sort in that order).
-  const std::vector<const state::NodeState*>& nodes() const { return nodes_; }
-  int node_count() const { return static_cast<int>(nodes_.size()); }
+  const std::vector<const state::NodeState*>& nodes() const { return placement_.nodes(); }
+  int node_count() const { return placement_.node_count(); }
 
   // The intended profile of request type `type` on GPU `device` of node `node`; -1 when the
   // GPU has none large enough.
@@ -50,7 +52,7 @@ class MigCluster {
   // one codec::MigAllocation per instance, accounted with the profile's memory and cores).
   void Commit(const std::string& key, int node, const std::vector<InstancePick>& picks);
   // The pod left: its instances are free (whoever placed it, tessera's scheduler or a baseline).
-  void Release(const std::string& key) { reservations_.Forget(key); }
+  void Release(const std::string& key) { placement_.Release(key); }
   // Memory slices of the intended profiles of type `type` on the GPUs placed pod `key` holds, one
   // per instance; 0 when it is not placed.
   int64_t ServedSlices(const std::string& key, int type) const;
@@ -63,12 +65,8 @@ class MigCluster {
   int64_t total_compute_slices() const { return total_compute_slices_; }
 
  private:
-  state::ClusterState state_;
-  // Every placement is bound at once; nothing expires (the timeout is never reached).
-  state::ReservationCache reservations_{state_, std::chrono::hours(24)};
+  replay::PlacementState placement_;
   Workload workload_;
-  std::vector<const state::NodeState*> nodes_;
-  std::map<std::string, int, std::less<>> node_index_;  // node name -> index in nodes_
   std::vector<int> first_gpu_;  // per node: index of its first GPU in the flat GPU order
   size_t type_count_ = 0;
   std::vector<int> intended_;  // [gpu][type]

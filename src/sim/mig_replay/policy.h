@@ -14,6 +14,7 @@
 #include "core/common/result.h"
 #include "core/sched/node_policy.h"
 #include "sim/mig_replay/cluster.h"
+#include "sim/replay/placement_policy.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -27,14 +28,10 @@ inline constexpr std::string_view kPolicyBestFit = "best-fit";
 inline constexpr std::string_view kPolicyStatic1g = "static-1g";
 inline constexpr std::string_view kPolicyStaticBalanced = "static-balanced";
 
-class MigPolicy {
- public:
-  virtual ~MigPolicy() = default;
-  virtual std::string_view Name() const = 0;
-  // Places pod `key` (a request of type `type`) and reserves it in the cluster; false when it
-  // fits nowhere (nothing is reserved then).
-  virtual bool Place(MigCluster& cluster, const std::string& key, int type) = 0;
-};
+// A policy of the MIG benchmark: the one interface of both replays (replay::PlacementPolicy),
+// here placing a request of the workload's type index into a MigCluster. No MIG policy draws
+// from the stream.
+using MigPolicy = replay::PlacementPolicy<MigCluster, int>;
 
 // The default policies, in report order.
 const std::vector<std::string>& AllPolicyNames();

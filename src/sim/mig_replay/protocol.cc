@@ -35,7 +35,13 @@ int SlicesOf(const mig::GpuMigModel& gpu, int profile) {
 std::string ArrivalKey(size_t i) { return "mig/p" + std::to_string(i); }
 
 bool PolicyPlacer::Place(const std::string& key, int type) {
-  return policy_.Place(cluster_, key, type);
+  if (error_) return false;
+  Result<replay::PlaceOutcome> placed = policy_.Place(cluster_, type, key, rng_);
+  if (!placed.ok()) {
+    error_ = placed.error();
+    return false;
+  }
+  return *placed == replay::PlaceOutcome::kPlaced;
 }
 
 int64_t IntendedServedSlices(const MigCluster& cluster, int type) {

@@ -5,6 +5,8 @@
 // arrival sequence.
 
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,8 @@ class Placer {
   // the pod is placed.
   virtual int64_t ServedSlices(const std::string& key, int type) const = 0;
   virtual int64_t TotalSlices() const = 0;
+  // A policy's mistake, after which it refuses every request: the run is then an error.
+  virtual std::optional<Error> error() const { return std::nullopt; }
 };
 
 // A policy placing into its MigCluster.
@@ -32,6 +36,7 @@ class PolicyPlacer : public Placer {
  public:
   PolicyPlacer(MigCluster& cluster, MigPolicy& policy)
       : cluster_(cluster), policy_(policy), probe_(cluster) {}
+  std::optional<Error> error() const override { return error_; }
   bool Place(const std::string& key, int type) override;
   void Release(const std::string& key) override { cluster_.Release(key); }
   Snapshot Measure() const override { return probe_.Measure(); }
@@ -44,6 +49,8 @@ class PolicyPlacer : public Placer {
   MigCluster& cluster_;
   MigPolicy& policy_;
   SnapshotProbe probe_;
+  std::mt19937_64 rng_;  // handed to the policy; none of the MIG policies draws from it
+  std::optional<Error> error_;
 };
 
 struct RunMetrics {

@@ -38,7 +38,8 @@ class StaticPolicy : public MigPolicy {
 
   // The node whose chosen slots are smallest in total (smallest covering slot per instance, then
   // the first GPU and slot), ties to the first node.
-  bool Place(MigCluster& cluster, const std::string& key, int type) override {
+  Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
+                                     std::mt19937_64& /*rng*/) override {
     int best = -1;
     uint32_t best_size = std::numeric_limits<uint32_t>::max();
     std::vector<InstancePick> best_picks;
@@ -82,9 +83,9 @@ class StaticPolicy : public MigPolicy {
         best_picks = std::move(picks);
       }
     }
-    if (best < 0) return false;
+    if (best < 0) return replay::PlaceOutcome::kRefused;
     cluster.Commit(key, best, best_picks);
-    return true;
+    return replay::PlaceOutcome::kPlaced;
   }
 
  private:

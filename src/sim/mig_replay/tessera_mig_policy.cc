@@ -30,7 +30,8 @@ class TesseraMigPolicy : public MigPolicy {
 
   std::string_view Name() const override { return name_; }
 
-  bool Place(MigCluster& cluster, const std::string& key, int type) override {
+  Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
+                                     std::mt19937_64& /*rng*/) override {
     const size_t slash = key.find('/');
     model::Pod pod;
     pod.ns = key.substr(0, slash);
@@ -50,7 +51,7 @@ class TesseraMigPolicy : public MigPolicy {
     pod.containers.push_back(std::move(c));
     // Schedule reserves the decision in the state it holds: cluster_.state().
     const sched::Decision d = scheduler_.Schedule(pod, cluster_.nodes(), 0);
-    return d.scheduled();
+    return d.scheduled() ? replay::PlaceOutcome::kPlaced : replay::PlaceOutcome::kRefused;
   }
 
  private:

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/codec/node_register.h"
+#include "core/model/annotations.h"
+
 namespace tessera::sim::replay {
 
 int GpuAffinityOf(const TracePod& pod) {
@@ -9,6 +12,16 @@ int GpuAffinityOf(const TracePod& pod) {
   if (pod.num_gpu == 1 && pod.gpu_milli < kMilliPerGpu) return kShareAffinity;
   return pod.num_gpu;
 }
+
+std::string StateNodeName(int node) { return "n" + std::to_string(node); }
+
+namespace {
+
+std::string GpuUuid(int node, int gpu) {
+  return "GPU-" + std::to_string(node) + "-" + std::to_string(gpu);
+}
+
+}  // namespace
 
 ReplayCluster::ReplayCluster(const std::vector<TraceNode>& nodes, TieBreak tie_break)
     : tie_break_(tie_break) {
@@ -31,6 +44,39 @@ ReplayCluster::ReplayCluster(const std::vector<TraceNode>& nodes, TieBreak tie_b
     total_gpus_ += node.gpu_count;
     nodes_.push_back(std::move(node));
   }
+  placement_ = std::make_unique<PlacementState>(StateNodes());
+}
+
+std::vector<model::Node> ReplayCluster::StateNodes() const {
+  std::vector<model::Node> out;
+  out.reserve(nodes_.size());
+  for (int i = 0; i < node_count(); ++i) {
+    model::Node node;
+    node.name = StateNodeName(i);
+    node.allocatable["cpu"] = std::to_string(CpuCapacity(i)) + "m";
+    if (GpuCount(i) > 0) {
+      std::vector<model::GpuDevice> gpus;
+      for (int g = 0; g < GpuCount(i); ++g) {
+        model::GpuDevice d;
+        d.uuid = GpuUuid(i, g);
+        d.index = static_cast<uint32_t>(g);
+        d.count = 1000;  // the trace has no task limit per GPU
+        d.total_mem_mib = kMibPerGpu;
+        d.total_cores = 100;
+        // HAMi's NVIDIA backend takes only register entries whose type names NVIDIA; the
+        // trace's models ("T4", "V100M16") do not, and a pod's gpu_spec still matches them
+        // (nvidia.com/use-gputype matches a part of the type).
+        d.type = "NVIDIA-" + model_names_[ModelId(i)];
+        d.mode = "hami-core";
+        d.healthy = true;
+        gpus.push_back(std::move(d));
+      }
+      node.annotations[std::string(model::annotations::kNodeRegister)] =
+          codec::EncodeNodeRegister(gpus);
+    }
+    out.push_back(std::move(node));
+  }
+  return out;
 }
 
 ModelMask ReplayCluster::AllowedModels(const TracePod& pod) const {
@@ -63,11 +109,11 @@ std::vector<int> ReplayCluster::FeasibleNodes(const TracePod& pod) const {
   return feasible;
 }
 
-Status ReplayCluster::Allocate(int node, const TracePod& pod, std::span<const int> gpus) {
+Status ReplayCluster::CheckAllowed(int node, const TracePod& pod, std::span<const int> gpus) const {
   if (node < 0 || node >= node_count()) {
     return Error{"allocate " + pod.name + ": no node " + std::to_string(node)};
   }
-  NodeState& n = nodes_[node];
+  const NodeState& n = nodes_[node];
   auto refuse = [&](const std::string& why) {
     return Status(Error{"allocate " + pod.name + " on " + n.name + ": " + why});
   };
@@ -88,6 +134,57 @@ Status ReplayCluster::Allocate(int node, const TracePod& pod, std::span<const in
                     std::to_string(gpu_free_[n.gpu_offset + gpus[i]]) + " milli free");
     }
   }
+  return Status::Ok();
+}
+
+Status ReplayCluster::Allocate(int node, const TracePod& pod, std::span<const int> gpus,
+                               const std::string& key) {
+  if (Status allowed = CheckAllowed(node, pod, gpus); !allowed.ok()) return allowed;
+  state::PodReservation r;
+  r.key = key.empty() ? "replay/pod-" + std::to_string(allocations_) : key;
+  r.uid = r.key;
+  r.node = StateNodeName(node);
+  r.cpu_milli = pod.cpu_milli;
+  if (!gpus.empty()) {
+    r.devices.emplace_back();
+    for (int gpu : gpus) {
+      r.devices[0].push_back(codec::ContainerDevice{GpuUuid(node, gpu), "NVIDIA",
+                                                    static_cast<int32_t>(pod.gpu_milli), 0});
+    }
+  }
+  placement_->Reserve(std::move(r));
+  ++allocations_;
+  Take(node, pod, gpus);
+  return Status::Ok();
+}
+
+Status ReplayCluster::Record(const std::string& key, const TracePod& pod) {
+  std::optional<Choice> placed = PlacementOf(key);
+  if (!placed) return Error{"record " + pod.name + ": no reservation " + key};
+  if (Status allowed = CheckAllowed(placed->node, pod, placed->gpus); !allowed.ok()) {
+    placement_->Release(key);
+    return allowed;
+  }
+  Take(placed->node, pod, placed->gpus);
+  return Status::Ok();
+}
+
+std::optional<Choice> ReplayCluster::PlacementOf(const std::string& key) const {
+  const state::PodReservation* pod = placement_->state().pod(key);
+  if (pod == nullptr) return std::nullopt;
+  Choice choice;
+  choice.node = placement_->NodeIndex(pod->node);
+  if (choice.node < 0) return std::nullopt;
+  for (const auto& slot : pod->devices) {
+    for (const auto& device : slot) {
+      choice.gpus.push_back(std::stoi(device.uuid.substr(device.uuid.rfind('-') + 1)));
+    }
+  }
+  return choice;
+}
+
+void ReplayCluster::Take(int node, const TracePod& pod, std::span<const int> gpus) {
+  NodeState& n = nodes_[node];
   n.cpu_free -= pod.cpu_milli;
   n.memory_free -= pod.memory_mib;
   for (int gpu : gpus) {
@@ -107,7 +204,6 @@ Status ReplayCluster::Allocate(int node, const TracePod& pod, std::span<const in
     }
   }
   ++n.version;
-  return Status::Ok();
 }
 
 }  // namespace tessera::sim::replay

@@ -1,16 +1,21 @@
 #pragma once
 
-// The replayed cluster: free CPU, memory and per-GPU milli-GPU of every trace node, with the
+// The replayed cluster: a PlacementState (tessera's ClusterState, where every placement is a
+// reservation, the one cluster model of both replays) and, derived from its placements, the free
+// CPU, memory and per-GPU milli-GPU of every trace node that the FGD baselines score, with the
 // filters of the authors' simulator (kube-scheduler's NodeResourcesFit for CPU and memory, the
 // Open-Gpu-Share plugin for GPUs: pkg/simulator/plugin/open_gpu_share.go).
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/common/result.h"
+#include "sim/replay/placement_state.h"
 #include "sim/replay/trace.h"
 
 namespace tessera::sim::replay {
@@ -36,11 +41,28 @@ enum class TieBreak {
 // Which node GPU models a pod accepts, indexed by ReplayCluster's model id.
 using ModelMask = std::vector<char>;
 
+// Where a pod went: a node and the device indices of its GPUs there, one per requested GPU.
+struct Choice {
+  int node = -1;
+  std::vector<int> gpus;
+};
+
+// How a trace node is registered in the PlacementState: node i is "n<i>", its GPUs
+// "GPU-<i>-<g>", each with 1000 MiB (one milli-GPU = one MiB), 100 cores and no task limit.
+std::string StateNodeName(int node);
+inline constexpr int32_t kMibPerGpu = 1000;
+
 class ReplayCluster {
  public:
   // Node indices follow `nodes`: that is the scheduler's node list order (see TieBreak).
   explicit ReplayCluster(const std::vector<TraceNode>& nodes,
                          TieBreak tie_break = TieBreak::kFirstInNodeOrder);
+  ReplayCluster(const ReplayCluster&) = delete;
+  ReplayCluster& operator=(const ReplayCluster&) = delete;
+
+  // The cluster model every policy places into; tessera's scheduler reserves there itself.
+  PlacementState& placement_state() { return *placement_; }
+  const PlacementState& placement_state() const { return *placement_; }
 
   TieBreak tie_break() const { return tie_break_; }
 
@@ -88,9 +110,18 @@ class ReplayCluster {
   bool Fits(int node, const TracePod& pod) const { return Fits(node, pod, AllowedModels(pod)); }
   std::vector<int> FeasibleNodes(const TracePod& pod) const;
 
-  // Places the pod on `gpus` of `node` (device indices, one per requested GPU). Refuses, with
-  // an error and no change, anything the filters would not allow.
-  Status Allocate(int node, const TracePod& pod, std::span<const int> gpus);
+  // Places the pod as `key` on `gpus` of `node` (device indices, one per requested GPU): a
+  // reservation in the PlacementState, then the free resources. Refuses, with an error and no
+  // change, anything the filters would not allow. An empty key names the pod
+  // "replay/pod-<number of pods allocated before>".
+  Status Allocate(int node, const TracePod& pod, std::span<const int> gpus,
+                  const std::string& key = {});
+  // For a policy that reserved pod `key` in the PlacementState itself (tessera's scheduler):
+  // takes its node and GPUs from there and updates the free resources; refuses, and releases
+  // the reservation, anything the filters would not allow.
+  Status Record(const std::string& key, const TracePod& pod);
+  // Where the placed pod `key` is, read from the PlacementState; nullopt when it is not there.
+  std::optional<Choice> PlacementOf(const std::string& key) const;
 
  private:
   struct NodeState {
@@ -108,12 +139,20 @@ class ReplayCluster {
     std::vector<std::pair<int, int>> affinities;
   };
 
+  // Whether the filters allow the pod on `gpus` of `node`; an error naming why not.
+  Status CheckAllowed(int node, const TracePod& pod, std::span<const int> gpus) const;
+  // The free resources after the pod took `gpus` of `node` (CheckAllowed passed).
+  void Take(int node, const TracePod& pod, std::span<const int> gpus);
+  std::vector<model::Node> StateNodes() const;
+
   TieBreak tie_break_;
   std::vector<NodeState> nodes_;
   std::vector<int32_t> gpu_free_;
   std::vector<std::string> model_names_;
   int total_gpus_ = 0;
   int64_t allocated_gpu_milli_ = 0;
+  int64_t allocations_ = 0;
+  std::unique_ptr<PlacementState> placement_;  // not movable: the reservation cache points in
 };
 
 }  // namespace tessera::sim::replay

@@ -25,7 +25,7 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // A policy that scores every feasible node with one score plugin and lets Open-Gpu-Share pick
 // the GPUs: the shape of every baseline except Random.
-class ScoringPolicy : public Policy {
+class ScoringPolicy : public ChoosingPolicy {
  public:
   using ScoreFn = int64_t (*)(const ReplayCluster&, int, const TracePod&);
   ScoringPolicy(std::string_view name, ScoreFn score) : name_(name), score_(score) {}
@@ -51,7 +51,7 @@ class ScoringPolicy : public Policy {
 };
 
 // random_score.go: PreScore draws one feasible node, which alone scores 100; gpusel "random".
-class RandomPolicy : public Policy {
+class RandomPolicy : public ChoosingPolicy {
  public:
   std::string_view Name() const override { return "random"; }
   std::optional<Choice> Choose(const ReplayCluster& cluster, const TracePod& pod,
@@ -72,7 +72,7 @@ class RandomPolicy : public Policy {
 
 // FGD, with the node scores cached per (node version, pod shape): a placement changes one node,
 // so most scores of the next pod of the same shape are still valid.
-class FgdPolicy : public Policy {
+class FgdPolicy : public ChoosingPolicy {
  public:
   explicit FgdPolicy(const TargetWorkload& target) : scorer_(target) {}
   std::string_view Name() const override { return "fgd"; }
@@ -155,6 +155,16 @@ std::vector<int32_t> FreeAfterPacking(std::span<const int32_t> free, const Trace
 }
 
 }  // namespace
+
+Result<PlaceOutcome> ChoosingPolicy::Place(ReplayCluster& cluster, const TracePod& pod,
+                                           const std::string& key, std::mt19937_64& rng) {
+  std::optional<Choice> choice = Choose(cluster, pod, rng);
+  if (!choice) return PlaceOutcome::kRefused;
+  if (Status placed = cluster.Allocate(choice->node, pod, choice->gpus, key); !placed.ok()) {
+    return Error{placed.message()};
+  }
+  return PlaceOutcome::kPlaced;
+}
 
 const std::vector<std::string>& BuiltinPolicyNames() {
   static const std::vector<std::string> names = {"random",     "dotprod", "gpuclustering",

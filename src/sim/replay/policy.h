@@ -23,23 +23,25 @@
 #include "core/common/result.h"
 #include "sim/replay/cluster.h"
 #include "sim/replay/metrics.h"
+#include "sim/replay/placement_policy.h"
 #include "sim/replay/trace.h"
 
 namespace tessera::sim::replay {
 
-struct Choice {
-  int node = -1;
-  std::vector<int> gpus;  // device indices on the node, one per requested GPU
-};
+// A placement policy of the trace replay: the one interface of both replays
+// (PlacementPolicy), here placing trace pods into a ReplayCluster. One instance serves one
+// replay (it may cache per-node values keyed by ReplayCluster::Version).
+using Policy = PlacementPolicy<ReplayCluster, TracePod>;
 
-// A placement policy. One instance serves one replay (it may cache per-node values keyed by
-// ReplayCluster::Version); Choose returns nullopt when no node fits.
-class Policy {
+// The shape of the FGD baselines: choose a node and GPUs without changing the cluster, then
+// allocate them there (ReplayCluster::Allocate refuses a choice the filters do not allow).
+class ChoosingPolicy : public Policy {
  public:
-  virtual ~Policy() = default;
-  virtual std::string_view Name() const = 0;
+  // Where the pod should go, or nullopt when no node fits.
   virtual std::optional<Choice> Choose(const ReplayCluster& cluster, const TracePod& pod,
                                        std::mt19937_64& rng) = 0;
+  Result<PlaceOutcome> Place(ReplayCluster& cluster, const TracePod& pod, const std::string& key,
+                             std::mt19937_64& rng) final;
 };
 
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const TargetWorkload&)>;

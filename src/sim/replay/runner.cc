@@ -28,6 +28,8 @@ double Percentile(std::vector<float>& samples, size_t percent) {
 
 }  // namespace
 
+std::string TraceArrivalKey(size_t i) { return "trace/pod-" + std::to_string(i); }
+
 Result<SeedResult> RunSeed(const std::vector<TraceNode>& nodes, const TargetWorkload& target,
                            const std::vector<TracePod>& pods, Policy& policy, uint64_t seed,
                            double tune, const std::function<void(int)>& on_percent,
@@ -62,18 +64,23 @@ Result<SeedResult> RunSeed(const std::vector<TraceNode>& nodes, const TargetWork
     const TracePod& pod = replay[i];
     arrived += pod.TotalGpuMilli();
     const auto decision_start = Clock::now();
-    std::optional<Choice> choice = policy.Choose(cluster, pod, rng);
-    if (choice) {
-      Status placed = cluster.Allocate(choice->node, pod, choice->gpus);
-      if (!placed.ok()) {
-        return Error{"policy " + result.policy + ", seed " + std::to_string(seed) + ": " +
-                     placed.message()};
+    const std::string key = TraceArrivalKey(i);
+    Result<PlaceOutcome> outcome = policy.Place(cluster, pod, key, rng);
+    if (!outcome.ok()) {
+      return Error{"policy " + result.policy + ", seed " + std::to_string(seed) + ": " +
+                   outcome.error().message};
+    }
+    if (*outcome == PlaceOutcome::kPlaced) {
+      const std::optional<Choice> placed = cluster.PlacementOf(key);
+      if (!placed) {
+        return Error{"policy " + result.policy + ", seed " + std::to_string(seed) + ": " + key +
+                     " placed but not reserved"};
       }
       ++result.scheduled;
       // Only the chosen node changed: refresh its F_n(M) alone.
-      const double updated = frag.NodeFrag(cluster, choice->node);
-      cluster_frag += updated - node_frag[choice->node];
-      node_frag[choice->node] = updated;
+      const double updated = frag.NodeFrag(cluster, placed->node);
+      cluster_frag += updated - node_frag[placed->node];
+      node_frag[placed->node] = updated;
     } else {
       ++result.failed_by_kind[static_cast<int>(KindOf(pod))];
     }

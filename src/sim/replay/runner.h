@@ -45,6 +45,9 @@ struct SeedResult {
 inline constexpr int kProgressStepsPerSeed = 100;
 using ProgressFn = std::function<void(int done, int total)>;
 
+// The pod key of the i-th replayed pod (in the PlacementState).
+std::string TraceArrivalKey(size_t i);
+
 // One replay per seed with `jobs` threads (<= 0: one per hardware thread). M is built from
 // `pods` as given (the original trace). Results come back in the order of `seeds`. Policies
 // are made, one per seed, in the calling thread.

@@ -3,51 +3,30 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
-#include "core/codec/node_register.h"
 #include "core/model/annotations.h"
 #include "core/sched/node_scoring.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
-#include "core/state/reservation_cache.h"
 
 namespace tessera::sim::replay {
 namespace {
-
-constexpr int32_t kMibPerGpu = 1000;  // one milli-GPU = one MiB of a 1000-MiB GPU
-
-std::string GpuUuid(int node, int gpu) {
-  return "GPU-" + std::to_string(node) + "-" + std::to_string(gpu);
-}
 
 class TesseraPolicy : public Policy {
  public:
   TesseraPolicy(const TargetWorkload* prior, const sched::NodePolicy& node_policy)
       : name_(node_policy == sched::NodePolicy::Tessera() ? "tessera"
                                                           : TesseraPolicyName(node_policy)),
-        state_(config::SchedulerConfig{}),
-        scheduler_(state_, Defaults(node_policy)),
-        reservations_(state_, std::chrono::hours(24)) {
-    // A pod that fits nowhere stays unplaced; why each node refused it is not needed.
-    scheduler_.set_explain_failures(false);
-    if (prior == nullptr) return;
-    for (const auto& t : prior->shapes) {
-      sched::DemandShape s;
-      s.gpus = t.shape.num_gpu;
-      s.gpu_mem_mib = static_cast<int32_t>(t.shape.gpu_milli);
-      s.cpu_milli = t.shape.cpu_milli;
-      for (const auto& m : t.shape.models) s.gpu_type += (s.gpu_type.empty() ? "" : ",") + m;
-      scheduler_.ObserveDemand(s, static_cast<double>(t.count));
-    }
-  }
+        node_policy_(node_policy),
+        prior_(prior) {}
 
   std::string_view Name() const override { return name_; }
 
-  std::optional<Choice> Choose(const ReplayCluster& cluster, const TracePod& pod,
-                               std::mt19937_64& /*rng: tessera is deterministic*/) override {
-    if (!bound_) Bind(cluster);
-    ++pod_counter_;
+  Result<PlaceOutcome> Place(ReplayCluster& cluster, const TracePod& pod, const std::string& key,
+                             std::mt19937_64& /*rng: tessera is deterministic*/) override {
+    if (bound_ != &cluster) Bind(cluster);
     // kube-scheduler's own filters (resources, and GPU model for CPU-only pods is moot).
     candidates_.clear();
     candidate_index_.clear();
@@ -57,19 +36,22 @@ class TesseraPolicy : public Policy {
       candidates_.push_back(nodes_[n]);
       candidate_index_.push_back(n);
     }
-    if (pod.num_gpu == 0) return ChooseCpuOnly(pod, candidate_index_);
-    model::Pod kpod = ToPod(pod);
-    // The node list the extender gets as names, already looked up (the same evaluation).
-    sched::Decision d = scheduler_.Schedule(kpod, candidates_, 0);
-    if (!d.scheduled()) return std::nullopt;
-    Choice choice;
-    choice.node = NodeIndex(d.node);
-    for (const auto& slot : d.containers) {
-      for (const auto& g : slot) {
-        choice.gpus.push_back(std::stoi(g.uuid.substr(g.uuid.rfind('-') + 1)));
+    if (pod.num_gpu == 0) {
+      const std::optional<int> node = ChooseCpuOnly(pod, candidate_index_);
+      if (!node) return PlaceOutcome::kRefused;
+      if (Status placed = cluster.Allocate(*node, pod, {}, key); !placed.ok()) {
+        return Error{placed.message()};
       }
+      return PlaceOutcome::kPlaced;
     }
-    return choice;
+    // The node list the extender gets as names, already looked up (the same evaluation); the
+    // scheduler reserves its decision in the cluster's PlacementState, as the extender does.
+    const sched::Decision d = scheduler_->Schedule(ToPod(pod, key), candidates_, 0);
+    if (!d.scheduled()) return PlaceOutcome::kRefused;
+    if (Status recorded = cluster.Record(key, pod); !recorded.ok()) {
+      return Error{recorded.message()};
+    }
+    return PlaceOutcome::kPlaced;
   }
 
  private:
@@ -79,47 +61,29 @@ class TesseraPolicy : public Policy {
     d.gpu = "tessera,binpack";  // among GPUs that fragment alike, the fullest
     return d;
   }
-  // Registers the replayed cluster's nodes (in its node order) with the scheduler's state.
-  void Bind(const ReplayCluster& cluster) {
-    bound_ = true;
-    for (int i = 0; i < cluster.node_count(); ++i) {
-      model::Node node;
-      node.name = NodeName(i);
-      node.allocatable["cpu"] = std::to_string(cluster.CpuCapacity(i)) + "m";
-      if (cluster.GpuCount(i) > 0) {
-        std::vector<model::GpuDevice> gpus;
-        for (int g = 0; g < cluster.GpuCount(i); ++g) {
-          model::GpuDevice d;
-          d.uuid = GpuUuid(i, g);
-          d.index = static_cast<uint32_t>(g);
-          d.count = 1000;  // the trace has no task limit per GPU
-          d.total_mem_mib = kMibPerGpu;
-          d.total_cores = 100;
-          // HAMi's NVIDIA backend takes only register entries whose type names NVIDIA; the
-          // trace's models ("T4", "V100M16") do not, and a pod's gpu_spec still matches them
-          // (nvidia.com/use-gputype matches a part of the type).
-          d.type = "NVIDIA-" + cluster.model_names()[cluster.ModelId(i)];
-          d.mode = "hami-core";
-          d.healthy = true;
-          gpus.push_back(std::move(d));
-        }
-        node.annotations[std::string(model::annotations::kNodeRegister)] =
-            codec::EncodeNodeRegister(gpus);
-      }
-      state_.UpsertNode(node);
+  // Schedules into the cluster's own state, with the prior observed before its first pod.
+  void Bind(ReplayCluster& cluster) {
+    bound_ = &cluster;
+    scheduler_.emplace(cluster.placement_state().state(), Defaults(node_policy_));
+    // A pod that fits nowhere stays unplaced; why each node refused it is not needed.
+    scheduler_->set_explain_failures(false);
+    nodes_ = cluster.placement_state().nodes();
+    if (prior_ == nullptr) return;
+    for (const auto& t : prior_->shapes) {
+      sched::DemandShape s;
+      s.gpus = t.shape.num_gpu;
+      s.gpu_mem_mib = static_cast<int32_t>(t.shape.gpu_milli);
+      s.cpu_milli = t.shape.cpu_milli;
+      for (const auto& m : t.shape.models) s.gpu_type += (s.gpu_type.empty() ? "" : ",") + m;
+      scheduler_->ObserveDemand(s, static_cast<double>(t.count));
     }
-    // ClusterState keeps nodes in a std::map: these pointers stay valid.
-    nodes_.clear();
-    for (int i = 0; i < cluster.node_count(); ++i) nodes_.push_back(state_.node(NodeName(i)));
   }
 
-  static std::string NodeName(int i) { return "n" + std::to_string(i); }
-  static int NodeIndex(const std::string& name) { return std::stoi(name.substr(1)); }
-
-  model::Pod ToPod(const TracePod& tp) const {
+  static model::Pod ToPod(const TracePod& tp, const std::string& key) {
+    const size_t slash = key.find('/');
     model::Pod p;
-    p.ns = "trace";
-    p.name = "pod-" + std::to_string(pod_counter_);
+    p.ns = key.substr(0, slash);
+    p.name = key.substr(slash + 1);
     model::Container c;
     c.name = "main";
     c.requests["cpu"] = std::to_string(tp.cpu_milli) + "m";
@@ -140,11 +104,11 @@ class TesseraPolicy : public Policy {
   // worth nothing to GPU pods), then the scheduler's fixed node order (NodeState::tie_order), so
   // that CPU-only and GPU pods fill the same nodes first. The tightest CPU fit instead puts them
   // on nodes whose GPUs are still free and strands those GPUs as the CPU runs out.
-  std::optional<Choice> ChooseCpuOnly(const TracePod& pod, const std::vector<int>& nodes) {
+  std::optional<int> ChooseCpuOnly(const TracePod& pod, const std::vector<int>& nodes) {
     sched::DemandShape shape;
     shape.cpu_milli = pod.cpu_milli;
-    scheduler_.ObserveDemand(shape);
-    const auto& target = scheduler_.demand_mix().Target();
+    scheduler_->ObserveDemand(shape);
+    const auto& target = scheduler_->demand_mix().Target();
     const sched::PreparedTarget prepared(target);
     // The host CPU a GPU shape needs: the fragmentation only sees the node's free CPU through
     // these thresholds.
@@ -153,7 +117,8 @@ class TesseraPolicy : public Policy {
       if (w.shape.gpus > 0) cpu_thresholds_.push_back(w.shape.cpu_milli);
     }
     std::sort(cpu_thresholds_.begin(), cpu_thresholds_.end());
-    delta_by_class_.assign(state_.state_class_bound(), std::numeric_limits<double>::quiet_NaN());
+    delta_by_class_.assign(bound_->placement_state().state().state_class_bound(),
+                           std::numeric_limits<double>::quiet_NaN());
     int best = -1;
     double best_delta = std::numeric_limits<double>::infinity();
     int64_t best_gpu_free = 0;
@@ -202,19 +167,14 @@ class TesseraPolicy : public Policy {
       }
     }
     if (best < 0) return std::nullopt;
-    state::PodReservation r;
-    r.key = "trace/cpu-" + std::to_string(pod_counter_);
-    r.node = NodeName(best);
-    r.cpu_milli = pod.cpu_milli;
-    reservations_.Place(std::move(r));
-    return Choice{best, {}};
+    return best;
   }
 
   std::string name_;
-  state::ClusterState state_;
-  sched::Scheduler scheduler_;
-  // The trace's pods never leave and are bound at once: nothing here expires.
-  state::ReservationCache reservations_;
+  sched::NodePolicy node_policy_;
+  const TargetWorkload* prior_;
+  ReplayCluster* bound_ = nullptr;
+  std::optional<sched::Scheduler> scheduler_;   // on bound_'s state
   std::vector<const state::NodeState*> nodes_;  // by replay node index
   // Reused from pod to pod.
   std::vector<const state::NodeState*> candidates_;
@@ -223,8 +183,6 @@ class TesseraPolicy : public Policy {
   std::vector<double> delta_by_class_;  // NaN: not worked out yet
   sched::NodeCapacity before_;
   sched::NodeCapacity after_;
-  bool bound_ = false;
-  uint64_t pod_counter_ = 0;
 };
 
 }  // namespace

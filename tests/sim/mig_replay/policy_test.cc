@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/mig_replay/protocol.h"
 #include "test_fleet.h"
 
 namespace tessera::sim::mig_replay {
@@ -42,7 +43,7 @@ class MigPolicyTest : public ::testing::Test {
   bool Place(std::string_view policy, int type, const std::string& key = "mig/new") {
     auto made = MakeMigPolicy(policy, cluster_);
     EXPECT_TRUE(made.ok());
-    return made.value()->Place(cluster_, key, type);
+    return testing::Place(*made.value(), cluster_, key, type);
   }
   std::vector<std::string> On(int device) const { return testing::Instances(cluster_, 0, device); }
 
@@ -145,6 +146,38 @@ TEST(MigPolicyNames, UnknownPolicyIsAnErrorListingTheKnownOnes) {
   auto made = MakeMigPolicy("worst-fit", cluster);
   ASSERT_FALSE(made.ok());
   EXPECT_THAT(made.error().message, ::testing::HasSubstr("hami-2.10"));
+}
+
+}  // namespace
+}  // namespace tessera::sim::mig_replay
+
+namespace tessera::sim::mig_replay {
+namespace {
+
+// A policy whose mistake the run must report, not hide as a refusal.
+class FailingPolicy : public MigPolicy {
+ public:
+  std::string_view Name() const override { return "failing"; }
+  Result<replay::PlaceOutcome> Place(MigCluster& /*cluster*/, const int& type,
+                                     const std::string& key, std::mt19937_64& /*rng*/) override {
+    ++calls;
+    if (type == 0) return replay::PlaceOutcome::kRefused;
+    return Error{"cannot place " + key};
+  }
+  int calls = 0;
+};
+
+TEST(PolicyPlacer, APolicyErrorStopsItsPlacementsAndIsReported) {
+  MigCluster cluster(testing::Nodes("A100-40GB", 1), MakeSyntheticWorkload(SyntheticMix::kUniform));
+  FailingPolicy policy;
+  PolicyPlacer placer(cluster, policy);
+  EXPECT_FALSE(placer.Place("mig/a", 0));
+  EXPECT_FALSE(placer.error());  // a refusal is not an error
+  EXPECT_FALSE(placer.Place("mig/b", 1));
+  ASSERT_TRUE(placer.error());
+  EXPECT_EQ(placer.error()->message, "cannot place mig/b");
+  EXPECT_FALSE(placer.Place("mig/c", 0));
+  EXPECT_EQ(policy.calls, 2);  // not asked again after its mistake
 }
 
 }  // namespace

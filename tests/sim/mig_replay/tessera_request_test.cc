@@ -77,7 +77,7 @@ TEST(TesseraMigRequest, TheSchedulerPlacesTheIntendedProfileOnAnEmptyGpu) {
       MigCluster cluster(testing::Nodes(spec.models[0], 1), w);
       auto policy = MakeMigPolicy(kPolicyTessera, cluster);
       ASSERT_TRUE(policy.ok()) << policy.error().message;
-      ASSERT_TRUE(policy.value()->Place(cluster, "mig/p0", static_cast<int>(t)));
+      ASSERT_TRUE(testing::Place(*policy.value(), cluster, "mig/p0", static_cast<int>(t)));
       const auto& instances = cluster.nodes()[0]->instances[0];
       ASSERT_EQ(instances.size(), 1u);
       EXPECT_EQ(instances[0].profile, cluster.Intended(0, 0, static_cast<int>(t)))
@@ -93,13 +93,13 @@ TEST(TesseraMigRequest, WholeGpuPodsTakeOneFullProfilePerGpu) {
   MigCluster cluster(testing::Nodes("A100-40GB", 4), w);
   auto policy = MakeMigPolicy(kPolicyTessera, cluster);
   ASSERT_TRUE(policy.ok());
-  ASSERT_TRUE(policy.value()->Place(cluster, "mig/p0", 0));
+  ASSERT_TRUE(testing::Place(*policy.value(), cluster, "mig/p0", 0));
   int full = 0;
   for (int d = 0; d < 4; ++d) {
     for (const auto& i : cluster.nodes()[0]->instances[d]) full += i.profile_name == "7g.40gb";
   }
   EXPECT_EQ(full, 3);
-  EXPECT_FALSE(policy.value()->Place(cluster, "mig/p1", 0));  // one GPU left
+  EXPECT_FALSE(testing::Place(*policy.value(), cluster, "mig/p1", 0));  // one GPU left
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/mig/catalog.h"
 #include "sim/mig_replay/cluster.h"
 #include "sim/mig_replay/fleet.h"
+#include "sim/mig_replay/policy.h"
 
 namespace tessera::sim::mig_replay::testing {
 
@@ -38,6 +40,15 @@ inline std::vector<std::string> Instances(const MigCluster& cluster, int node, i
     out.push_back(i.profile_name + "@" + std::to_string(i.placement.start));
   }
   return out;
+}
+
+// Places a request of `type` as `key`; whether the policy placed it (a policy error fails the
+// test).
+inline bool Place(MigPolicy& policy, MigCluster& cluster, const std::string& key, int type) {
+  std::mt19937_64 rng(1);
+  Result<replay::PlaceOutcome> placed = policy.Place(cluster, type, key, rng);
+  EXPECT_TRUE(placed.ok()) << placed.error().message;
+  return placed.ok() && *placed == replay::PlaceOutcome::kPlaced;
 }
 
 }  // namespace tessera::sim::mig_replay::testing

@@ -91,6 +91,59 @@ TEST(ReplayCluster, AllocateRefusesWhatTheFiltersRefuse) {
   EXPECT_EQ(cluster.allocated_gpu_milli(), 600);  // refusals changed nothing
 }
 
+// The free resources the baselines score are derived from the placements in the PlacementState,
+// the one cluster model of both replays: every allocation is a reservation there.
+TEST(ReplayCluster, AllocateReservesThePodInThePlacementState) {
+  ReplayCluster cluster(TwoNodes());
+  ASSERT_TRUE(cluster.Allocate(1, Pod(3000, 100, 2, 1000), std::vector<int>{1, 3}, "t/a").ok());
+  ASSERT_TRUE(cluster.Allocate(1, Pod(1000, 1, 1, 300), std::vector<int>{0}).ok());
+  const state::ClusterState& state = cluster.placement_state().state();
+  const state::PodReservation* pod = state.pod("t/a");
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->node, StateNodeName(1));
+  EXPECT_EQ(pod->cpu_milli, 3000);
+  ASSERT_NE(state.pod("replay/pod-1"), nullptr);  // no key given: named by its number
+  const state::NodeState* node = state.node(StateNodeName(1));
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->cpu_used_milli, 4000);
+  for (int g = 0; g < 4; ++g) {
+    EXPECT_EQ(node->usage[g].used_mem, kMibPerGpu - cluster.GpuFree(1)[g]) << "GPU " << g;
+  }
+  const std::optional<Choice> placed = cluster.PlacementOf("t/a");
+  ASSERT_TRUE(placed);
+  EXPECT_EQ(placed->node, 1);
+  EXPECT_THAT(placed->gpus, ElementsAre(1, 3));
+  EXPECT_FALSE(cluster.PlacementOf("t/none"));
+  // A refused allocation reserves nothing.
+  EXPECT_FALSE(cluster.Allocate(1, Pod(1000, 1, 1, 800), std::vector<int>{0}, "t/b").ok());
+  EXPECT_EQ(state.pod("t/b"), nullptr);
+}
+
+// A policy that reserves in the state itself (tessera's scheduler) has the cluster record it;
+// what the filters would refuse is released again.
+TEST(ReplayCluster, RecordTakesWhatAPolicyReservedItself) {
+  ReplayCluster cluster(TwoNodes());
+  state::PodReservation r;
+  r.key = r.uid = "t/self";
+  r.node = StateNodeName(1);
+  r.cpu_milli = 1000;
+  r.devices = {{codec::ContainerDevice{"GPU-1-2", "NVIDIA", 700, 0}}};
+  cluster.placement_state().Reserve(r);
+  ASSERT_TRUE(cluster.Record("t/self", Pod(1000, 10, 1, 700)).ok());
+  EXPECT_THAT(cluster.GpuFree(1), ElementsAre(1000, 1000, 300, 1000));
+  EXPECT_EQ(cluster.CpuFree(1), 7000);
+  EXPECT_EQ(cluster.allocated_gpu_milli(), 700);
+
+  r.key = r.uid = "t/too-big";  // GPU 2 has 300 milli left
+  cluster.placement_state().Reserve(r);
+  EXPECT_THAT(cluster.Record("t/too-big", Pod(1000, 10, 1, 700)).message(),
+              HasSubstr("only 300 milli free"));
+  EXPECT_EQ(cluster.placement_state().state().pod("t/too-big"), nullptr);
+  EXPECT_EQ(cluster.allocated_gpu_milli(), 700);
+  EXPECT_THAT(cluster.Record("t/never", Pod(1000, 10, 1, 700)).message(),
+              HasSubstr("no reservation t/never"));
+}
+
 TEST(GpuAffinityOf, Tags) {
   EXPECT_EQ(GpuAffinityOf(Pod(1, 1, 0, 0)), kNoAffinity);
   EXPECT_EQ(GpuAffinityOf(Pod(1, 1, 1, 500)), kShareAffinity);

@@ -20,12 +20,19 @@ void Place(ReplayCluster& cluster, int node, const TracePod& pod, std::vector<in
   ASSERT_TRUE(cluster.Allocate(node, pod, gpus).ok());
 }
 
+// The built-in policies choose before they allocate: their choice, without placing the pod.
+ChoosingPolicy& Chooser(Policy& policy) {
+  auto* chooser = dynamic_cast<ChoosingPolicy*>(&policy);
+  EXPECT_NE(chooser, nullptr) << policy.Name();
+  return *chooser;
+}
+
 std::optional<Choice> Choose(std::string_view policy_name, const ReplayCluster& cluster,
                              const TracePod& pod, const TargetWorkload& target = {}) {
   auto policy = MakePolicy(policy_name, target);
   EXPECT_TRUE(policy.ok());
   std::mt19937_64 rng(1);
-  return (*policy)->Choose(cluster, pod, rng);
+  return Chooser(**policy).Choose(cluster, pod, rng);
 }
 
 // best_fit_score.go: 100 * (1 - 0.5 * cpu_left / 128000 - 0.5 * gpu_left / 8000), truncated.
@@ -148,7 +155,7 @@ TEST(Random, PicksAFeasibleNodeAndAFittingGpu) {
   std::mt19937_64 rng(3);
   std::set<int> nodes, gpus;
   for (int i = 0; i < 200; ++i) {
-    auto choice = (*policy)->Choose(cluster, Pod(2000, 1, 500), rng);
+    auto choice = Chooser(**policy).Choose(cluster, Pod(2000, 1, 500), rng);
     ASSERT_TRUE(choice);
     nodes.insert(choice->node);
     ASSERT_EQ(choice->gpus.size(), 1u);
@@ -187,7 +194,7 @@ TEST(PickTopScore, FirstInNodeOrderOrUniform) {
   EXPECT_FALSE(PickTopScore({}, TieBreak::kUniform, rng));
 }
 
-class AlwaysFirstNode : public Policy {
+class AlwaysFirstNode : public ChoosingPolicy {
  public:
   std::string_view Name() const override { return "first"; }
   std::optional<Choice> Choose(const ReplayCluster& cluster, const TracePod& pod,

@@ -132,7 +132,7 @@ TEST(RunReplay, ReportsProgressAndErrors) {
 }
 
 // A policy that picks an impossible GPU: the replay stops with an error, it does not crash.
-class BrokenPolicy : public Policy {
+class BrokenPolicy : public ChoosingPolicy {
  public:
   std::string_view Name() const override { return "broken"; }
   std::optional<Choice> Choose(const ReplayCluster&, const TracePod& pod,

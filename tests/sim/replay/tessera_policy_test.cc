@@ -53,6 +53,36 @@ std::vector<TracePod> EveryKindOfPod() {
   return pods;
 }
 
+// tessera schedules into the replayed cluster's own PlacementState (no copy of its own), and the
+// free resources the baselines read follow what its scheduler reserved there.
+TEST(TesseraReplayPolicy, ReservesInTheClusterItPlacesInto) {
+  ReplayCluster cluster(TraceModelNodes());
+  auto policy = MakeTesseraPolicy();
+  std::mt19937_64 rng(1);
+  const std::vector<TracePod> pods = EveryKindOfPod();
+  for (size_t i = 0; i < 12; ++i) {
+    const std::string key = TraceArrivalKey(i);
+    Result<PlaceOutcome> placed = policy->Place(cluster, pods[i], key, rng);
+    ASSERT_TRUE(placed.ok()) << placed.error().message;
+    ASSERT_EQ(*placed, PlaceOutcome::kPlaced) << pods[i].name;
+    const std::optional<Choice> where = cluster.PlacementOf(key);
+    ASSERT_TRUE(where) << key;
+    EXPECT_EQ(static_cast<int>(where->gpus.size()), pods[i].num_gpu) << key;
+  }
+  const state::ClusterState& state = cluster.placement_state().state();
+  int64_t used_mem = 0;
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const state::NodeState& node = *state.node(StateNodeName(n));
+    EXPECT_EQ(node.cpu_used_milli, cluster.CpuCapacity(n) - cluster.CpuFree(n)) << n;
+    for (int g = 0; g < cluster.GpuCount(n); ++g) {
+      EXPECT_EQ(node.usage[g].used_mem, kMibPerGpu - cluster.GpuFree(n)[g]) << n << "/" << g;
+      used_mem += node.usage[g].used_mem;
+    }
+  }
+  EXPECT_EQ(used_mem, cluster.allocated_gpu_milli());
+  EXPECT_GT(used_mem, 0);
+}
+
 TEST(TesseraReplayPolicy, PlacesPodsOfEveryKindOnTraceModels) {
   // The cluster has room for every pod: at tune 0 (no inflation) nothing may fail.
   PolicyFactories extra;

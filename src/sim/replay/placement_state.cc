@@ -1,0 +1,23 @@
+#include "sim/replay/placement_state.h"
+
+#include "core/config/scheduler_config.h"
+
+namespace tessera::sim::replay {
+
+PlacementState::PlacementState(const std::vector<model::Node>& nodes)
+    : state_(config::SchedulerConfig{}) {
+  for (const auto& node : nodes) state_.UpsertNode(node);
+  // ClusterState keeps nodes in a std::map: these pointers stay valid while it lives.
+  nodes_.reserve(nodes.size());
+  for (const auto& node : nodes) {
+    node_index_.emplace(node.name, static_cast<int>(nodes_.size()));
+    nodes_.push_back(state_.node(node.name));
+  }
+}
+
+int PlacementState::NodeIndex(std::string_view name) const {
+  const auto it = node_index_.find(name);
+  return it == node_index_.end() ? -1 : it->second;
+}
+
+}  // namespace tessera::sim::replay
