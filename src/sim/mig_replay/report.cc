@@ -8,6 +8,7 @@
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/policy.h"
 #include "sim/mig_replay/upper_bound.h"
+#include "sim/replay/report_kit.h"
 
 namespace tessera::sim::mig_replay {
 namespace {
@@ -23,12 +24,9 @@ std::string Color(const std::string& policy) {
   if (policy == kPolicyTesseraGpuBinpack) return "#ff9896";
   if (policy == kReferencePooledSlices) return "#bbbbbb";
   if (policy == kUpperBound) return "#555555";
-  static const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
-                                   "#8c564b", "#17becf", "#e377c2", "#7f7f7f"};
   const auto& names = AllPolicyNames();
   const auto it = std::find(names.begin(), names.end(), policy);
-  const size_t i = it == names.end() ? 0 : static_cast<size_t>(it - names.begin());
-  return kPalette[i % 8];
+  return replay::SeriesColor(it == names.end() ? 0 : static_cast<size_t>(it - names.begin()));
 }
 
 // Columns that are not policies: never "best".
@@ -62,16 +60,11 @@ std::string BarChart(const std::string& title, const std::vector<SummaryRow>& ro
   const int height = kTop + kHeight + kBottom;
   const double bar = kGroupWidth * 0.85 / static_cast<double>(policies.size());
   auto y = [&](double pct) { return kTop + kHeight * (1.0 - std::clamp(pct, 0.0, 100.0) / 100.0); };
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  svg << "<text x=\"" << kLeft << "\" y=\"16\" font-weight=\"bold\">" << HtmlEscape(title)
-      << "</text>\n";
+  replay::SvgCanvas svg(width, height, 11);
+  svg.Title(kLeft, 16, title);
   for (int pct = 0; pct <= 100; pct += 20) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << width - 20 << "\" y1=\"" << Num(y(pct))
-        << "\" y2=\"" << Num(y(pct)) << "\" stroke=\"#eee\"/>"
-        << "<text x=\"" << kLeft - 6 << "\" y=\"" << Num(y(pct) + 4) << "\" text-anchor=\"end\">"
-        << pct << "%</text>\n";
+    svg.Line(kLeft, y(pct), width - 20, y(pct), "#eee");
+    svg.Text(kLeft - 6, y(pct) + 4, std::to_string(pct) + "%", "end");
   }
   for (size_t f = 0; f < fleets.size(); ++f) {
     const double x0 = kLeft + kGroupWidth * static_cast<double>(f) + kGroupWidth * 0.075;
@@ -80,31 +73,23 @@ std::string BarChart(const std::string& title, const std::vector<SummaryRow>& ro
       if (row == nullptr) continue;
       const MeanStd& m = row->*metric;
       const double x = x0 + bar * static_cast<double>(p);
-      svg << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y(m.mean)) << "\" width=\""
-          << Num(bar * 0.9) << "\" height=\"" << Num(y(0) - y(m.mean)) << "\" fill=\""
-          << Color(policies[p]) << "\"><title>" << HtmlEscape(policies[p]) << " "
-          << HtmlEscape(fleets[f]) << ": " << Num(m.mean, 2) << " ± " << Num(m.std, 2)
-          << "%</title></rect>\n";
+      svg.Rect(x, y(m.mean), bar * 0.9, y(0) - y(m.mean), Color(policies[p]), "none",
+               policies[p] + " " + fleets[f] + ": " + Num(m.mean, 2) + " ± " + Num(m.std, 2) + "%");
       if (m.std > 0) {
         const double cx = x + bar * 0.45;
-        svg << "<line x1=\"" << Num(cx) << "\" x2=\"" << Num(cx) << "\" y1=\""
-            << Num(y(m.mean - m.std)) << "\" y2=\"" << Num(y(m.mean + m.std))
-            << "\" stroke=\"#000\"/>\n";
+        svg.Line(cx, y(m.mean - m.std), cx, y(m.mean + m.std), "#000");
       }
     }
-    svg << "<text x=\"" << Num(x0 + kGroupWidth * 0.425) << "\" y=\"" << kTop + kHeight + 14
-        << "\" text-anchor=\"middle\">" << HtmlEscape(fleets[f]) << "</text>\n";
+    svg.Text(x0 + kGroupWidth * 0.425, kTop + kHeight + 14, fleets[f], "middle");
   }
   // Legend.
   double lx = kLeft;
   for (const auto& p : policies) {
-    svg << "<rect x=\"" << Num(lx) << "\" y=\"" << height - 24 << "\" width=\"10\" height=\"10\" "
-        << "fill=\"" << Color(p) << "\"/><text x=\"" << Num(lx + 13) << "\" y=\"" << height - 15
-        << "\">" << HtmlEscape(p) << "</text>\n";
+    svg.Rect(lx, height - 24, 10, 10, Color(p));
+    svg.Text(lx + 13, height - 15, p);
     lx += 13 + 7.0 * static_cast<double>(p.size()) + 14;
   }
-  svg << "</svg>\n";
-  return svg.str();
+  return svg.Finish();
 }
 
 std::string Cell(const SummaryRow* row, MeanStd SummaryRow::*metric, bool best) {
@@ -120,7 +105,8 @@ std::string Table(const std::vector<SummaryRow>& rows, const std::vector<std::st
                   const std::vector<std::string>& policies, MeanStd SummaryRow::*metric,
                   bool higher_is_better) {
   std::ostringstream html;
-  html << "<table><tr><th>fleet</th><th>workload</th><th>protocol</th>";
+  html << "<table><tr><th class=\"label\">fleet</th><th class=\"label\">workload</th>"
+       << "<th class=\"label\">protocol</th>";
   for (const auto& p : policies) html << "<th>" << HtmlEscape(p) << "</th>";
   html << "</tr>\n";
   for (const auto& f : fleets) {
@@ -135,8 +121,8 @@ std::string Table(const std::vector<SummaryRow>& rows, const std::vector<std::st
           const double v = (r->*metric).mean;
           best = higher_is_better ? std::max(best, v) : std::min(best, v);
         }
-        html << "<tr><td>" << HtmlEscape(f) << "</td><td>" << HtmlEscape(w) << "</td><td>"
-             << HtmlEscape(pr) << "</td>";
+        html << "<tr><td class=\"label\">" << HtmlEscape(f) << "</td><td class=\"label\">"
+             << HtmlEscape(w) << "</td><td class=\"label\">" << HtmlEscape(pr) << "</td>";
         for (const auto& p : policies) {
           const SummaryRow* r = FindRow(rows, f, w, pr, p);
           const bool is_best =
@@ -155,7 +141,7 @@ std::string OptimumTable(const std::vector<OptimumCase>& cases,
                          const std::vector<std::string>& policies) {
   // Per (model, GPUs): mean and worst served/optimum over workloads and seeds.
   std::ostringstream html;
-  html << "<table><tr><th>model</th><th>GPUs</th><th>instances</th>";
+  html << "<table><tr><th class=\"label\">model</th><th>GPUs</th><th>instances</th>";
   for (const auto& p : policies) html << "<th>" << HtmlEscape(p) << "</th>";
   html << "</tr>\n";
   std::vector<std::pair<std::string, int>> groups;
@@ -167,7 +153,8 @@ std::string OptimumTable(const std::vector<OptimumCase>& cases,
   for (const auto& [model, gpus] : groups) {
     int n = 0;
     for (const auto& c : cases) n += c.model == model && c.gpus == gpus ? 1 : 0;
-    html << "<tr><td>" << HtmlEscape(model) << "</td><td>" << gpus << "</td><td>" << n << "</td>";
+    html << "<tr><td class=\"label\">" << HtmlEscape(model) << "</td><td>" << gpus << "</td><td>"
+         << n << "</td>";
     for (const auto& p : policies) {
       std::vector<double> ratios;
       for (const auto& c : cases) {
@@ -202,14 +189,9 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
   for (const auto& pr : protocols) {
     if (pr.starts_with("pending-")) pending.push_back(pr);
   }
+  replay::HtmlPage page(input.title);
+  for (const auto& note : input.notes) page.Note(note);
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(input.title)
-       << "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
-       << "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;"
-       << "padding:3px 7px;text-align:right}th{background:#f4f4f4}td:nth-child(-n+3){text-align:"
-       << "left}.sd{color:#888;font-size:85%}.best{background:#e6f4e6;font-weight:bold}"
-       << ".note{color:#666}</style></head><body>\n<h1>" << HtmlEscape(input.title) << "</h1>\n";
-  for (const auto& note : input.notes) html << "<p class=\"note\">" << HtmlEscape(note) << "</p>\n";
   html << "<p>Bars: mean over seeds, whiskers ± one sample standard deviation. "
        << "<b style=\"color:#d62728\">tessera</b> is the production scheduler; light grey is the "
        << "pooled-slices reference policy (slices as a pool, positions ignored; it can be "
@@ -269,8 +251,7 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
          << "in brackets).</p>\n"
          << OptimumTable(input.optimum, policies);
   }
-  html << "</body></html>\n";
-  return html.str();
+  return page.Html(html.str()).Finish();
 }
 
 }  // namespace tessera::sim::mig_replay

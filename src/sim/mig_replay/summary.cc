@@ -1,4 +1,5 @@
 #include "sim/mig_replay/summary.h"
+#include "sim/replay/report_kit.h"
 
 #include <cmath>
 #include <cstdio>
@@ -65,44 +66,46 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records) {
 }
 
 std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
-  std::string out = "fleet,workload,protocol,policy,n_seeds";
+  std::vector<std::string> header = {"fleet", "workload", "protocol", "policy", "n_seeds"};
   for (const char* m : {"acceptance_pct", "served_slices_pct", "memory_slices_pct",
                         "compute_slices_pct", "gpus_in_use_pct", "stranded_slices_pct",
                         "fragmentation_pct", "ever_placed_pct", "wait_lifetimes"}) {
-    out += std::string(",") + m + "_mean," + m + "_std";
+    header.push_back(std::string(m) + "_mean");
+    header.push_back(std::string(m) + "_std");
   }
-  out += "\n";
+  replay::CsvWriter csv(std::move(header));
   for (const SummaryRow& r : rows) {
-    out += r.fleet + "," + r.workload + "," + r.protocol + "," + r.policy + "," +
-           std::to_string(r.n_seeds);
+    std::vector<std::string> fields = {r.fleet, r.workload, r.protocol, r.policy,
+                                       std::to_string(r.n_seeds)};
     for (const MeanStd* m :
          {&r.acceptance, &r.served_slices, &r.memory_slices, &r.compute_slices, &r.gpus_in_use,
           &r.stranded, &r.fragmentation, &r.ever_placed, &r.wait}) {
-      out += "," + Fixed(m->mean) + "," + Fixed(m->std);
+      fields.push_back(Fixed(m->mean));
+      fields.push_back(Fixed(m->std));
     }
-    out += "\n";
+    csv.Row(fields);
   }
-  return out;
+  return csv.text();
 }
 
 std::string RunsCsv(const std::vector<RunRecord>& records) {
-  std::string out =
-      "fleet,workload,protocol,policy,seed,arrived,accepted,served_slices,acceptance_pct,"
-      "served_slices_pct,memory_slices_pct,compute_slices_pct,gpus_in_use_pct,stranded_slices_pct,"
-      "fragmentation_pct,ever_placed,ever_placed_pct,wait_lifetimes,wall_seconds\n";
+  replay::CsvWriter csv({"fleet", "workload", "protocol", "policy", "seed", "arrived", "accepted",
+                         "served_slices", "acceptance_pct", "served_slices_pct",
+                         "memory_slices_pct", "compute_slices_pct", "gpus_in_use_pct",
+                         "stranded_slices_pct", "fragmentation_pct", "ever_placed",
+                         "ever_placed_pct", "wait_lifetimes", "wall_seconds"});
   for (const RunRecord& r : records) {
     const Snapshot& s = r.metrics.snapshot;
-    out += r.fleet + "," + r.workload + "," + r.protocol + "," + r.policy + "," +
-           std::to_string(r.seed) + "," + std::to_string(r.metrics.arrived) + "," +
-           std::to_string(r.metrics.accepted) + "," + std::to_string(r.metrics.served_slices) +
-           "," + Fixed(100 * r.metrics.acceptance()) + "," + Fixed(100 * r.metrics.served_ratio) +
-           "," + Fixed(100 * s.memory_slice_ratio) + "," + Fixed(100 * s.compute_slice_ratio) +
-           "," + Fixed(100 * s.gpus_in_use_ratio) + "," + Fixed(100 * s.stranded_ratio) + "," +
-           Fixed(100 * s.fragmentation_ratio) + "," + std::to_string(r.metrics.ever_placed) + "," +
-           Fixed(100 * r.metrics.ever_placed_ratio()) + "," + Fixed(r.metrics.mean_wait()) + "," +
-           Fixed(r.wall_seconds) + "\n";
+    csv.Row({r.fleet, r.workload, r.protocol, r.policy, std::to_string(r.seed),
+             std::to_string(r.metrics.arrived), std::to_string(r.metrics.accepted),
+             std::to_string(r.metrics.served_slices), Fixed(100 * r.metrics.acceptance()),
+             Fixed(100 * r.metrics.served_ratio), Fixed(100 * s.memory_slice_ratio),
+             Fixed(100 * s.compute_slice_ratio), Fixed(100 * s.gpus_in_use_ratio),
+             Fixed(100 * s.stranded_ratio), Fixed(100 * s.fragmentation_ratio),
+             std::to_string(r.metrics.ever_placed), Fixed(100 * r.metrics.ever_placed_ratio()),
+             Fixed(r.metrics.mean_wait()), Fixed(r.wall_seconds)});
   }
-  return out;
+  return csv.text();
 }
 
 const SummaryRow* FindRow(const std::vector<SummaryRow>& rows, const std::string& fleet,

@@ -1,5 +1,6 @@
 #include "sim/replay/report.h"
 #include "core/common/strings.h"
+#include "sim/replay/report_kit.h"
 
 #include <algorithm>
 #include <array>
@@ -60,9 +61,6 @@ std::optional<double> ParseDouble(std::string_view text) {
 
 // ---- SVG line charts.
 
-constexpr std::array<const char*, 8> kColors = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                                "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-
 struct Line {
   std::string label;
   const char* color;
@@ -98,50 +96,39 @@ std::string SvgChart(const std::string& title, const std::vector<Line>& lines) {
   auto px = [&](double x) { return kLeft + x / x_max * plot_w; };
   auto py = [&](double y) { return kTop + (1 - (y - y_min) / (y_max - y_min)) * plot_h; };
 
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  svg << "<text x=\"" << kLeft << "\" y=\"18\" font-weight=\"bold\">" << HtmlEscape(title)
-      << "</text>\n";
+  SvgCanvas svg(kWidth, kHeight, 12);
+  svg.Title(kLeft, 18, title);
   for (double y = y_min; y <= y_max + 1e-9; y += y_step) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y)
-        << "\" y2=\"" << py(y) << "\" stroke=\"#ddd\"/>"
-        << "<text x=\"" << kLeft - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
-        << Fixed(y, y_step < 1 ? 1 : 0) << "</text>\n";
+    svg.Line(kLeft, py(y), kLeft + plot_w, py(y), "#ddd");
+    svg.Text(kLeft - 6, py(y) + 4, Fixed(y, y_step < 1 ? 1 : 0), "end");
   }
   for (int x = 0; x <= x_max; x += 10) {
-    svg << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << kTop << "\" y2=\""
-        << kTop + plot_h << "\" stroke=\"#eee\"/>"
-        << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 16 << "\" text-anchor=\"middle\">"
-        << x << "</text>\n";
+    svg.Line(px(x), kTop, px(x), kTop + plot_h, "#eee");
+    svg.Text(px(x), kTop + plot_h + 16, std::to_string(x), "middle");
   }
-  svg << "<text x=\"" << kLeft + plot_w / 2 << "\" y=\"" << kHeight - 8
-      << "\" text-anchor=\"middle\">arrived GPU requests (% of capacity)</text>\n";
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\""
-      << plot_h << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  svg.Text(kLeft + plot_w / 2, kHeight - 8, "arrived GPU requests (% of capacity)", "middle");
+  svg.Rect(kLeft, kTop, plot_w, plot_h, "none", "#888");
   int legend_row = 0;
   for (const Line& line : lines) {
     if (line.points.empty()) continue;
-    svg << "<polyline fill=\"none\" stroke=\"" << line.color << "\" stroke-width=\"1.6\""
-        << (line.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
-    for (auto [x, y] : line.points) svg << Fixed(px(x), 1) << "," << Fixed(py(y), 1) << " ";
-    svg << "\"/>\n";
+    std::vector<std::pair<double, double>> points;
+    points.reserve(line.points.size());
+    for (auto [x, y] : line.points) points.emplace_back(px(x), py(y));
+    svg.Polyline(points, line.color, 1.6, line.dashed);
     const double ly = kTop + 10 + 16 * legend_row++;
-    svg << "<line x1=\"" << kLeft + plot_w + 10 << "\" x2=\"" << kLeft + plot_w + 34 << "\" y1=\""
-        << ly << "\" y2=\"" << ly << "\" stroke=\"" << line.color << "\" stroke-width=\"2\""
-        << (line.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>"
-        << "<text x=\"" << kLeft + plot_w + 40 << "\" y=\"" << ly + 4 << "\">"
-        << HtmlEscape(line.label) << "</text>\n";
+    svg.Line(kLeft + plot_w + 10, ly, kLeft + plot_w + 34, ly, line.color,
+             line.dashed ? std::string(" stroke-width=\"2\"") + std::string(kDashed)
+                         : std::string(" stroke-width=\"2\""));
+    svg.Text(kLeft + plot_w + 40, ly + 4, line.label);
   }
-  svg << "</svg>\n";
-  return svg.str();
+  return svg.Finish();
 }
 
 std::vector<Line> ChartLines(const HtmlReportInput& input, std::string_view metric) {
   std::vector<Line> lines;
   for (size_t i = 0; i < input.policies.size(); ++i) {
     const PolicyRuns& policy = input.policies[i];
-    const char* color = kColors[i % kColors.size()];
+    const char* color = SeriesColor(i);
     Line ours{policy.policy, color, false, {}};
     for (int pct = 0; pct <= kMaxArrivedPct; ++pct) {
       MeanStd s = StatsAt(policy.runs, metric, pct);
@@ -205,13 +192,12 @@ std::vector<SummaryRow> Summarize(std::string_view workload, std::string_view po
 }
 
 std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
-  std::string out = "workload,policy,metric,arrived_pct,mean,std,n_seeds\n";
+  CsvWriter csv({"workload", "policy", "metric", "arrived_pct", "mean", "std", "n_seeds"});
   for (const SummaryRow& row : rows) {
-    out += row.workload + "," + row.policy + "," + row.metric + "," +
-           std::to_string(row.arrived_pct) + "," + Fixed(row.mean, 3) + "," + Fixed(row.std, 3) +
-           "," + std::to_string(row.n_seeds) + "\n";
+    csv.Row({row.workload, row.policy, row.metric, std::to_string(row.arrived_pct),
+             Fixed(row.mean, 3), Fixed(row.std, 3), std::to_string(row.n_seeds)});
   }
-  return out;
+  return csv.text();
 }
 
 Result<std::vector<SummaryRow>> ParseSummaryCsv(std::string_view text, std::string_view source) {
@@ -286,19 +272,14 @@ const SummaryRow* FindSummaryRow(const std::vector<SummaryRow>& rows, std::strin
 }
 
 std::string RenderHtmlReport(const HtmlReportInput& input) {
+  HtmlPage page(input.title);
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(input.title)
-       << "</title>\n<style>"
-       << "body{font-family:sans-serif;margin:24px;color:#222}"
-       << "table{border-collapse:collapse;margin:12px 0}"
-       << "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-       << "th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}"
-       << ".note{color:#666;font-size:90%}</style></head><body>\n";
-  html << "<h1>" << HtmlEscape(input.title) << "</h1>\n";
   html << "<p>Workload <b>" << HtmlEscape(input.workload) << "</b>. Solid lines: this replay "
        << "(mean over seeds). Dashed lines: the FGD paper's published results "
        << "(USENIX ATC'23, authors' simulator, 10 seeds).</p>\n";
-  if (input.published.empty()) html << "<p class=\"note\">No published reference given.</p>\n";
+  page.Html(html.str());
+  if (input.published.empty()) page.Note("No published reference given.");
+  html.str("");
 
   html << SvgChart("GPU allocation ratio (%)", ChartLines(input, kMetricAllocation));
   html << SvgChart("Fragmentation amount (% of GPU capacity)",
@@ -306,12 +287,13 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   html << SvgChart("Fragmentation ratio (% of idle GPU)", ChartLines(input, kMetricFragRatio));
 
   html << "<h2>GPU allocation ratio (%), mean &plusmn; sample std over seeds</h2>\n<table>\n"
-       << "<tr><th>policy</th><th>seeds</th><th>ours @100%</th><th>published @100%</th>"
-       << "<th>&Delta;</th><th>ours @130%</th><th>published @130%</th><th>&Delta;</th>"
-       << "<th>unallocated @130%</th></tr>\n";
+       << "<tr><th class=\"label\">policy</th><th>seeds</th><th>ours @100%</th>"
+       << "<th>published @100%</th><th>&Delta;</th><th>ours @130%</th><th>published @130%</th>"
+       << "<th>&Delta;</th><th>unallocated @130%</th></tr>\n";
   for (const PolicyRuns& policy : input.policies) {
     const std::string label = PublishedPolicyLabel(policy.policy);
-    html << "<tr><td>" << HtmlEscape(policy.policy) << "</td><td>" << policy.runs.size() << "</td>";
+    html << "<tr><td class=\"label\">" << HtmlEscape(policy.policy) << "</td><td>"
+         << policy.runs.size() << "</td>";
     for (int pct : {100, kMaxArrivedPct}) {
       MeanStd ours = StatsAt(policy.runs, kMetricAllocation, pct);
       const SummaryRow* published =
@@ -337,7 +319,8 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   }
   html << "</table>\n";
 
-  html << "<h2>Failed pods by type (mean per seed)</h2>\n<table>\n<tr><th>policy</th>";
+  html << "<h2>Failed pods by type (mean per seed)</h2>\n<table>\n<tr><th class=\"label\">"
+       << "policy</th>";
   for (int kind = 0; kind < kPodKindCount; ++kind) {
     html << "<th>" << PodKindName(static_cast<PodKind>(kind)) << "</th>";
   }
@@ -354,7 +337,7 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
       wall += run.wall_seconds;
       p99 += run.decision_p99_us;
     }
-    html << "<tr><td>" << HtmlEscape(policy.policy) << "</td>";
+    html << "<tr><td class=\"label\">" << HtmlEscape(policy.policy) << "</td>";
     for (double f : failed) html << "<td>" << Fixed(f / n, 1) << "</td>";
     html << "<td>" << Fixed(all / n, 1) << "</td><td>" << Fixed(pods / n, 0) << "</td><td>"
          << Fixed(wall / n, 3) << "</td><td>" << Fixed(p99 / n, 1) << "</td></tr>\n";
@@ -362,8 +345,8 @@ std::string RenderHtmlReport(const HtmlReportInput& input) {
   html << "</table>\n<p class=\"note\">Protocol: pods shuffled and inflated to 1.3&times; the "
        << "GPU capacity, placed one at a time with no departures; every node scored; ties drawn "
        << "uniformly. Seeds use std::mt19937_64, not Go's math/rand: compare means, not single "
-       << "seeds.</p>\n</body></html>\n";
-  return html.str();
+       << "seeds.</p>\n";
+  return page.Html(html.str()).Finish();
 }
 
 }  // namespace tessera::sim::replay

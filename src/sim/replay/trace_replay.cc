@@ -1,4 +1,5 @@
 #include "sim/replay/trace_replay.h"
+#include "sim/replay/report_kit.h"
 
 #include <unistd.h>
 
@@ -31,18 +32,19 @@ double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
 }
 
 std::string RunsCsv(const std::string& workload, const std::vector<PolicyRuns>& policies) {
-  std::ostringstream csv;
-  csv << "workload,policy,seed,pods,scheduled,failed_cpu_only,failed_sharing,"
-         "failed_one_gpu,failed_multi_gpu,wall_seconds,decision_p99_us,decision_p50_us\n";
+  CsvWriter csv({"workload", "policy", "seed", "pods", "scheduled", "failed_cpu_only",
+                 "failed_sharing", "failed_one_gpu", "failed_multi_gpu", "wall_seconds",
+                 "decision_p99_us", "decision_p50_us"});
   for (const auto& p : policies) {
     for (const auto& r : p.runs) {
-      csv << workload << "," << p.policy << "," << r.seed << "," << r.pods << "," << r.scheduled
-          << "," << r.failed_by_kind[0] << "," << r.failed_by_kind[1] << "," << r.failed_by_kind[2]
-          << "," << r.failed_by_kind[3] << "," << r.wall_seconds << "," << r.decision_p99_us << ","
-          << r.decision_p50_us << "\n";
+      csv.Row({workload, p.policy, std::to_string(r.seed), std::to_string(r.pods),
+               std::to_string(r.scheduled), std::to_string(r.failed_by_kind[0]),
+               std::to_string(r.failed_by_kind[1]), std::to_string(r.failed_by_kind[2]),
+               std::to_string(r.failed_by_kind[3]), FormatFixed(r.wall_seconds, 4),
+               FormatFixed(r.decision_p99_us, 2), FormatFixed(r.decision_p50_us, 2)});
     }
   }
-  return csv.str();
+  return csv.text();
 }
 
 // One trace: the per-policy table, the bound, the files under `out_dir` (none when empty).

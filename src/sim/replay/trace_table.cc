@@ -1,4 +1,5 @@
 #include "sim/replay/trace_table.h"
+#include "sim/replay/report_kit.h"
 
 #include <cmath>
 #include <cstdio>
@@ -100,9 +101,9 @@ std::string TraceTableMarkdown(const std::vector<TraceRow>& rows) {
 }
 
 std::string TraceTableCsv(const std::vector<TraceRow>& rows) {
-  std::string out = "workload,column,mean,std\n";
+  CsvWriter csv({"workload", "column", "mean", "std"});
   auto line = [&](const std::string& workload, const Figure& f) {
-    out += workload + "," + f.name + Format(",%.3f,%.3f\n", f.mean, f.std);
+    csv.Row({workload, f.name, FormatFixed(f.mean, 3), FormatFixed(f.std, 3)});
   };
   for (const TraceRow& row : rows) {
     for (const Figure& f : row.policies) line(row.workload, f);
@@ -111,7 +112,7 @@ std::string TraceTableCsv(const std::vector<TraceRow>& rows) {
     if (row.offline_packing) line(row.workload, *row.offline_packing);
     if (row.bound) line(row.workload, *row.bound);
   }
-  return out;
+  return csv.text();
 }
 
 std::vector<SummaryRow> SummarizeBounds(const std::string& workload,
@@ -135,16 +136,14 @@ std::vector<SummaryRow> SummarizeBounds(const std::string& workload,
 
 std::string BoundsCsv(const std::string& workload, const std::vector<uint64_t>& seeds,
                       const std::vector<AllocationBound>& bounds) {
-  std::string out =
-      "workload,seed,gpu_alloc_pct_bound,offline_packing_pct,node_classes,pod_types,"
-      "solve_seconds\n";
+  CsvWriter csv({"workload", "seed", "gpu_alloc_pct_bound", "offline_packing_pct", "node_classes",
+                 "pod_types", "solve_seconds"});
   for (size_t i = 0; i < bounds.size() && i < seeds.size(); ++i) {
-    out += workload + "," + std::to_string(seeds[i]) +
-           Format(",%.3f,%.3f", bounds[i].gpu_alloc_pct, bounds[i].offline_packing_pct) + "," +
-           std::to_string(bounds[i].node_classes) + "," + std::to_string(bounds[i].pod_types) +
-           Format(",%.3f\n", bounds[i].solve_seconds);
+    csv.Row({workload, std::to_string(seeds[i]), FormatFixed(bounds[i].gpu_alloc_pct, 3),
+             FormatFixed(bounds[i].offline_packing_pct, 3), std::to_string(bounds[i].node_classes),
+             std::to_string(bounds[i].pod_types), FormatFixed(bounds[i].solve_seconds, 3)});
   }
-  return out;
+  return csv.text();
 }
 
 }  // namespace tessera::sim::replay
