@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <utility>
 
 #include "sim/replay/glpk_problem.h"
@@ -159,6 +161,51 @@ double UsableShare(const MigCluster& cluster) {
          static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
 }
 
+// The most served slices one request of each type can count for, on any GPU of the fleet (its
+// intended profile's slices there, times its instances).
+std::vector<int64_t> MostServedSlicesByType(const MigCluster& cluster) {
+  std::vector<int64_t> out(cluster.workload().types.size(), 0);
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const state::NodeState& node = *cluster.nodes()[n];
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      for (size_t t = 0; t < out.size(); ++t) {
+        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
+        if (profile < 0) continue;
+        const int64_t slices = node.mig_models[d].profiles()[profile].placements.front().size;
+        out[t] = std::max(out[t], slices * cluster.workload().types[t].count);
+      }
+    }
+  }
+  return out;
+}
+
+// Demand served as protocol (b) measures it, just before each measured arrival: then a policy
+// holds at most the pods that arrived earlier and have not left, and no more than the usable
+// capacity. Averaged over the measured arrivals, as a share of all memory slices.
+double SteadyStateServedBound(const MigCluster& cluster, const std::vector<Arrival>& arrivals,
+                              size_t warmup) {
+  const std::vector<int64_t> size = MostServedSlicesByType(cluster);
+  const auto usable = static_cast<double>(UsableCapacity(cluster));
+  using Departure = std::pair<double, int64_t>;  // (time, served slices)
+  std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
+  int64_t resident = 0;
+  double sum = 0;
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    const Arrival& a = arrivals[i];
+    while (!departures.empty() && departures.top().first <= a.time) {
+      resident -= departures.top().second;
+      departures.pop();
+    }
+    if (i >= warmup) sum += std::min(static_cast<double>(resident), usable);
+    const int64_t s = size[static_cast<size_t>(a.type)];
+    departures.emplace(a.time + a.lifetime, s);
+    resident += s;
+  }
+  const size_t measured = arrivals.size() - warmup;
+  const auto all = static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+  return sum / static_cast<double>(measured) / all;
+}
+
 // Where served slices depend on the GPU (mixed-rtx): the usable capacity, or all the stream
 // could be served if that is less; the most requests that fit in MiB, smallest first.
 RunMetrics SaturationOnMixedSlices(const MigCluster& cluster,
@@ -232,8 +279,7 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
     costs.push_back(static_cast<double>(s) *
                     std::min(arrivals[i].lifetime, end - arrivals[i].time));
   }
-  const auto [accepted, used] = CheapestWithin(std::move(costs), budget);
-  m.accepted = accepted;
+  m.accepted = CheapestWithin(std::move(costs), budget).first;
   std::vector<ResidentRequest> resident;
   resident.reserve(arrivals.size() - warmup);
   for (size_t i = warmup; i < arrivals.size(); ++i) {
@@ -245,9 +291,7 @@ RunMetrics UpperBoundSteadyState(const MigCluster& cluster, const std::vector<Ar
   if (interval >= 0) {
     m.accepted = std::min(m.accepted, static_cast<int64_t>(std::floor(interval + 1e-6)));
   }
-  const double window = std::max(end - start, 1e-12);
-  const auto all = static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
-  m.served_ratio = cluster.UniformSlices() ? used / window / all : UsableShare(cluster);
+  m.served_ratio = SteadyStateServedBound(cluster, arrivals, warmup);
   return m;
 }
 
