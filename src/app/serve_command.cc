@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -64,100 +66,114 @@ sigset_t BlockStopSignals() {
   return set;
 }
 
-}  // namespace
+// What the flags and files resolve to before anything starts.
+struct ServeSetup {
+  scheduler::ServiceOptions service;
+  config::SchedulerConfig config;
+  std::optional<sim::Scenario> scenario;  // --cluster
+  std::chrono::seconds node_lock_timeout{};
+  std::chrono::seconds kube_timeout{};
+};
 
-int RunServeCommand(const ServeOptions& options) {
-  const std::string log_level =
-      EffectiveLogLevel(options.log_level, options.debug, options.verbosity);
-  if (log_level == "debug") spdlog::set_level(spdlog::level::debug);
-  if (log_level == "warn") spdlog::set_level(spdlog::level::warn);
+// The cluster file (--cluster) and the device configuration (--device-config-file).
+Status LoadClusterAndConfig(const ServeOptions& options, ServeSetup& setup) {
   if (!options.kubeconfig.empty() && !options.cluster.empty()) {
-    return Fail("--kubeconfig and --cluster are exclusive: one cluster source at a time");
+    return Error{"--kubeconfig and --cluster are exclusive: one cluster source at a time"};
   }
   auto catalog = mig::GpuModelCatalog::Builtin();
-  if (!catalog.ok()) return Fail("built-in MIG table: " + catalog.error().message);
-
-  scheduler::ServiceOptions so;
-  std::optional<sim::Scenario> scenario;
-  config::SchedulerConfig config;
+  if (!catalog.ok()) return Error{"built-in MIG table: " + catalog.error().message};
   if (!options.cluster.empty()) {
     auto loaded = sim::LoadScenarioFile(options.cluster, catalog.value());
-    if (!loaded.ok()) return Fail(loaded.error().message);
-    scenario = std::move(loaded.value());
-    config = scenario->config;
-    so.policy = scenario->policy;
+    if (!loaded.ok()) return loaded.error();
+    setup.scenario = std::move(loaded.value());
+    setup.config = setup.scenario->config;
+    setup.service.policy = setup.scenario->policy;
   }
   if (!options.device_config.empty()) {
     auto cfg = LoadDeviceConfig(options.device_config);
-    if (!cfg.ok()) return Fail(cfg.error().message);
-    config = std::move(cfg.value());
+    if (!cfg.ok()) return cfg.error();
+    setup.config = std::move(cfg.value());
   }
-  for (const auto& w : config.warnings) spdlog::warn("{}", w);
-  // A policy flag overrides the scenario's; without either, tessera's own ranking decides.
+  for (const auto& w : setup.config.warnings) spdlog::warn("{}", w);
+  return Status::Ok();
+}
+
+// The scheduling policies: a policy flag overrides the scenario's; without either, tessera's
+// own ranking decides.
+Status ResolvePolicies(const ServeOptions& options, bool from_scenario,
+                       sched::PolicyDefaults& policy) {
   if (Status s = sched::AddNodePolicyDefinitions(options.node_policy_definitions,
-                                                 &so.policy.defined_node_policies);
+                                                 &policy.defined_node_policies);
       !s.ok()) {
-    return Fail("--define-node-policy: " + s.message());
+    return Error{"--define-node-policy: " + s.message()};
   }
   if (!options.node_policy.empty()) {
-    auto np = sched::ParseNodePolicy(options.node_policy, so.policy.defined_node_policies);
-    if (!np.ok()) return Fail("--node-scheduler-policy: " + np.error().message);
-    so.policy.node = np.value();
+    auto np = sched::ParseNodePolicy(options.node_policy, policy.defined_node_policies);
+    if (!np.ok()) return Error{"--node-scheduler-policy: " + np.error().message};
+    policy.node = np.value();
   }
   if (!options.gpu_policy.empty()) {
     auto gp = sched::ParseGpuPolicy(options.gpu_policy);
-    if (!gp.ok()) return Fail("--gpu-scheduler-policy: " + gp.error().message);
-    so.policy.gpu = options.gpu_policy;
+    if (!gp.ok()) return Error{"--gpu-scheduler-policy: " + gp.error().message};
+    policy.gpu = options.gpu_policy;
   }
-  if (scenario == std::nullopt || !options.mig_demand_prior.empty()) {
+  if (!from_scenario || !options.mig_demand_prior.empty()) {
     auto prior = sched::ParseMigPrior(options.mig_demand_prior, options.mig_prior_strength);
-    if (!prior.ok()) return Fail("--mig-demand-prior: " + prior.error().message);
-    so.policy.mig_prior = std::move(prior.value());
+    if (!prior.ok()) return Error{"--mig-demand-prior: " + prior.error().message};
+    policy.mig_prior = std::move(prior.value());
   }
-  if (options.mig_allow_larger_profile) so.policy.mig_allow_larger_profiles = true;
-  spdlog::info("node policy: {} (gpu policy: {})", so.policy.node.Definition(), so.policy.gpu);
-  for (const sched::NodePolicy& defined : so.policy.defined_node_policies) {
+  if (options.mig_allow_larger_profile) policy.mig_allow_larger_profiles = true;
+  spdlog::info("node policy: {} (gpu policy: {})", policy.node.Definition(), policy.gpu);
+  for (const sched::NodePolicy& defined : policy.defined_node_policies) {
     spdlog::info("defined node policy: {}", defined.Definition());
   }
+  return Status::Ok();
+}
+
+// The webhook, the reservations, the node lock and the timings.
+Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
+  scheduler::ServiceOptions& so = setup.service;
   so.webhook.scheduler_name = options.scheduler_name;
   so.webhook.force_overwrite_default_scheduler = options.force_overwrite_default_scheduler;
   auto timeout = ParseDuration(options.reservation_timeout);
   if (!timeout.ok() || timeout.value().count() <= 0) {
-    return Fail("--reservation-timeout " + options.reservation_timeout +
-                ": want a positive duration such as 60s, 2m or 1m30s");
+    return Error{"--reservation-timeout " + options.reservation_timeout +
+                 ": want a positive duration such as 60s, 2m or 1m30s"};
   }
   so.reservation_timeout = timeout.value();
   if (options.node_lock != "none" && options.node_lock != "hami") {
-    return Fail("--node-lock: want none or hami, got " + options.node_lock);
+    return Error{"--node-lock: want none or hami, got " + options.node_lock};
   }
   so.hami_node_lock = options.node_lock == "hami";
   if (options.write_placement != "filter" && options.write_placement != "bind") {
-    return Fail("--write-placement: want filter or bind, got " + options.write_placement);
+    return Error{"--write-placement: want filter or bind, got " + options.write_placement};
   }
   so.write_placement_in_bind = options.write_placement == "bind";
   auto selector = ParseNodeSelector(options.node_label_selector);
-  if (!selector.ok()) return Fail(selector.error().message);
+  if (!selector.ok()) return selector.error();
   so.node_selector = std::move(selector.value());
   auto grace = DurationFlag("--node-liveness-grace", options.node_liveness_grace);
-  if (!grace.ok()) return Fail(grace.error().message);
+  if (!grace.ok()) return grace.error();
   so.node_liveness_grace = grace.value();
   // An embedded cluster has no kubelet to keep nodes' allocatable GPU counts up.
-  if (scenario) so.node_liveness_grace = std::chrono::seconds(0);
+  if (setup.scenario) so.node_liveness_grace = std::chrono::seconds(0);
   auto requeue = DurationFlag("--requeue-after", options.requeue_after);
-  if (!requeue.ok()) return Fail(requeue.error().message);
+  if (!requeue.ok()) return requeue.error();
   so.requeue_after = requeue.value();
   auto lock_timeout = DurationFlag("--node-lock-timeout", options.node_lock_timeout);
   if (!lock_timeout.ok() || lock_timeout.value().count() <= 0) {
-    return Fail("--node-lock-timeout " + options.node_lock_timeout +
-                ": want a positive duration such as 5m");
+    return Error{"--node-lock-timeout " + options.node_lock_timeout +
+                 ": want a positive duration such as 5m"};
   }
+  setup.node_lock_timeout = lock_timeout.value();
   auto retry_timeout = DurationFlag("--node-lock-retry-timeout", options.node_lock_retry_timeout);
-  if (!retry_timeout.ok()) return Fail(retry_timeout.error().message);
+  if (!retry_timeout.ok()) return retry_timeout.error();
   // HAMi retries a PodGroup member's node lock for this long; tessera takes no PodGroup locks.
   spdlog::debug("--node-lock-retry-timeout {}: no effect (tessera takes no PodGroup locks)",
                 options.node_lock_retry_timeout);
   auto kube_timeout = DurationFlag("--kube-timeout", options.kube_timeout);
-  if (!kube_timeout.ok()) return Fail(kube_timeout.error().message);
+  if (!kube_timeout.ok()) return kube_timeout.error();
+  setup.kube_timeout = kube_timeout.value();
   if (options.profiling) {
     spdlog::warn("--profiling: tessera serves no pprof routes; the flag has no effect");
   }
@@ -166,65 +182,83 @@ int RunServeCommand(const ServeOptions& options) {
     for (const auto& [k, v] : so.node_selector) text += (text.empty() ? "" : ",") + k + "=" + v;
     spdlog::info("node label selector: {}", text.empty() ? "(every node)" : text);
   }
+  return Status::Ok();
+}
 
-  sigset_t stop_signals = BlockStopSignals();
+Result<ServeSetup> ResolveServeSetup(const ServeOptions& options) {
+  ServeSetup setup;
+  if (Status s = LoadClusterAndConfig(options, setup); !s.ok()) return Error{s.message()};
+  if (Status s = ResolvePolicies(options, setup.scenario.has_value(), setup.service.policy);
+      !s.ok()) {
+    return Error{s.message()};
+  }
+  if (Status s = ResolveServiceFlags(options, setup); !s.ok()) return Error{s.message()};
+  return setup;
+}
 
+// Where the cluster comes from: the scenario file (embedded) or the API server.
+struct ClusterSource {
   std::unique_ptr<scheduler::ClusterWriter> writer;
-  scheduler_runtime::EmbeddedCluster* embedded = nullptr;
-  scheduler_runtime::KubeCluster* kube = nullptr;
-  if (scenario) {
+  scheduler_runtime::EmbeddedCluster* embedded = nullptr;  // owned by writer
+  scheduler_runtime::KubeCluster* kube = nullptr;          // owned by writer
+};
+
+Result<ClusterSource> OpenClusterSource(const ServeOptions& options, const ServeSetup& setup) {
+  ClusterSource source;
+  if (setup.scenario) {
     if (options.leader_elect) {
       spdlog::info("--leader-elect: no effect with --cluster (no API server, no Lease)");
     }
     auto e = std::make_unique<scheduler_runtime::EmbeddedCluster>();
-    embedded = e.get();
-    writer = std::move(e);
-  } else {
-    scheduler_runtime::KubeClusterOptions ko;
-    ko.kubeconfig = options.kubeconfig;
-    ko.scheduler_name = options.scheduler_name;
-    ko.node_lock_timeout = lock_timeout.value();
-    ko.client.qps = options.kube_qps;
-    ko.client.burst = options.kube_burst;
-    if (kube_timeout.value().count() > 0) ko.client.request_timeout = kube_timeout.value();
-    if (options.leader_elect) {
-      auto le = ResolveLeaderElection(options);
-      if (!le.ok()) return Fail(le.error().message);
-      ko.leader_election = le->follow ? scheduler_runtime::LeaderElectionMode::kFollow
-                                      : scheduler_runtime::LeaderElectionMode::kCampaign;
-      ko.lease_namespace = le->lease_namespace;
-      ko.lease_name = le->lease_name;
-      // Following, the identity is the prefix of the kube-scheduler's holder identity
-      // (`<hostname>_<uuid>`): the hostname alone, as HAMi's extender checks it.
-      ko.identity = !options.leader_elect_identity.empty() ? options.leader_elect_identity
-                    : le->follow                           ? Hostname()
-                                                           : DefaultIdentity();
-      spdlog::info("leader election: {} Lease {}/{} as {}", le->follow ? "follow" : "campaign",
-                   ko.lease_namespace, ko.lease_name, ko.identity);
-    }
-    auto k = scheduler_runtime::KubeCluster::Connect(ko);
-    if (!k.ok()) return Fail(k.error().message);
-    kube = k.value().get();
-    writer = std::move(k.value());
+    source.embedded = e.get();
+    source.writer = std::move(e);
+    return source;
   }
+  scheduler_runtime::KubeClusterOptions ko;
+  ko.kubeconfig = options.kubeconfig;
+  ko.scheduler_name = options.scheduler_name;
+  ko.node_lock_timeout = setup.node_lock_timeout;
+  ko.client.qps = options.kube_qps;
+  ko.client.burst = options.kube_burst;
+  if (setup.kube_timeout.count() > 0) ko.client.request_timeout = setup.kube_timeout;
+  if (options.leader_elect) {
+    auto le = ResolveLeaderElection(options);
+    if (!le.ok()) return le.error();
+    ko.leader_election = le->follow ? scheduler_runtime::LeaderElectionMode::kFollow
+                                    : scheduler_runtime::LeaderElectionMode::kCampaign;
+    ko.lease_namespace = le->lease_namespace;
+    ko.lease_name = le->lease_name;
+    // Following, the identity is the prefix of the kube-scheduler's holder identity
+    // (`<hostname>_<uuid>`): the hostname alone, as HAMi's extender checks it.
+    ko.identity = !options.leader_elect_identity.empty() ? options.leader_elect_identity
+                  : le->follow                           ? Hostname()
+                                                         : DefaultIdentity();
+    spdlog::info("leader election: {} Lease {}/{} as {}", le->follow ? "follow" : "campaign",
+                 ko.lease_namespace, ko.lease_name, ko.identity);
+  }
+  auto k = scheduler_runtime::KubeCluster::Connect(ko);
+  if (!k.ok()) return k.error();
+  source.kube = k.value().get();
+  source.writer = std::move(k.value());
+  return source;
+}
 
-  // Started before the service and stopped after it: the scheduler hands it work.
-  std::optional<threads::ThreadPool> filter_pool;
-  if (options.filter_threads > 1) {
-    filter_pool.emplace(static_cast<size_t>(options.filter_threads));
-    so.filter_runner = &*filter_pool;
-  }
-  scheduler::ExtenderService service(config, so, *writer);
+// The main port and, with --metrics-bind-address, a metrics-only one (HAMi serves /metrics on
+// its own port; tessera keeps it on the main port too, so both kinds of scrape work).
+struct Listeners {
+  std::unique_ptr<scheduler_runtime::HttpServer> http;
+  std::unique_ptr<scheduler_runtime::HttpServer> metrics;
+};
+
+Result<Listeners> Listen(const ServeOptions& options, scheduler::ExtenderService& service) {
+  Listeners out;
   scheduler_runtime::HttpOptions ho;
   ho.bind = options.http_bind;
   ho.tls_cert_file = options.tls_cert_file;
   ho.tls_key_file = options.tls_key_file;
   ho.legacy_metrics = options.legacy_metrics;
-  scheduler_runtime::HttpServer http(service, ho);
-  if (Status s = http.Listen(); !s.ok()) return Fail(s.message());
-  // HAMi serves /metrics on its own port (--metrics-bind-address); tessera keeps it on the main
-  // port too, so both kinds of scrape configuration work.
-  std::unique_ptr<scheduler_runtime::HttpServer> metrics_http;
+  out.http = std::make_unique<scheduler_runtime::HttpServer>(service, ho);
+  if (Status s = out.http->Listen(); !s.ok()) return Error{s.message()};
   if (!options.metrics_bind_address.empty()) {
     scheduler_runtime::HttpOptions mo;
     mo.bind = options.metrics_bind_address;
@@ -232,31 +266,34 @@ int RunServeCommand(const ServeOptions& options) {
     mo.legacy_metrics = options.legacy_metrics;
     mo.threads = 2;
     mo.flag = "--metrics-bind-address";
-    metrics_http = std::make_unique<scheduler_runtime::HttpServer>(service, mo);
-    if (Status s = metrics_http->Listen(); !s.ok()) return Fail(s.message());
+    out.metrics = std::make_unique<scheduler_runtime::HttpServer>(service, mo);
+    if (Status s = out.metrics->Listen(); !s.ok()) return Error{s.message()};
   }
+  return out;
+}
 
-  if (embedded != nullptr) {
-    size_t adopted = scheduler_runtime::EmbeddedCluster::Load(*scenario, service);
-    spdlog::info("embedded cluster from {}: {} nodes, {} placed pods", options.cluster,
-                 scenario->nodes.size(), adopted);
-  } else {
-    kube->Start(service);
-  }
-  spdlog::info("tessera serve listening on {}:{} ({})", ho.bind.substr(0, ho.bind.rfind(':')),
-               http.port(), ho.tls_cert_file.empty() ? "http" : "https");
-
-  if (metrics_http) {
+// Logged once the cluster is loaded or watched: a client waiting for this line may send requests.
+void LogListening(const ServeOptions& options, const Listeners& listeners) {
+  const std::string& bind = options.http_bind;
+  spdlog::info("tessera serve listening on {}:{} ({})", bind.substr(0, bind.rfind(':')),
+               listeners.http->port(), options.tls_cert_file.empty() ? "http" : "https");
+  if (listeners.metrics) {
     const std::string& mb = options.metrics_bind_address;
     const std::string host = mb.substr(0, mb.rfind(':'));
     spdlog::info("metrics listening on {}:{} (http, /metrics)", host.empty() ? "0.0.0.0" : host,
-                 metrics_http->port());
+                 listeners.metrics->port());
   }
+}
 
+// Serves until SIGINT or SIGTERM, with the periodic work (reservation expiry, node liveness,
+// requeues) once a second; then stops the cluster source first (a held lease goes at once, so a
+// standby takes over fast) and the servers.
+void ServeUntilStopped(sigset_t stop_signals, scheduler::ExtenderService& service,
+                       Listeners& listeners, scheduler_runtime::KubeCluster* kube) {
   std::atomic<bool> stopping{false};
-  std::thread server_thread([&] { http.Serve(); });
+  std::thread server_thread([&] { listeners.http->Serve(); });
   std::thread metrics_thread([&] {
-    if (metrics_http) metrics_http->Serve();
+    if (listeners.metrics) listeners.metrics->Serve();
   });
   std::thread expiry_thread([&] {
     while (!stopping.load()) {
@@ -272,12 +309,47 @@ int RunServeCommand(const ServeOptions& options) {
   sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
   stopping = true;
-  if (kube != nullptr) kube->Stop();  // releases a held lease first, so a standby takes over fast
-  http.Stop();
-  if (metrics_http) metrics_http->Stop();
+  if (kube != nullptr) kube->Stop();
+  listeners.http->Stop();
+  if (listeners.metrics) listeners.metrics->Stop();
   server_thread.join();
   metrics_thread.join();
   expiry_thread.join();
+}
+
+}  // namespace
+
+int RunServeCommand(const ServeOptions& options) {
+  const std::string log_level =
+      EffectiveLogLevel(options.log_level, options.debug, options.verbosity);
+  if (log_level == "debug") spdlog::set_level(spdlog::level::debug);
+  if (log_level == "warn") spdlog::set_level(spdlog::level::warn);
+  auto setup = ResolveServeSetup(options);
+  if (!setup.ok()) return Fail(setup.error().message);
+
+  sigset_t stop_signals = BlockStopSignals();
+  auto source = OpenClusterSource(options, *setup);
+  if (!source.ok()) return Fail(source.error().message);
+
+  // Started before the service and stopped after it: the scheduler hands it work.
+  std::optional<threads::ThreadPool> filter_pool;
+  if (options.filter_threads > 1) {
+    filter_pool.emplace(static_cast<size_t>(options.filter_threads));
+    setup->service.filter_runner = &*filter_pool;
+  }
+  scheduler::ExtenderService service(setup->config, setup->service, *source->writer);
+  auto listeners = Listen(options, service);
+  if (!listeners.ok()) return Fail(listeners.error().message);
+
+  if (source->embedded != nullptr) {
+    const size_t adopted = scheduler_runtime::EmbeddedCluster::Load(*setup->scenario, service);
+    spdlog::info("embedded cluster from {}: {} nodes, {} placed pods", options.cluster,
+                 setup->scenario->nodes.size(), adopted);
+  } else {
+    source->kube->Start(service);
+  }
+  LogListening(options, *listeners);
+  ServeUntilStopped(stop_signals, service, *listeners, source->kube);
   return 0;
 }
 

@@ -163,6 +163,28 @@ TEST_F(ServeProcessTest, BadDurationsAndVerbosityAreStartupErrors) {
   EXPECT_NE(output.find("--v"), std::string::npos) << output;
 }
 
+// Each resolution step of RunServeCommand names the flag it refuses, and nothing starts.
+TEST_F(ServeProcessTest, ExclusiveSourcesAndUnknownChoicesAreStartupErrors) {
+  std::string output;
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --kubeconfig=/nonexistent", &output), 1);
+  EXPECT_NE(output.find("--kubeconfig and --cluster are exclusive"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --node-lock=mutex", &output), 1);
+  EXPECT_NE(output.find("--node-lock: want none or hami, got mutex"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --write-placement=later", &output), 1);
+  EXPECT_NE(output.find("--write-placement: want filter or bind, got later"), std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --reservation-timeout=0s", &output), 1);
+  EXPECT_NE(output.find("--reservation-timeout 0s: want a positive duration"), std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster /nonexistent/cluster.yaml", &output), 1);
+  EXPECT_NE(output.find("/nonexistent/cluster.yaml"), std::string::npos) << output;
+  EXPECT_EQ(output.find("listening"), std::string::npos) << output;
+}
+
 TEST_F(ServeProcessTest, DefinedNodePoliciesAreLoggedAndMayBeTheDefault) {
   ServeProcess serve(
       {"--cluster", Scenario(), "--http-bind=127.0.0.1:0",
