@@ -73,7 +73,7 @@ std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
     header.push_back(std::string(m) + "_mean");
     header.push_back(std::string(m) + "_std");
   }
-  replay::CsvWriter csv(std::move(header));
+  replay::CsvWriter csv(header);
   for (const SummaryRow& r : rows) {
     std::vector<std::string> fields = {r.fleet, r.workload, r.protocol, r.policy,
                                        std::to_string(r.n_seeds)};

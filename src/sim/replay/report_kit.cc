@@ -102,7 +102,7 @@ std::string SvgCanvas::Finish() {
   return out_.str();
 }
 
-CsvWriter::CsvWriter(std::vector<std::string> header) { AppendFields(text_, header); }
+CsvWriter::CsvWriter(const std::vector<std::string>& header) { AppendFields(text_, header); }
 
 void CsvWriter::Row(const std::vector<std::string>& fields) { AppendFields(text_, fields); }
 

@@ -61,7 +61,7 @@ inline constexpr std::string_view kDashed = " stroke-dasharray=\"6 4\"";
 // never hold commas or quotes).
 class CsvWriter {
  public:
-  explicit CsvWriter(std::vector<std::string> header);
+  explicit CsvWriter(const std::vector<std::string>& header);
   void Row(const std::vector<std::string>& fields);
   const std::string& text() const { return text_; }
 
