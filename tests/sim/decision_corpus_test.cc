@@ -23,6 +23,7 @@
 #include "adapters/threads/thread_pool.h"
 #include "core/mig/catalog.h"
 #include "core/model/annotations.h"
+#include "sim/golden_hashes.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -168,13 +169,7 @@ Scenario RandomScenario(int index) {
   return sc;
 }
 
-uint64_t Fnv1a(const std::string& text, uint64_t h = 0xcbf29ce484222325ULL) {
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+using testing::Fnv1a;
 
 std::string RunScenario(int index, bool equivalence_cache = true, TaskRunner* runner = nullptr,
                         bool rank_bound = true, const std::function<void(Scenario&)>& edit = {}) {
