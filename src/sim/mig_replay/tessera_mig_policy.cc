@@ -32,11 +32,7 @@ class TesseraMigPolicy : public MigPolicy {
 
   Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
                                      std::mt19937_64& /*rng*/) override {
-    const size_t slash = key.find('/');
-    model::Pod pod;
-    pod.ns = key.substr(0, slash);
-    pod.name = key.substr(slash + 1);
-    pod.uid = key;
+    model::Pod pod = replay::ReplayPod(key);
     pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
     const TesseraMigRequest& r = requests_[type];
     model::Container c;

@@ -50,7 +50,7 @@ struct Choice {
 // How a trace node is registered in the PlacementState: node i is "n<i>", its GPUs
 // "GPU-<i>-<g>", each with 1000 MiB (one milli-GPU = one MiB), 100 cores and no task limit.
 std::string StateNodeName(int node);
-inline constexpr int32_t kMibPerGpu = 1000;
+inline constexpr int32_t kMibPerGpu = kMilliPerGpu;
 
 class ReplayCluster {
  public:

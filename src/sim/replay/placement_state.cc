@@ -4,6 +4,15 @@
 
 namespace tessera::sim::replay {
 
+model::Pod ReplayPod(const std::string& key) {
+  const size_t slash = key.find('/');
+  model::Pod pod;
+  pod.ns = key.substr(0, slash);
+  pod.name = slash == std::string::npos ? key : key.substr(slash + 1);
+  pod.uid = key;
+  return pod;
+}
+
 PlacementState::PlacementState(const std::vector<model::Node>& nodes)
     : state_(config::SchedulerConfig{}) {
   for (const auto& node : nodes) state_.UpsertNode(node);

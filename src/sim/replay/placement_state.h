@@ -19,6 +19,10 @@
 
 namespace tessera::sim::replay {
 
+// The pod object a policy that schedules through the core (tessera's) hands the scheduler for
+// the replay's pod `key` ("namespace/name"); its uid is the key.
+model::Pod ReplayPod(const std::string& key);
+
 class PlacementState {
  public:
   // Registers `nodes`; their order here is the replay's node order (index i = nodes[i]).

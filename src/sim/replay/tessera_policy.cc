@@ -80,10 +80,7 @@ class TesseraPolicy : public Policy {
   }
 
   static model::Pod ToPod(const TracePod& tp, const std::string& key) {
-    const size_t slash = key.find('/');
-    model::Pod p;
-    p.ns = key.substr(0, slash);
-    p.name = key.substr(slash + 1);
+    model::Pod p = ReplayPod(key);
     model::Container c;
     c.name = "main";
     c.requests["cpu"] = std::to_string(tp.cpu_milli) + "m";

@@ -52,5 +52,14 @@ TEST(PlacementState, ReserveAccountsAndReleaseFrees) {
   EXPECT_EQ(node.usage[0].used_mem, 0);
 }
 
+TEST(ReplayPod, NamespaceNameAndUidFromTheKey) {
+  const model::Pod pod = ReplayPod("trace/pod-7");
+  EXPECT_EQ(pod.ns, "trace");
+  EXPECT_EQ(pod.name, "pod-7");
+  EXPECT_EQ(pod.uid, "trace/pod-7");
+  EXPECT_EQ(pod.Key(), "trace/pod-7");
+  EXPECT_TRUE(pod.containers.empty());
+}
+
 }  // namespace
 }  // namespace tessera::sim::replay
