@@ -96,6 +96,7 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
   r.protocol = protocol.Name();
   r.policy = policy;
   r.seed = seed;
+  for (const RequestType& type : workload.types) r.type_labels.push_back(type.label);
   if (policy == kUpperBound) {  // computed from the arrivals, nothing placed
     r.metrics = protocol.pending  ? UpperBoundPendingQueue(cluster, arrivals, warmup)
                 : protocol.steady ? UpperBoundSteadyState(cluster, arrivals, warmup)

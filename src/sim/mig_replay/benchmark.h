@@ -59,6 +59,7 @@ struct RunRecord {
   std::string policy;  // or kReferencePooledSlices, kUpperBound
   uint64_t seed = 0;
   RunMetrics metrics;
+  std::vector<std::string> type_labels;  // the workload's request types (metrics.by_type)
   double wall_seconds = 0;
 };
 

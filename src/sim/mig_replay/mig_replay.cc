@@ -199,6 +199,7 @@ Status ReplayMig(const MigReplayOptions& o) {
     if (ec) return Error{"--out: " + o.out_dir + ": " + ec.message()};
     std::ofstream(o.out_dir + "/summary.csv") << SummaryCsv(rows);
     std::ofstream(o.out_dir + "/runs.csv") << RunsCsv(records.value());
+    std::ofstream(o.out_dir + "/types.csv") << TypesCsv(records.value());
     if (!optimum.empty()) {
       std::ofstream(o.out_dir + "/optimum.csv") << OptimumCsv(optimum, options.policies);
     }
@@ -223,7 +224,7 @@ Status ReplayMig(const MigReplayOptions& o) {
     report.rows = rows;
     report.optimum = optimum;
     std::ofstream(o.out_dir + "/report.html") << RenderMigHtmlReport(report);
-    std::printf("wrote %s/summary.csv, runs.csv, %sreport.html\n", o.out_dir.c_str(),
+    std::printf("wrote %s/summary.csv, runs.csv, types.csv, %sreport.html\n", o.out_dir.c_str(),
                 optimum.empty() ? "" : "optimum.csv, ");
   }
   return Status{};

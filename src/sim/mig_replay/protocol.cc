@@ -58,10 +58,12 @@ RunMetrics RunSaturation(Placer& placer, const std::vector<Arrival>& arrivals,
                          int stop_after_rejections) {
   RunMetrics m;
   m.arrived = static_cast<int64_t>(arrivals.size());
+  for (const Arrival& a : arrivals) ++m.OfType(a.type).arrived;  // the unseen rest included
   int consecutive = 0;
   for (size_t i = 0; i < arrivals.size(); ++i) {
     if (placer.Place(ArrivalKey(i), arrivals[i].type)) {
       ++m.accepted;
+      ++m.OfType(arrivals[i].type).accepted;
       m.served_slices += placer.ServedSlices(ArrivalKey(i), arrivals[i].type);
       consecutive = 0;
     } else if (stop_after_rejections > 0 && ++consecutive >= stop_after_rejections) {
@@ -93,6 +95,7 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
       Accumulate(sum, placer.Measure());
       served_sum += static_cast<double>(resident_served);
       ++m.arrived;
+      ++m.OfType(a.type).arrived;
     }
     if (!placer.Place(ArrivalKey(i), a.type)) continue;
     departures.emplace(a.time + a.lifetime, i);
@@ -100,6 +103,7 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
     resident_served += served;
     if (measured) {
       ++m.accepted;
+      ++m.OfType(a.type).accepted;
       m.served_slices += served;
     }
   }
@@ -133,6 +137,7 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
     resident_served += served;
     if (i >= warmup) {
       ++m.ever_placed;
+      ++m.OfType(a.type).ever_placed;
       m.wait_sum += now - a.time;
       m.served_slices += served;
     }
@@ -170,9 +175,13 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
       Accumulate(sum, placer.Measure());
       served_sum += static_cast<double>(resident_served);
       ++m.arrived;
+      ++m.OfType(a.type).arrived;
     }
     if (place(i, a.time)) {
-      if (measured) ++m.accepted;
+      if (measured) {
+        ++m.accepted;
+        ++m.OfType(a.type).accepted;
+      }
     } else {
       waiting.push_back(i);
     }

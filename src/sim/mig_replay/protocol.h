@@ -53,6 +53,13 @@ class PolicyPlacer : public Placer {
   std::optional<Error> error_;
 };
 
+// One request type's part of a run's counts (RunMetrics::by_type).
+struct TypeOutcome {
+  int64_t arrived = 0;
+  int64_t accepted = 0;
+  int64_t ever_placed = 0;  // pending-queue protocol only
+};
+
 struct RunMetrics {
   int64_t arrived = 0;        // requests that count (the stream, or the measured window)
   int64_t accepted = 0;       // of those
@@ -75,6 +82,13 @@ struct RunMetrics {
   }
   double acceptance() const {
     return arrived == 0 ? 0 : static_cast<double>(accepted) / static_cast<double>(arrived);
+  }
+  // The same counts per request type (Arrival::type), over the same requests: which requests a
+  // policy turns away, not only how many. Empty for the bounds.
+  std::vector<TypeOutcome> by_type;
+  TypeOutcome& OfType(int type) {
+    if (static_cast<size_t>(type) >= by_type.size()) by_type.resize(static_cast<size_t>(type) + 1);
+    return by_type[static_cast<size_t>(type)];
   }
 };
 

@@ -108,6 +108,46 @@ std::string RunsCsv(const std::vector<RunRecord>& records) {
   return csv.text();
 }
 
+std::string TypesCsv(const std::vector<RunRecord>& records) {
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  struct Group {
+    const RunRecord* first;
+    int n_seeds = 0;
+    std::vector<TypeOutcome> sums;
+  };
+  std::map<Key, size_t> index;
+  std::vector<Group> groups;  // in the records' order
+  for (const RunRecord& r : records) {
+    if (r.metrics.by_type.empty()) continue;
+    const Key key{r.fleet, r.workload, r.protocol, r.policy};
+    auto [it, inserted] = index.emplace(key, groups.size());
+    if (inserted) groups.push_back(Group{&r, 0, std::vector<TypeOutcome>(r.type_labels.size())});
+    Group& g = groups[it->second];
+    ++g.n_seeds;
+    for (size_t t = 0; t < r.metrics.by_type.size() && t < g.sums.size(); ++t) {
+      g.sums[t].arrived += r.metrics.by_type[t].arrived;
+      g.sums[t].accepted += r.metrics.by_type[t].accepted;
+      g.sums[t].ever_placed += r.metrics.by_type[t].ever_placed;
+    }
+  }
+  const auto pct = [](int64_t part, int64_t whole) {
+    return Fixed(whole == 0 ? 0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  };
+  replay::CsvWriter csv({"fleet", "workload", "protocol", "policy", "n_seeds", "type", "arrived",
+                         "accepted", "accepted_pct", "ever_placed", "ever_placed_pct"});
+  for (const Group& g : groups) {
+    const RunRecord& r = *g.first;
+    for (size_t t = 0; t < g.sums.size(); ++t) {
+      const TypeOutcome& o = g.sums[t];
+      csv.Row({r.fleet, r.workload, r.protocol, r.policy, std::to_string(g.n_seeds),
+               r.type_labels[t], std::to_string(o.arrived), std::to_string(o.accepted),
+               pct(o.accepted, o.arrived), std::to_string(o.ever_placed),
+               pct(o.ever_placed, o.arrived)});
+    }
+  }
+  return csv.text();
+}
+
 const SummaryRow* FindRow(const std::vector<SummaryRow>& rows, const std::string& fleet,
                           const std::string& workload, const std::string& protocol,
                           const std::string& policy) {

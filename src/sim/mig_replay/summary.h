@@ -40,6 +40,10 @@ std::vector<SummaryRow> Summarize(const std::vector<RunRecord>& records);
 std::string SummaryCsv(const std::vector<SummaryRow>& rows);
 // One row per run, with wall_seconds.
 std::string RunsCsv(const std::vector<RunRecord>& records);
+// types.csv: per (fleet, workload, protocol, policy) and request type, the requests that
+// arrived, were accepted on arrival and (pending queue) were ever placed, summed over the seeds
+// (RunMetrics::by_type); the bounds, which place nothing, are left out.
+std::string TypesCsv(const std::vector<RunRecord>& records);
 
 // The row for the key, or nullptr.
 const SummaryRow* FindRow(const std::vector<SummaryRow>& rows, const std::string& fleet,

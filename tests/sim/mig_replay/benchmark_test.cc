@@ -91,6 +91,29 @@ TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
   EXPECT_THAT(html, HasSubstr("small-heavy, pending-0.9: pods ever placed"));
 }
 
+TEST(MigBenchmark, EveryRunCountsItsRequestsByType) {
+  auto records = RunBenchmark(SmallBenchmark(), testing::Catalog());
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  for (const RunRecord& r : records.value()) {
+    SCOPED_TRACE(r.fleet + " " + r.protocol + " " + r.policy);
+    EXPECT_EQ(r.type_labels.size(), SmallBenchmark().workloads.front().types.size());
+    if (r.policy == kUpperBound) {
+      EXPECT_TRUE(r.metrics.by_type.empty());
+      continue;
+    }
+    EXPECT_LE(r.metrics.by_type.size(), r.type_labels.size());
+    TypeOutcome sum;
+    for (const TypeOutcome& t : r.metrics.by_type) {
+      sum.arrived += t.arrived;
+      sum.accepted += t.accepted;
+      sum.ever_placed += t.ever_placed;
+    }
+    EXPECT_EQ(sum.arrived, r.metrics.arrived);
+    EXPECT_EQ(sum.accepted, r.metrics.accepted);
+    EXPECT_EQ(sum.ever_placed, r.metrics.ever_placed);
+  }
+}
+
 TEST(MigBenchmark, UnknownFleetIsAnError) {
   BenchmarkOptions o = SmallBenchmark();
   o.fleets = {"tpu"};
