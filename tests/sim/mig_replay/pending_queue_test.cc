@@ -16,8 +16,6 @@
 namespace tessera::sim::mig_replay {
 namespace {
 
-Arrival At(int type, double time, double lifetime) { return Arrival{type, time, lifetime}; }
-
 TEST(PendingQueue, AWaitingRequestIsPlacedWhenSpaceIsFreedAndWaitIsMeasured) {
   UnitPlacer placer(2);
   // p0 takes both units until t=2; p1 (1 unit) waits from t=1 and gets in at t=2, leaves at 2.5.

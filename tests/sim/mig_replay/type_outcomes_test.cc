@@ -12,8 +12,6 @@
 namespace tessera::sim::mig_replay {
 namespace {
 
-Arrival At(int type, double time, double lifetime) { return Arrival{type, time, lifetime}; }
-
 TypeOutcome Outcome(const RunMetrics& m, int type) {
   return static_cast<size_t>(type) < m.by_type.size() ? m.by_type[type] : TypeOutcome{};
 }

@@ -39,4 +39,7 @@ class UnitPlacer : public Placer {
   std::map<std::string, int> held_;
 };
 
+// An arrival of request type `type` at `time`, staying `lifetime`.
+inline Arrival At(int type, double time, double lifetime) { return Arrival{type, time, lifetime}; }
+
 }  // namespace tessera::sim::mig_replay
