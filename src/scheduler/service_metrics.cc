@@ -280,8 +280,7 @@ std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterStat
       largest.metric.push_back(
           Gauge(labels, static_cast<double>(model.LargestPlaceable(use.layout)) * kMiB));
       placeability.metric.push_back(Gauge(
-          labels,
-          model.Placeability(use.layout, weights.For(model), weights.StrandedSliceValue(model))));
+          labels, model.Placeability(use.layout, weights.For(model), weights.Stranded(model))));
     }
   }
   MetricFamily mig_frag{"tessera_cluster_mig_fragmentation_ratio",

@@ -201,7 +201,7 @@ std::string GpuMigModel::RulesKey() const {
 
 void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profile_weights,
                          double* placeability, int32_t* largest,
-                         double stranded_slice_value) const {
+                         const StrandedValue& stranded) const {
   const ProfileRoom room = Room(layout);
   double value = 0;
   const size_t n = std::min(profile_weights.size(), profiles_.size());
@@ -210,8 +210,9 @@ void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profil
   // free slice nothing in the mix can cover (an A100-40GB 1g at slice 6 leaves slice 7 to the
   // 3g at 4-7 it just blocked): that memory is lost until an instance leaves.
   if (n > 0) {
-    value -= (stranded_slice_value < 0 ? slice_gib_ : stranded_slice_value) *
-             StrandedGiven(layout, profile_weights, room);
+    const StrandedCounts counts = StrandedGiven(layout, profile_weights, room);
+    value -= (stranded.memory < 0 ? slice_gib_ : stranded.memory) * counts.memory +
+             stranded.idle_compute * counts.idle_compute;
   }
   int32_t best = 0;
   for (size_t p = 0; p < profiles_.size(); ++p) {
@@ -222,21 +223,26 @@ void GpuMigModel::Assess(const Layout& layout, const std::vector<double>& profil
 }
 
 double GpuMigModel::Placeability(const Layout& layout, const std::vector<double>& profile_weights,
-                                 double stranded_slice_value) const {
+                                 const StrandedValue& stranded) const {
   double value = 0;
   int32_t largest = 0;
-  Assess(layout, profile_weights, &value, &largest, stranded_slice_value);
+  Assess(layout, profile_weights, &value, &largest, stranded);
   return value;
 }
 
 uint32_t GpuMigModel::StrandedSlices(const Layout& layout,
                                      const std::vector<double>& profile_weights) const {
+  return StrandedGiven(layout, profile_weights, Room(layout)).memory;
+}
+
+StrandedCounts GpuMigModel::Stranded(const Layout& layout,
+                                     const std::vector<double>& profile_weights) const {
   return StrandedGiven(layout, profile_weights, Room(layout));
 }
 
-uint32_t GpuMigModel::StrandedGiven(const Layout& layout,
-                                    const std::vector<double>& profile_weights,
-                                    const ProfileRoom& room) const {
+StrandedCounts GpuMigModel::StrandedGiven(const Layout& layout,
+                                          const std::vector<double>& profile_weights,
+                                          const ProfileRoom& room) const {
   // A profile with room passes its count and media rules (they do not depend on the placement),
   // so its legal placements are exactly those clear of the occupied slices.
   uint32_t usable = 0;
@@ -248,7 +254,9 @@ uint32_t GpuMigModel::StrandedGiven(const Layout& layout,
     }
   }
   const uint32_t all = memory_slices_ >= 32 ? ~0U : (1U << memory_slices_) - 1;
-  return static_cast<uint32_t>(std::popcount(all & ~layout.occupied & ~usable));
+  return CountStranded(static_cast<uint32_t>(std::popcount(all & ~layout.occupied & ~usable)),
+                       compute_slices_ - std::min(compute_slices_, layout.compute_used),
+                       static_cast<uint32_t>(std::popcount(usable)));
 }
 
 int32_t GpuMigModel::LargestPlaceable(const Layout& layout) const {
@@ -330,7 +338,7 @@ class ArrangeSearch {
       Objective o{model_.LargestFreeRun(layout), layout.compute_used, memory, 0, 0};
       if (goal_ != nullptr)
         model_.Assess(layout, *goal_->profile_weights, &o.placeability, &o.largest,
-                      goal_->stranded_slice_value);
+                      goal_->stranded);
       const bool better =
           goal_ != nullptr ? o.BetterThan(best_objective_, *goal_) : o.BetterThan(best_objective_);
       if (!found_ || better) {
@@ -394,7 +402,7 @@ std::optional<std::vector<InstanceChoice>> GpuMigModel::ArrangeWith(
       static const std::vector<double> kNoWeights;
       *score = ArrangeScore{0, 0, 0, base.compute_used};
       Assess(base, goal != nullptr ? *goal->profile_weights : kNoWeights, &score->placeability,
-             &score->largest, goal != nullptr ? goal->stranded_slice_value : -1);
+             &score->largest, goal != nullptr ? goal->stranded : StrandedValue{});
     }
     return std::vector<InstanceChoice>{};
   }

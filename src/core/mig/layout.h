@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,31 @@ struct InstanceChoice {
   model::Placement placement;
 };
 
+// What free memory that no profile of the mix can cover takes off placeability, per stranded
+// slice (StrandedSlices). `memory` counts every such slice (below 0: the slice's GiB,
+// SliceGib()); `idle_compute` is added for each one that also leaves a compute slice idle, i.e.
+// up to the free compute slices the coverable memory cannot hold (StrandedCounts).
+struct StrandedValue {
+  double memory = -1;
+  double idle_compute = 0;
+  bool operator==(const StrandedValue&) const = default;
+};
+
+// Stranded memory slices, and how many of them leave compute idle as well.
+struct StrandedCounts {
+  uint32_t memory = 0;
+  uint32_t idle_compute = 0;
+};
+
+// From the stranded memory slices, the free compute slices and the free memory slices some
+// profile of the mix can still cover: an instance takes at least one memory slice per compute
+// slice, so compute beyond the coverable memory can never be used.
+inline StrandedCounts CountStranded(uint32_t stranded_memory, uint32_t free_compute,
+                                    uint32_t coverable_memory) {
+  const uint32_t idle = free_compute > coverable_memory ? free_compute - coverable_memory : 0;
+  return StrandedCounts{stranded_memory, std::min(stranded_memory, idle)};
+}
+
 // What Arrange optimises once the demand mix is known (docs/placement.md).
 struct ArrangeGoal {
   // Per profile index: what one more placeable instance of the profile is worth (MigWeights:
@@ -57,7 +83,7 @@ struct ArrangeGoal {
   bool allow_larger_profiles = false;
   // What each free memory slice that no profile of the mix can cover takes off placeability
   // (MigWeights::StrandedSliceValue); below 0: the slice's GiB (SliceGib()).
-  double stranded_slice_value = -1;
+  StrandedValue stranded;
 };
 
 // How good an arrangement is, for comparing arrangements on different GPUs of a node.
@@ -109,21 +135,22 @@ class GpuMigModel {
                                                      const ArrangeGoal& goal,
                                                      ArrangeScore* score = nullptr) const;
 
-  // Sum over profiles of weight x room, minus the stranded memory (StrandedSlices x SliceGib)
-  // when weights are given: with MigWeights, the memory (GiB) that future requests, drawn from
-  // the demand mix, could still take on this GPU (each profile's room counted on its own),
-  // less the free memory none of them can ever use.
-  // `stranded_slice_value` < 0 counts each stranded slice as its GiB.
+  // Sum over profiles of weight x room, minus the stranded memory (Stranded, valued by
+  // `stranded`) when weights are given: with MigWeights, the memory (GiB) that future requests,
+  // drawn from the demand mix, could still take on this GPU (each profile's room counted on its
+  // own), less the free memory none of them can use until an instance leaves.
   double Placeability(const Layout& layout, const std::vector<double>& profile_weights,
-                      double stranded_slice_value = -1) const;
+                      const StrandedValue& stranded = {}) const;
   // Free memory slices of `layout` that no placement still legal on it, of a profile with a
   // positive weight, covers: memory no request of the mix can use until an instance leaves.
   uint32_t StrandedSlices(const Layout& layout, const std::vector<double>& profile_weights) const;
+  // Those slices, and how many of them leave a compute slice idle too (CountStranded).
+  StrandedCounts Stranded(const Layout& layout, const std::vector<double>& profile_weights) const;
   // Memory of the largest allowed profile that can still be placed (0 when none).
   int32_t LargestPlaceable(const Layout& layout) const;
   // Both at once (one table lookup).
   void Assess(const Layout& layout, const std::vector<double>& profile_weights,
-              double* placeability, int32_t* largest, double stranded_slice_value = -1) const;
+              double* placeability, int32_t* largest, const StrandedValue& stranded = {}) const;
 
   // Longest run of free memory slices.
   uint32_t LargestFreeRun(const Layout& layout) const;
@@ -150,8 +177,8 @@ class GpuMigModel {
                                                          const ArrangeGoal* goal,
                                                          ArrangeScore* score) const;
   // StrandedSlices with the layout's room already looked up.
-  uint32_t StrandedGiven(const Layout& layout, const std::vector<double>& profile_weights,
-                         const ProfileRoom& room) const;
+  StrandedCounts StrandedGiven(const Layout& layout, const std::vector<double>& profile_weights,
+                               const ProfileRoom& room) const;
 
   std::vector<model::MigProfile> profiles_;
   std::vector<bool> allowed_;

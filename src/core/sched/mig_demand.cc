@@ -1,6 +1,7 @@
 #include "core/sched/mig_demand.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/common/strings.h"
@@ -98,12 +99,34 @@ const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model
   const double mass = memory_mass_ + fraction_mass_;
   const double unit =
       mass > 0 ? (memory_mass_ * memory_unit + fraction_mass_ * fraction_unit) / mass : memory_unit;
-  ModelWeights value{Shares(model), unit};
+  // A stranded slice (free memory no profile of the mix can cover) is memory lost to requests
+  // that name memory. To requests for a fraction of a GPU it is lost in full only when it also
+  // leaves a compute slice idle: otherwise the GPU can still fill its compute with instances
+  // (an H100 with 4g + 2g + 1g strands slice 7 and uses all seven compute slices). When most
+  // of them take a whole GPU, what the partly used GPUs must do is fill, so that whole GPUs
+  // stay free, and the slice's memory matters less; when small requests dominate, they compete
+  // for exactly that memory. So the discount grows with the square of the whole-GPU share
+  // (measured against its share and against none: docs/placement.md, "Stranded memory").
+  std::vector<double> shares = Shares(model);
+  const double discount =
+      mass > 0 ? fraction_mass_ / mass * std::pow(WholeGpuShare(model, shares), 2) : 0;
+  ModelWeights value{std::move(shares), mig::StrandedValue{unit * (1 - discount), unit * discount}};
   for (size_t p = 0; p < value.profile_weights.size(); ++p) {
     const auto& placements = model.profiles()[p].placements;
     value.profile_weights[p] *= placements.empty() ? 0 : placements.front().size * unit;
   }
   return cache_.emplace(key, std::move(value)).first->second;
+}
+
+double MigWeights::WholeGpuShare(const mig::GpuMigModel& model, const std::vector<double>& shares) {
+  double whole = 0;
+  double all = 0;
+  for (size_t p = 0; p < shares.size(); ++p) {
+    const auto& placements = model.profiles()[p].placements;
+    all += shares[p];
+    if (!placements.empty() && placements.front().size >= model.memory_slices()) whole += shares[p];
+  }
+  return all > 0 ? whole / all : 0;
 }
 
 std::vector<double> MigWeights::Shares(const mig::GpuMigModel& model) const {

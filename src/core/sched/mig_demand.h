@@ -79,17 +79,20 @@ class MigWeights {
     return Lookup(model).profile_weights;
   }
   // What one free slice that no profile of the mix can cover costs, in the same unit
-  // (mig::ArrangeGoal::stranded_slice_value).
-  double StrandedSliceValue(const mig::GpuMigModel& model) const {
-    return Lookup(model).stranded_slice_value;
+  // (mig::ArrangeGoal::stranded): the unit when it also leaves compute idle; less when its
+  // compute stays usable and requests for whole GPUs dominate a mix of fractions (Lookup).
+  const mig::StrandedValue& Stranded(const mig::GpuMigModel& model) const {
+    return Lookup(model).stranded;
   }
   // The shares alone (they sum to at most 1).
   std::vector<double> Shares(const mig::GpuMigModel& model) const;
+  // Of those shares, the part taken by profiles that fill the whole GPU (0 when none).
+  static double WholeGpuShare(const mig::GpuMigModel& model, const std::vector<double>& shares);
 
  private:
   struct ModelWeights {
     std::vector<double> profile_weights;
-    double stranded_slice_value = 0;
+    mig::StrandedValue stranded;
   };
   const ModelWeights& Lookup(const mig::GpuMigModel& model) const;
 

@@ -398,7 +398,7 @@ const mig::ArrangeGoal& MigArrangeCache::GoalFor(const void* rules, const mig::G
   }
   return goals_
       .emplace_back(rules, mig::ArrangeGoal{&weights.For(model), allow_larger_profiles,
-                                            weights.StrandedSliceValue(model)})
+                                            weights.Stranded(model)})
       .second;
 }
 

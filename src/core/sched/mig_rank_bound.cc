@@ -69,8 +69,9 @@ void MigRankBound::Prepare(const mig::GpuMigModel& model, Rules* rules) const {
   rules->weights = &weights_->For(model);
   const std::vector<double>& w = *rules->weights;
   if (std::any_of(w.begin(), w.end(), [](double x) { return !(x >= 0); })) return;
-  const double stranded = weights_->StrandedSliceValue(model);
-  rules->stranded_slice_value = stranded < 0 ? model.SliceGib() : stranded;
+  rules->stranded = weights_->Stranded(model);
+  if (rules->stranded.memory < 0) rules->stranded.memory = model.SliceGib();
+  rules->compute_slices = model.compute_slices();
   const uint32_t slices = model.memory_slices();
   rules->all_slices = slices >= 32 ? ~0U : (1U << slices) - 1;
   const auto& profiles = model.profiles();
@@ -139,7 +140,13 @@ double MigRankBound::Placeability(Rules& rules, uint32_t state) const {
     }
   }
   // As GpuMigModel::Assess adds it up.
-  sum -= rules.stranded_slice_value * std::popcount(rules.all_slices & ~occupied & ~coverable);
+  const uint32_t compute_used = rules.table->states()[state].compute_used;
+  const mig::StrandedCounts stranded = mig::CountStranded(
+      static_cast<uint32_t>(std::popcount(rules.all_slices & ~occupied & ~coverable)),
+      rules.compute_slices - std::min(rules.compute_slices, compute_used),
+      static_cast<uint32_t>(std::popcount(coverable)));
+  sum -=
+      rules.stranded.memory * stranded.memory + rules.stranded.idle_compute * stranded.idle_compute;
   value = sum;
   return value;
 }

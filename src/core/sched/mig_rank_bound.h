@@ -115,10 +115,11 @@ class MigRankBound {
     const void* identity = nullptr;
     const mig::LayoutTable* table = nullptr;  // nullptr: no bound on GPUs of these rules
     const std::vector<double>* weights = nullptr;
-    double stranded_slice_value = 0;
+    mig::StrandedValue stranded;
     uint32_t all_slices = 0;  // mask of the model's memory slices
-    uint32_t eligible = 0;    // profiles some instance of the pod may take
-    uint32_t positive = 0;    // allowed profiles of weight > 0 (the stranded term's)
+    uint32_t compute_slices = 0;
+    uint32_t eligible = 0;  // profiles some instance of the pod may take
+    uint32_t positive = 0;  // allowed profiles of weight > 0 (the stranded term's)
     uint32_t allowed = 0;
     std::array<int32_t, mig::kMaxProfiles> memory{};  // per profile, MiB
     std::array<int32_t, mig::kMaxProfiles> cores{};   // per profile, core share

@@ -36,7 +36,7 @@ TEST(LayoutTableTest, EveryReachableStateOfEveryModelAgreesWithBruteForce) {
     model.set_table(table);
     // Uniform weights over the profiles: the goal-driven Arrange is exercised on every state.
     const std::vector<double> weights(model.profiles().size(), 1.0);
-    const ArrangeGoal goal{&weights, false};
+    const ArrangeGoal goal{&weights, false, {}};
     for (const Layout& layout : table->states()) {
       ASSERT_NE(table->Find(layout), nullptr);
       // The room the table stores is the room an exhaustive search finds.
@@ -105,7 +105,7 @@ TEST(PlaceabilityTest, OneGLeavesTheFourGPlacementFree) {
   std::vector<double> weights(model.profiles().size(), 0.0);
   weights[model.ProfileIndex("1g.5gb")] = 0.5;
   weights[model.ProfileIndex("4g.20gb")] = 0.5;
-  const ArrangeGoal goal{&weights, false};
+  const ArrangeGoal goal{&weights, false, {}};
   ArrangeScore score;
   auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, goal, &score);
   ASSERT_TRUE(arranged.has_value());
@@ -139,10 +139,69 @@ TEST(PlaceabilityTest, AOneGDoesNotStrandTheLastSliceOfAnA100) {
   EXPECT_EQ(model.StrandedSlices(Layout{}, only_1g), 1U);
   EXPECT_GT(model.Placeability(at0, weights), model.Placeability(at6, weights));
   ArrangeScore score;
-  auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, {&weights, false}, &score);
+  auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, {&weights, false, {}}, &score);
   ASSERT_TRUE(arranged.has_value());
   EXPECT_LE((*arranged)[0].placement.start, 3U);
   EXPECT_NEAR(model.SliceGib(), 40192.0 / 8 / 1024, 1e-12);
+}
+
+// A stranded slice leaves compute idle only when the free compute is more than the coverable
+// memory can hold. An H100 with a 4g at 0-3 and a 2g at 4-5 strands slice 7 (only the 3g at 4-7
+// and the 7g cover it), but its last compute slice still fits the 1g at 6. An A100-40GB with a 3g
+// at 0-3 and a 1g at 6 strands slice 7 and keeps three compute slices for two coverable slices.
+TEST(PlaceabilityTest, StrandedMemoryIdlesComputeOnlyWhenNothingCanUseIt) {
+  auto catalog = GpuModelCatalog::Builtin();
+  ASSERT_TRUE(catalog.ok());
+  const GpuModelSpec* h100_spec = catalog->Find("H100-SXM5-80GB");
+  ASSERT_NE(h100_spec, nullptr);
+  GpuMigModel h100(testing::MigDeviceOf(*h100_spec, "GPU-h"), nullptr);
+  std::vector<double> h100_weights(h100.profiles().size(), 0.0);
+  for (const char* name : {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}) {
+    h100_weights[h100.ProfileIndex(name)] = 1;
+  }
+  Layout full_compute;
+  h100.Place(full_compute, h100.ProfileIndex("4g.40gb"), {0, 4});
+  h100.Place(full_compute, h100.ProfileIndex("2g.20gb"), {4, 2});
+  const StrandedCounts h100_counts = h100.Stranded(full_compute, h100_weights);
+  EXPECT_EQ(h100_counts.memory, 1U);
+  EXPECT_EQ(h100_counts.idle_compute, 0U);
+
+  GpuMigModel a100(testing::A100Mig("GPU-a"), nullptr);
+  std::vector<double> a100_weights(a100.profiles().size(), 0.0);
+  a100_weights[a100.ProfileIndex("1g.5gb")] = 1;
+  a100_weights[a100.ProfileIndex("3g.20gb")] = 1;
+  Layout idle;
+  a100.Place(idle, a100.ProfileIndex("3g.20gb"), {0, 4});
+  a100.Place(idle, a100.ProfileIndex("1g.5gb"), {6, 1});
+  const StrandedCounts a100_counts = a100.Stranded(idle, a100_weights);
+  EXPECT_EQ(a100_counts.memory, 1U);
+  EXPECT_EQ(a100_counts.idle_compute, 1U);
+
+  // Valued: the idle-compute part is added on top of the memory part.
+  const StrandedValue value{2.0, 3.0};
+  EXPECT_DOUBLE_EQ(h100.Placeability(full_compute, h100_weights, StrandedValue{0, 0}) -
+                       h100.Placeability(full_compute, h100_weights, value),
+                   2.0);
+  EXPECT_DOUBLE_EQ(a100.Placeability(idle, a100_weights, StrandedValue{0, 0}) -
+                       a100.Placeability(idle, a100_weights, value),
+                   5.0);
+  EXPECT_EQ(CountStranded(3, 5, 4).idle_compute, 1U);
+  EXPECT_EQ(CountStranded(1, 5, 1).idle_compute, 1U);  // never more than the stranded memory
+  EXPECT_EQ(CountStranded(2, 1, 3).idle_compute, 0U);
+}
+
+// CountStranded assumes an instance takes at least one memory slice per compute slice: true of
+// every profile of every built-in model.
+TEST(PlaceabilityTest, NoProfileHasMoreComputeThanMemorySlices) {
+  auto catalog = GpuModelCatalog::Builtin();
+  ASSERT_TRUE(catalog.ok());
+  for (const auto& spec : catalog->models()) {
+    for (const auto& profile : spec.profiles) {
+      for (const auto& placement : profile.placements) {
+        EXPECT_GE(placement.size, profile.slice_count) << spec.model << " " << profile.name;
+      }
+    }
+  }
 }
 
 // A100-80GB and H100-80GB have the same profile names and placements but different memory per

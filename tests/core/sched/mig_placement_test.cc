@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
+#include "core/mig/catalog.h"
 #include "core/sched/scheduler.h"
 #include "support/builders.h"
 
@@ -88,8 +90,9 @@ TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
   const MigWeights by_fraction(fractions, *no_prior);
   EXPECT_DOUBLE_EQ(by_fraction.For(a100)[a100_1g], 1.0 / 8 * MigWeights::kGpuAsGib);
   EXPECT_DOUBLE_EQ(by_fraction.For(rtx)[rtx_1g], 3.0 / 12 * MigWeights::kGpuAsGib);
-  EXPECT_DOUBLE_EQ(by_fraction.StrandedSliceValue(a100), MigWeights::kGpuAsGib / 8);
-  EXPECT_DOUBLE_EQ(by_fraction.StrandedSliceValue(rtx), MigWeights::kGpuAsGib / 12);
+  EXPECT_DOUBLE_EQ(by_fraction.Stranded(a100).memory, MigWeights::kGpuAsGib / 8);
+  EXPECT_DOUBLE_EQ(by_fraction.Stranded(rtx).memory, MigWeights::kGpuAsGib / 12);
+  EXPECT_DOUBLE_EQ(by_fraction.Stranded(a100).idle_compute, 0);  // no whole-GPU requests
 
   // Memory: a profile is worth the GiB of its slices.
   MigDemandMix memory(1.0);
@@ -97,7 +100,8 @@ TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
   const MigWeights by_memory(memory, *no_prior);
   EXPECT_DOUBLE_EQ(by_memory.For(a100)[a100_1g], a100.SliceGib());
   EXPECT_DOUBLE_EQ(by_memory.For(rtx)[rtx_1g], 3 * rtx.SliceGib());
-  EXPECT_DOUBLE_EQ(by_memory.StrandedSliceValue(rtx), rtx.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.Stranded(rtx).memory, rtx.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.Stranded(rtx).idle_compute, 0);
 
   // Both kinds: the units blend by request count (one memory request, three percentages).
   MigDemandMix both(1.0);
@@ -105,8 +109,49 @@ TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
   both.Observe(MigDemandKey{0, 10, 0}, 3);
   const MigWeights blended(both, *no_prior);
   const double unit = (1 * a100.SliceGib() + 3 * MigWeights::kGpuAsGib / 8) / 4;
-  EXPECT_DOUBLE_EQ(blended.StrandedSliceValue(a100), unit);
+  EXPECT_DOUBLE_EQ(blended.Stranded(a100).memory, unit);
   EXPECT_DOUBLE_EQ(blended.For(a100)[a100_1g], 1.0 * unit);  // every request takes the 1g
+}
+
+// A stranded slice whose compute stays usable is discounted by the share of requests for a
+// fraction of a GPU times the square of the whole-GPU share; memory requests get no discount,
+// and a slice that idles compute too costs the full unit either way.
+TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
+  auto catalog = mig::GpuModelCatalog::Builtin();
+  ASSERT_TRUE(catalog.ok());
+  const mig::GpuModelSpec* spec = catalog->Find("H100-SXM5-80GB");
+  ASSERT_NE(spec, nullptr);
+  mig::GpuMigModel h100(testing::MigDeviceOf(*spec, "GPU-h"), nullptr);
+  auto no_prior = ParseMigPrior("", 0);
+  ASSERT_TRUE(no_prior.ok());
+  const double unit = MigWeights::kGpuAsGib / 8;
+
+  MigDemandMix fractions(1.0);
+  fractions.Observe(MigDemandKey{0, 100, 0}, 3);  // 7g.80gb: the whole GPU
+  fractions.Observe(MigDemandKey{0, 10, 0}, 1);   // 1g.10gb
+  const MigWeights mostly_whole(fractions, *no_prior);
+  EXPECT_DOUBLE_EQ(MigWeights::WholeGpuShare(h100, mostly_whole.Shares(h100)), 0.75);
+  const mig::StrandedValue value = mostly_whole.Stranded(h100);
+  EXPECT_DOUBLE_EQ(value.memory, unit * (1 - 0.75 * 0.75));
+  EXPECT_DOUBLE_EQ(value.memory + value.idle_compute, unit);
+
+  // A quarter of the requests name memory: only the fractions' part is discounted.
+  MigDemandMix both(1.0);
+  both.Observe(MigDemandKey{0, 100, 0}, 3);
+  both.Observe(MigDemandKey{9000, 0, 0}, 1);  // 1g.10gb
+  const MigWeights blended(both, *no_prior);
+  const double blended_unit = (1 * h100.SliceGib() + 3 * unit) / 4;
+  const double discount = 0.75 * std::pow(0.75, 2);
+  EXPECT_DOUBLE_EQ(blended.Stranded(h100).memory, blended_unit * (1 - discount));
+  EXPECT_DOUBLE_EQ(blended.Stranded(h100).idle_compute, blended_unit * discount);
+
+  // Only memory requests, most of them whole GPUs: every stranded slice costs its GiB.
+  MigDemandMix memory(1.0);
+  memory.Observe(MigDemandKey{80000, 0, 0}, 3);
+  memory.Observe(MigDemandKey{9000, 0, 0}, 1);
+  const MigWeights by_memory(memory, *no_prior);
+  EXPECT_DOUBLE_EQ(by_memory.Stranded(h100).memory, h100.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.Stranded(h100).idle_compute, 0);
 }
 
 class MigNodeScoringTest : public ::testing::Test {

@@ -231,7 +231,7 @@ TEST(MigPlanReuseTest, TheCacheKeepsTheArrangementArrangeChooses) {
   MigArrangeCache cache;
   const mig::ArrangeGoal& goal = cache.GoalFor(model, weights, false);
   EXPECT_EQ(goal.profile_weights, &weights.For(model));
-  EXPECT_EQ(goal.stranded_slice_value, weights.StrandedSliceValue(model));
+  EXPECT_EQ(goal.stranded, weights.Stranded(model));
   EXPECT_EQ(&cache.GoalFor(model, weights, false), &goal);  // looked up once
   mig::Layout layout;
   model.Place(layout, model.ProfileIndex("1g.5gb"), model.profiles()[0].placements.back());
