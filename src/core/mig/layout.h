@@ -82,7 +82,7 @@ struct ArrangeGoal {
   // when it leaves more placeability.
   bool allow_larger_profiles = false;
   // What each free memory slice that no profile of the mix can cover takes off placeability
-  // (MigWeights::StrandedSliceValue); below 0: the slice's GiB (SliceGib()).
+  // (MigWeights::Stranded; StrandedValue above).
   StrandedValue stranded;
 };
 
