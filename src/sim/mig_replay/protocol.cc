@@ -57,13 +57,11 @@ int64_t IntendedServedSlices(const MigCluster& cluster, int type) {
 RunMetrics RunSaturation(Placer& placer, const std::vector<Arrival>& arrivals,
                          int stop_after_rejections) {
   RunMetrics m;
-  m.arrived = static_cast<int64_t>(arrivals.size());
-  for (const Arrival& a : arrivals) ++m.OfType(a.type).arrived;  // the unseen rest included
+  for (const Arrival& a : arrivals) m.CountArrived(a.type);  // the unseen rest included
   int consecutive = 0;
   for (size_t i = 0; i < arrivals.size(); ++i) {
     if (placer.Place(ArrivalKey(i), arrivals[i].type)) {
-      ++m.accepted;
-      ++m.OfType(arrivals[i].type).accepted;
+      m.CountAccepted(arrivals[i].type);
       m.served_slices += placer.ServedSlices(ArrivalKey(i), arrivals[i].type);
       consecutive = 0;
     } else if (stop_after_rejections > 0 && ++consecutive >= stop_after_rejections) {
@@ -94,16 +92,14 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
     if (measured) {
       Accumulate(sum, placer.Measure());
       served_sum += static_cast<double>(resident_served);
-      ++m.arrived;
-      ++m.OfType(a.type).arrived;
+      m.CountArrived(a.type);
     }
     if (!placer.Place(ArrivalKey(i), a.type)) continue;
     departures.emplace(a.time + a.lifetime, i);
     const int64_t served = placer.ServedSlices(ArrivalKey(i), a.type);
     resident_served += served;
     if (measured) {
-      ++m.accepted;
-      ++m.OfType(a.type).accepted;
+      m.CountAccepted(a.type);
       m.served_slices += served;
     }
   }
@@ -136,8 +132,7 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
     const int64_t served = placer.ServedSlices(ArrivalKey(i), a.type);
     resident_served += served;
     if (i >= warmup) {
-      ++m.ever_placed;
-      ++m.OfType(a.type).ever_placed;
+      m.CountEverPlaced(a.type);
       m.wait_sum += now - a.time;
       m.served_slices += served;
     }
@@ -174,14 +169,10 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
     if (measured) {
       Accumulate(sum, placer.Measure());
       served_sum += static_cast<double>(resident_served);
-      ++m.arrived;
-      ++m.OfType(a.type).arrived;
+      m.CountArrived(a.type);
     }
     if (place(i, a.time)) {
-      if (measured) {
-        ++m.accepted;
-        ++m.OfType(a.type).accepted;
-      }
+      if (measured) m.CountAccepted(a.type);
     } else {
       waiting.push_back(i);
     }

@@ -58,6 +58,13 @@ struct TypeOutcome {
   int64_t arrived = 0;
   int64_t accepted = 0;
   int64_t ever_placed = 0;  // pending-queue protocol only
+  TypeOutcome& operator+=(const TypeOutcome& o) {
+    arrived += o.arrived;
+    accepted += o.accepted;
+    ever_placed += o.ever_placed;
+    return *this;
+  }
+  bool operator==(const TypeOutcome&) const = default;
 };
 
 struct RunMetrics {
@@ -89,6 +96,19 @@ struct RunMetrics {
   TypeOutcome& OfType(int type) {
     if (static_cast<size_t>(type) >= by_type.size()) by_type.resize(static_cast<size_t>(type) + 1);
     return by_type[static_cast<size_t>(type)];
+  }
+  // Counts one request of `type` in the total and in its type's part at once.
+  void CountArrived(int type) {
+    ++arrived;
+    ++OfType(type).arrived;
+  }
+  void CountAccepted(int type) {
+    ++accepted;
+    ++OfType(type).accepted;
+  }
+  void CountEverPlaced(int type) {
+    ++ever_placed;
+    ++OfType(type).ever_placed;
   }
 };
 

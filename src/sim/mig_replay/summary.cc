@@ -125,9 +125,7 @@ std::string TypesCsv(const std::vector<RunRecord>& records) {
     Group& g = groups[it->second];
     ++g.n_seeds;
     for (size_t t = 0; t < r.metrics.by_type.size() && t < g.sums.size(); ++t) {
-      g.sums[t].arrived += r.metrics.by_type[t].arrived;
-      g.sums[t].accepted += r.metrics.by_type[t].accepted;
-      g.sums[t].ever_placed += r.metrics.by_type[t].ever_placed;
+      g.sums[t] += r.metrics.by_type[t];
     }
   }
   const auto pct = [](int64_t part, int64_t whole) {

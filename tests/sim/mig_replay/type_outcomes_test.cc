@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <vector>
 
 #include "sim/mig_replay/benchmark.h"
@@ -16,6 +17,16 @@ TypeOutcome Outcome(const RunMetrics& m, int type) {
   return static_cast<size_t>(type) < m.by_type.size() ? m.by_type[type] : TypeOutcome{};
 }
 
+}  // namespace
+
+// Readable failures: {arrived, accepted, ever_placed}.
+void PrintTo(const TypeOutcome& o, std::ostream* os) {
+  *os << "{arrived " << o.arrived << ", accepted " << o.accepted << ", ever placed "
+      << o.ever_placed << "}";
+}
+
+namespace {
+
 TEST(TypeOutcomes, SaturationCountsTheUnseenRestOfTheStreamAsArrived) {
   UnitPlacer placer(3);
   // p0 (1 unit) and p1 (2 units) fill the cluster; p2 and p3 are refused, which ends the run;
@@ -23,12 +34,9 @@ TEST(TypeOutcomes, SaturationCountsTheUnseenRestOfTheStreamAsArrived) {
   const std::vector<Arrival> arrivals = {At(0, 0, 0), At(1, 0, 0), At(0, 0, 0),
                                          At(1, 0, 0), At(2, 0, 0), At(0, 0, 0)};
   const RunMetrics m = RunSaturation(placer, arrivals, 2);
-  EXPECT_EQ(Outcome(m, 0).arrived, 3);
-  EXPECT_EQ(Outcome(m, 0).accepted, 1);
-  EXPECT_EQ(Outcome(m, 1).arrived, 2);
-  EXPECT_EQ(Outcome(m, 1).accepted, 1);
-  EXPECT_EQ(Outcome(m, 2).arrived, 1);
-  EXPECT_EQ(Outcome(m, 2).accepted, 0);
+  EXPECT_EQ(Outcome(m, 0), (TypeOutcome{3, 1, 0}));
+  EXPECT_EQ(Outcome(m, 1), (TypeOutcome{2, 1, 0}));
+  EXPECT_EQ(Outcome(m, 2), (TypeOutcome{1, 0, 0}));
   EXPECT_EQ(m.arrived, 6);
   EXPECT_EQ(m.accepted, 2);
 }
@@ -39,10 +47,8 @@ TEST(TypeOutcomes, SteadyStateCountsOnlyTheMeasuredArrivals) {
   // p3 finds none.
   const std::vector<Arrival> arrivals = {At(0, 0, 10), At(1, 1, 1), At(0, 2, 1), At(0, 2.5, 1)};
   const RunMetrics m = RunSteadyState(placer, arrivals, 1);
-  EXPECT_EQ(Outcome(m, 0).arrived, 2);
-  EXPECT_EQ(Outcome(m, 0).accepted, 1);
-  EXPECT_EQ(Outcome(m, 1).arrived, 1);
-  EXPECT_EQ(Outcome(m, 1).accepted, 0);
+  EXPECT_EQ(Outcome(m, 0), (TypeOutcome{2, 1, 0}));
+  EXPECT_EQ(Outcome(m, 1), (TypeOutcome{1, 0, 0}));
   EXPECT_EQ(m.arrived, 3);
   EXPECT_EQ(m.accepted, 1);
 }
@@ -53,12 +59,8 @@ TEST(TypeOutcomes, PendingQueueCountsPlacementsOnArrivalAndAfterWaiting) {
   // still waits at the end.
   const std::vector<Arrival> arrivals = {At(1, 0, 2), At(0, 1, 0.5), At(0, 2.4, 1), At(1, 2.6, 1)};
   const RunMetrics m = RunPendingQueue(placer, arrivals, 0);
-  EXPECT_EQ(Outcome(m, 0).arrived, 2);
-  EXPECT_EQ(Outcome(m, 0).accepted, 1);
-  EXPECT_EQ(Outcome(m, 0).ever_placed, 2);
-  EXPECT_EQ(Outcome(m, 1).arrived, 2);
-  EXPECT_EQ(Outcome(m, 1).accepted, 1);
-  EXPECT_EQ(Outcome(m, 1).ever_placed, 1);
+  EXPECT_EQ(Outcome(m, 0), (TypeOutcome{2, 1, 2}));
+  EXPECT_EQ(Outcome(m, 1), (TypeOutcome{2, 1, 1}));
   EXPECT_EQ(m.ever_placed, 3);
 }
 
