@@ -230,11 +230,6 @@ double GpuMigModel::Placeability(const Layout& layout, const std::vector<double>
   return value;
 }
 
-uint32_t GpuMigModel::StrandedSlices(const Layout& layout,
-                                     const std::vector<double>& profile_weights) const {
-  return StrandedGiven(layout, profile_weights, Room(layout)).memory;
-}
-
 StrandedCounts GpuMigModel::Stranded(const Layout& layout,
                                      const std::vector<double>& profile_weights) const {
   return StrandedGiven(layout, profile_weights, Room(layout));

@@ -47,7 +47,7 @@ struct InstanceChoice {
 };
 
 // What free memory that no profile of the mix can cover takes off placeability, per stranded
-// slice (StrandedSlices). `memory` counts every such slice (below 0: the slice's GiB,
+// slice (GpuMigModel::Stranded). `memory` counts every such slice (below 0: the slice's GiB,
 // SliceGib()); `idle_compute` is added for each one that also leaves a compute slice idle, i.e.
 // up to the free compute slices the coverable memory cannot hold (StrandedCounts).
 struct StrandedValue {
@@ -142,9 +142,8 @@ class GpuMigModel {
   double Placeability(const Layout& layout, const std::vector<double>& profile_weights,
                       const StrandedValue& stranded = {}) const;
   // Free memory slices of `layout` that no placement still legal on it, of a profile with a
-  // positive weight, covers: memory no request of the mix can use until an instance leaves.
-  uint32_t StrandedSlices(const Layout& layout, const std::vector<double>& profile_weights) const;
-  // Those slices, and how many of them leave a compute slice idle too (CountStranded).
+  // positive weight, covers (memory no request of the mix can use until an instance leaves),
+  // and how many of them leave a compute slice idle too (CountStranded).
   StrandedCounts Stranded(const Layout& layout, const std::vector<double>& profile_weights) const;
   // Memory of the largest allowed profile that can still be placed (0 when none).
   int32_t LargestPlaceable(const Layout& layout) const;
@@ -176,7 +175,7 @@ class GpuMigModel {
                                                          const std::vector<InstanceDemand>& demands,
                                                          const ArrangeGoal* goal,
                                                          ArrangeScore* score) const;
-  // StrandedSlices with the layout's room already looked up.
+  // Stranded with the layout's room already looked up.
   StrandedCounts StrandedGiven(const Layout& layout, const std::vector<double>& profile_weights,
                                const ProfileRoom& room) const;
 

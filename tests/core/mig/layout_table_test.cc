@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
 #include "core/mig/catalog.h"
 #include "support/builders.h"
 
@@ -130,13 +134,13 @@ TEST(PlaceabilityTest, AOneGDoesNotStrandTheLastSliceOfAnA100) {
   model.Place(at6, model.ProfileIndex("1g.5gb"), {6, 1});
   Layout at0;
   model.Place(at0, model.ProfileIndex("1g.5gb"), {0, 1});
-  EXPECT_EQ(model.StrandedSlices(at6, weights), 1U);
-  EXPECT_EQ(model.StrandedSlices(at0, weights), 0U);
-  EXPECT_EQ(model.StrandedSlices(Layout{}, weights), 0U);
+  EXPECT_EQ(model.Stranded(at6, weights).memory, 1U);
+  EXPECT_EQ(model.Stranded(at0, weights).memory, 0U);
+  EXPECT_EQ(model.Stranded(Layout{}, weights).memory, 0U);
   // Without a 3g in the mix, slice 7 is of no use to anything placeable.
   std::vector<double> only_1g(model.profiles().size(), 0.0);
   only_1g[model.ProfileIndex("1g.5gb")] = 1;
-  EXPECT_EQ(model.StrandedSlices(Layout{}, only_1g), 1U);
+  EXPECT_EQ(model.Stranded(Layout{}, only_1g).memory, 1U);
   EXPECT_GT(model.Placeability(at0, weights), model.Placeability(at6, weights));
   ArrangeScore score;
   auto arranged = model.Arrange(Layout{}, {InstanceDemand{4000, 0}}, {&weights, false, {}}, &score);
@@ -149,33 +153,43 @@ TEST(PlaceabilityTest, AOneGDoesNotStrandTheLastSliceOfAnA100) {
 // memory can hold. An H100 with a 4g at 0-3 and a 2g at 4-5 strands slice 7 (only the 3g at 4-7
 // and the 7g cover it), but its last compute slice still fits the 1g at 6. An A100-40GB with a 3g
 // at 0-3 and a 1g at 6 strands slice 7 and keeps three compute slices for two coverable slices.
+// Weight 1 for each named profile, 0 for the others.
+std::vector<double> WeightsFor(const GpuMigModel& model, std::initializer_list<const char*> names) {
+  std::vector<double> weights(model.profiles().size(), 0.0);
+  for (const char* name : names) weights[model.ProfileIndex(name)] = 1;
+  return weights;
+}
+
+// A layout of (profile, start) instances, each at its profile's size.
+Layout LayoutOf(const GpuMigModel& model,
+                std::initializer_list<std::pair<const char*, uint32_t>> instances) {
+  Layout layout;
+  for (const auto& [name, start] : instances) {
+    const int p = model.ProfileIndex(name);
+    model.Place(layout, p, {start, model.profiles()[p].placements.front().size});
+  }
+  return layout;
+}
+
 TEST(PlaceabilityTest, StrandedMemoryIdlesComputeOnlyWhenNothingCanUseIt) {
   auto catalog = GpuModelCatalog::Builtin();
   ASSERT_TRUE(catalog.ok());
   const GpuModelSpec* h100_spec = catalog->Find("H100-SXM5-80GB");
   ASSERT_NE(h100_spec, nullptr);
   GpuMigModel h100(testing::MigDeviceOf(*h100_spec, "GPU-h"), nullptr);
-  std::vector<double> h100_weights(h100.profiles().size(), 0.0);
-  for (const char* name : {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}) {
-    h100_weights[h100.ProfileIndex(name)] = 1;
-  }
-  Layout full_compute;
-  h100.Place(full_compute, h100.ProfileIndex("4g.40gb"), {0, 4});
-  h100.Place(full_compute, h100.ProfileIndex("2g.20gb"), {4, 2});
-  const StrandedCounts h100_counts = h100.Stranded(full_compute, h100_weights);
-  EXPECT_EQ(h100_counts.memory, 1U);
-  EXPECT_EQ(h100_counts.idle_compute, 0U);
+  const std::vector<double> h100_weights =
+      WeightsFor(h100, {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"});
+  const Layout full_compute = LayoutOf(h100, {{"4g.40gb", 0}, {"2g.20gb", 4}});
+  ASSERT_EQ(full_compute.compute_used, 6U);
+  EXPECT_EQ(h100.Stranded(full_compute, h100_weights).memory, 1U);
+  EXPECT_EQ(h100.Stranded(full_compute, h100_weights).idle_compute, 0U);
 
   GpuMigModel a100(testing::A100Mig("GPU-a"), nullptr);
-  std::vector<double> a100_weights(a100.profiles().size(), 0.0);
-  a100_weights[a100.ProfileIndex("1g.5gb")] = 1;
-  a100_weights[a100.ProfileIndex("3g.20gb")] = 1;
-  Layout idle;
-  a100.Place(idle, a100.ProfileIndex("3g.20gb"), {0, 4});
-  a100.Place(idle, a100.ProfileIndex("1g.5gb"), {6, 1});
-  const StrandedCounts a100_counts = a100.Stranded(idle, a100_weights);
-  EXPECT_EQ(a100_counts.memory, 1U);
-  EXPECT_EQ(a100_counts.idle_compute, 1U);
+  const std::vector<double> a100_weights = WeightsFor(a100, {"1g.5gb", "3g.20gb"});
+  const Layout idle = LayoutOf(a100, {{"3g.20gb", 0}, {"1g.5gb", 6}});
+  ASSERT_EQ(idle.compute_used, 4U);
+  EXPECT_EQ(a100.Stranded(idle, a100_weights).memory, 1U);
+  EXPECT_EQ(a100.Stranded(idle, a100_weights).idle_compute, 1U);
 
   // Valued: the idle-compute part is added on top of the memory part.
   const StrandedValue value{2.0, 3.0};
