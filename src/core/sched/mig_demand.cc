@@ -107,10 +107,21 @@ const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model
   // stay free, and the slice's memory matters less; when small requests dominate, they compete
   // for exactly that memory. So the discount grows with the square of the whole-GPU share
   // (measured against its share and against none: docs/placement.md, "Stranded memory").
+  //
+  // Requests that name memory lose a stranded slice for as long as it stays stranded (at
+  // saturation, for good), while room is only capacity that requests of the right shape may
+  // take. At the unit's value a 1g that strands the last slice of an A100 next to three 1g
+  // cost less than opening an empty GPU, whose whole-GPU room a 20% share of 7g requests values
+  // at 1.6 slices; so GPUs filled with 1g and the 3g went in pairs. Twice the value turns that
+  // (weights 1 to 3 measured: docs/placement.md, "Stranded memory counts twice for memory
+  // requests"); with no requests seen yet, the unit is GiB and so is this.
+  const double memory_share = mass > 0 ? memory_mass_ / mass : 1;
+  const double stranded_unit = unit * (1 + (kStrandedMemoryWeight - 1) * memory_share);
   std::vector<double> shares = Shares(model);
   const double discount =
       mass > 0 ? fraction_mass_ / mass * std::pow(WholeGpuShare(model, shares), 2) : 0;
-  ModelWeights value{std::move(shares), mig::StrandedValue{unit * (1 - discount), unit * discount}};
+  ModelWeights value{std::move(shares),
+                     mig::StrandedValue{stranded_unit * (1 - discount), stranded_unit * discount}};
   for (size_t p = 0; p < value.profile_weights.size(); ++p) {
     const auto& placements = model.profiles()[p].placements;
     value.profile_weights[p] *= placements.empty() ? 0 : placements.front().size * unit;

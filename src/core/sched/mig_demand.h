@@ -71,6 +71,8 @@ class MigWeights {
   // One whole GPU, for requests that name a fraction of it: only a mix of both kinds depends on
   // this scale.
   static constexpr double kGpuAsGib = 80.0;
+  // What a stranded slice costs requests that name memory, in units of its value (Lookup).
+  static constexpr double kStrandedMemoryWeight = 2.0;
 
   MigWeights(const MigDemandMix& mix, const MigPrior& prior);
   // Per profile of the model: its share of future requests times its size in the units above,
@@ -79,8 +81,9 @@ class MigWeights {
     return Lookup(model).profile_weights;
   }
   // What one free slice that no profile of the mix can cover costs, in the same unit
-  // (mig::ArrangeGoal::stranded): the unit when it also leaves compute idle; less when its
-  // compute stays usable and requests for whole GPUs dominate a mix of fractions (Lookup).
+  // (mig::ArrangeGoal::stranded): twice the unit for requests that name memory; for requests
+  // for a fraction of a GPU the unit when it also leaves compute idle, and less when its
+  // compute stays usable and requests for whole GPUs dominate (Lookup).
   const mig::StrandedValue& Stranded(const mig::GpuMigModel& model) const {
     return Lookup(model).stranded;
   }

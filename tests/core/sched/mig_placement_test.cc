@@ -94,13 +94,13 @@ TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
   EXPECT_DOUBLE_EQ(by_fraction.Stranded(rtx).memory, MigWeights::kGpuAsGib / 12);
   EXPECT_DOUBLE_EQ(by_fraction.Stranded(a100).idle_compute, 0);  // no whole-GPU requests
 
-  // Memory: a profile is worth the GiB of its slices.
+  // Memory: a profile is worth the GiB of its slices; a stranded slice twice its GiB.
   MigDemandMix memory(1.0);
   memory.Observe(MigDemandKey{4000, 0, 0}, 4);
   const MigWeights by_memory(memory, *no_prior);
   EXPECT_DOUBLE_EQ(by_memory.For(a100)[a100_1g], a100.SliceGib());
   EXPECT_DOUBLE_EQ(by_memory.For(rtx)[rtx_1g], 3 * rtx.SliceGib());
-  EXPECT_DOUBLE_EQ(by_memory.Stranded(rtx).memory, rtx.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.Stranded(rtx).memory, 2 * rtx.SliceGib());
   EXPECT_DOUBLE_EQ(by_memory.Stranded(rtx).idle_compute, 0);
 
   // Both kinds: the units blend by request count (one memory request, three percentages).
@@ -108,14 +108,20 @@ TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
   both.Observe(MigDemandKey{4000, 0, 0}, 1);
   both.Observe(MigDemandKey{0, 10, 0}, 3);
   const MigWeights blended(both, *no_prior);
+  // A stranded slice weighs twice for the memory request's quarter.
   const double unit = (1 * a100.SliceGib() + 3 * MigWeights::kGpuAsGib / 8) / 4;
-  EXPECT_DOUBLE_EQ(blended.Stranded(a100).memory, unit);
+  EXPECT_DOUBLE_EQ(blended.Stranded(a100).memory, unit * 1.25);
   EXPECT_DOUBLE_EQ(blended.For(a100)[a100_1g], 1.0 * unit);  // every request takes the 1g
+
+  // Nothing seen yet: GiB, as for memory requests.
+  const MigWeights unseen(MigDemandMix(1.0), *no_prior);
+  EXPECT_DOUBLE_EQ(unseen.Stranded(a100).memory, 2 * a100.SliceGib());
 }
 
 // A stranded slice whose compute stays usable is discounted by the share of requests for a
-// fraction of a GPU times the square of the whole-GPU share; memory requests get no discount,
-// and a slice that idles compute too costs the full unit either way.
+// fraction of a GPU times the square of the whole-GPU share; memory requests get no discount
+// (their stranded slice weighs twice), and a slice that idles compute too costs the full
+// value either way.
 TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
   auto catalog = mig::GpuModelCatalog::Builtin();
   ASSERT_TRUE(catalog.ok());
@@ -135,22 +141,23 @@ TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
   EXPECT_DOUBLE_EQ(value.memory, unit * (1 - 0.75 * 0.75));
   EXPECT_DOUBLE_EQ(value.memory + value.idle_compute, unit);
 
-  // A quarter of the requests name memory: only the fractions' part is discounted.
+  // A quarter of the requests name memory: only the fractions' part is discounted, and that
+  // quarter weighs a stranded slice twice.
   MigDemandMix both(1.0);
   both.Observe(MigDemandKey{0, 100, 0}, 3);
   both.Observe(MigDemandKey{9000, 0, 0}, 1);  // 1g.10gb
   const MigWeights blended(both, *no_prior);
-  const double blended_unit = (1 * h100.SliceGib() + 3 * unit) / 4;
+  const double blended_unit = (1 * h100.SliceGib() + 3 * unit) / 4 * 1.25;
   const double discount = 0.75 * std::pow(0.75, 2);
   EXPECT_DOUBLE_EQ(blended.Stranded(h100).memory, blended_unit * (1 - discount));
   EXPECT_DOUBLE_EQ(blended.Stranded(h100).idle_compute, blended_unit * discount);
 
-  // Only memory requests, most of them whole GPUs: every stranded slice costs its GiB.
+  // Only memory requests, most of them whole GPUs: every stranded slice costs twice its GiB.
   MigDemandMix memory(1.0);
   memory.Observe(MigDemandKey{80000, 0, 0}, 3);
   memory.Observe(MigDemandKey{9000, 0, 0}, 1);
   const MigWeights by_memory(memory, *no_prior);
-  EXPECT_DOUBLE_EQ(by_memory.Stranded(h100).memory, h100.SliceGib());
+  EXPECT_DOUBLE_EQ(by_memory.Stranded(h100).memory, 2 * h100.SliceGib());
   EXPECT_DOUBLE_EQ(by_memory.Stranded(h100).idle_compute, 0);
 }
 
