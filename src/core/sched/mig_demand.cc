@@ -110,11 +110,11 @@ const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model
   //
   // Requests that name memory lose a stranded slice for as long as it stays stranded (at
   // saturation, for good), while room is only capacity that requests of the right shape may
-  // take. At the unit's value a 1g that strands the last slice of an A100 next to three 1g
-  // cost less than opening an empty GPU, whose whole-GPU room a 20% share of 7g requests values
-  // at 1.6 slices; so GPUs filled with 1g and the 3g went in pairs. Twice the value turns that
-  // (weights 1 to 3 measured: docs/placement.md, "Stranded memory counts twice for memory
-  // requests"); with no requests seen yet, the unit is GiB and so is this.
+  // take. At the unit's value, a 1g at slices 4-6 of an A100 whose slices 0-3 are taken (it
+  // strands slice 7) cost less than opening an empty GPU, whose room for a 7g a 20% share of 7g
+  // requests values at 1.6 slices; so GPUs filled with 1g and the 3g went in pairs. Twice the
+  // value turns that (weights 1 to 3 measured: docs/placement.md, "Stranded memory counts
+  // twice for memory requests"); with no requests seen yet, the unit is GiB and so is this.
   const double memory_share = mass > 0 ? memory_mass_ / mass : 1;
   const double stranded_unit = unit * (1 + (kStrandedMemoryWeight - 1) * memory_share);
   std::vector<double> shares = Shares(model);
