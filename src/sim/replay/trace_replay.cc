@@ -31,17 +31,26 @@ double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
   return NAN;
 }
 
+// The run's allocation ratio at kMaxArrivedPct, as the summary averages it: per seed, so that
+// two policies can be compared seed by seed (they replay the same pods). Empty without a sample.
+std::string AllocationAtMaxLoad(const RunSeries& series) {
+  if (series.gpu_alloc_pct.size() <= static_cast<size_t>(kMaxArrivedPct)) return "";
+  const double value = series.gpu_alloc_pct[kMaxArrivedPct];
+  return std::isnan(value) ? "" : FormatFixed(value, 2);
+}
+
 std::string RunsCsv(const std::string& workload, const std::vector<PolicyRuns>& policies) {
   CsvWriter csv({"workload", "policy", "seed", "pods", "scheduled", "failed_cpu_only",
-                 "failed_sharing", "failed_one_gpu", "failed_multi_gpu", "wall_seconds",
-                 "decision_p99_us", "decision_p50_us"});
+                 "failed_sharing", "failed_one_gpu", "failed_multi_gpu", "gpu_alloc_pct_at_130",
+                 "wall_seconds", "decision_p99_us", "decision_p50_us"});
   for (const auto& p : policies) {
     for (const auto& r : p.runs) {
       csv.Row({workload, p.policy, std::to_string(r.seed), std::to_string(r.pods),
                std::to_string(r.scheduled), std::to_string(r.failed_by_kind[0]),
                std::to_string(r.failed_by_kind[1]), std::to_string(r.failed_by_kind[2]),
-               std::to_string(r.failed_by_kind[3]), FormatFixed(r.wall_seconds, 4),
-               FormatFixed(r.decision_p99_us, 2), FormatFixed(r.decision_p50_us, 2)});
+               std::to_string(r.failed_by_kind[3]), AllocationAtMaxLoad(r.series),
+               FormatFixed(r.wall_seconds, 4), FormatFixed(r.decision_p99_us, 2),
+               FormatFixed(r.decision_p50_us, 2)});
     }
   }
   return csv.text();
