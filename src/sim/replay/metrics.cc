@@ -130,6 +130,11 @@ TargetWorkload BuildTargetWorkload(const std::vector<TracePod>& original_pods, i
   target.pods = static_cast<int64_t>(original_pods.size());
   target.distinct_shapes = sorted.size();
   if (sorted.empty()) return target;
+  target.distribution.reserve(sorted.size());
+  for (const auto& [key, counted] : sorted) {
+    target.distribution.push_back(
+        TargetShape{counted.second, counted.first, static_cast<double>(counted.first) / total});
+  }
 
   // GetTypicalPods with podIncreaseStep 1: take shapes until they cover the threshold.
   const double expected = static_cast<double>(popularity_pct) * total / 100.0;

@@ -43,6 +43,10 @@ struct TargetWorkload {
   std::vector<TargetShape> shapes;  // most frequent first
   int64_t pods = 0;                 // pods counted
   size_t distinct_shapes = 0;       // shapes in the trace before the cut
+  // Every shape of the trace, in the same order, with probability count / pods: the trace's
+  // whole distribution, which a learner that makes its own cut (tessera's demand mix) is given
+  // so that it does not cut twice.
+  std::vector<TargetShape> distribution;
 };
 TargetWorkload BuildTargetWorkload(const std::vector<TracePod>& original_pods,
                                    int popularity_pct = 95);

@@ -69,13 +69,11 @@ class TesseraPolicy : public Policy {
     scheduler_->set_explain_failures(false);
     nodes_ = cluster.placement_state().nodes();
     if (prior_ == nullptr) return;
-    for (const auto& t : prior_->shapes) {
-      sched::DemandShape s;
-      s.gpus = t.shape.num_gpu;
-      s.gpu_mem_mib = static_cast<int32_t>(t.shape.gpu_milli);
-      s.cpu_milli = t.shape.cpu_milli;
-      for (const auto& m : t.shape.models) s.gpu_type += (s.gpu_type.empty() ? "" : ",") + m;
-      scheduler_->ObserveDemand(s, static_cast<double>(t.count));
+    // The whole distribution: the mix makes its own cut (the same share of the mass as FGD's),
+    // and given the shapes FGD kept it would cut again.
+    const auto& prior = prior_->distribution.empty() ? prior_->shapes : prior_->distribution;
+    for (const auto& t : prior) {
+      scheduler_->ObserveDemand(DemandShapeOf(t.shape), static_cast<double>(t.count));
     }
   }
 
@@ -187,6 +185,15 @@ class TesseraPolicy : public Policy {
 std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior,
                                           const sched::NodePolicy& node_policy) {
   return std::make_unique<TesseraPolicy>(prior, node_policy);
+}
+
+sched::DemandShape DemandShapeOf(const PodShape& shape) {
+  sched::DemandShape s;
+  s.gpus = shape.num_gpu;
+  s.gpu_mem_mib = static_cast<int32_t>(shape.gpu_milli);
+  s.cpu_milli = shape.cpu_milli;
+  for (const auto& m : shape.models) s.gpu_type += (s.gpu_type.empty() ? "" : ",") + m;
+  return s;
 }
 
 std::string TesseraPolicyName(const sched::NodePolicy& node_policy) {

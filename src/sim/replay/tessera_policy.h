@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "core/sched/fragmentation.h"
 #include "core/sched/node_policy.h"
 
 #include "sim/replay/policy.h"
@@ -19,11 +20,16 @@ namespace tessera::sim::replay {
 // Pods without GPUs never reach the extender in a cluster; here the same fragmentation score
 // places them (fewest stranded GPUs), and they join the demand mix as FGD's workload does.
 // The scheduler's state is built from the cluster on the first pod, in its node order.
-// `prior`, when given, seeds the demand mix (as a configured prior would in a cluster);
+// `prior`, when given, seeds the demand mix with its whole shape distribution (as a configured
+// prior would in a cluster; the mix cuts it as FGD cuts the trace);
 // `node_policy` ranks the nodes (an operator's policy, replayed as "tessera:NAME").
 std::unique_ptr<Policy> MakeTesseraPolicy(
     const TargetWorkload* prior = nullptr,
     const sched::NodePolicy& node_policy = sched::NodePolicy::Tessera());
+
+// A trace pod shape as the scheduler's demand mix records the pod it becomes: its GPUs, its
+// milli-GPU per GPU as MiB of GPU memory, its host CPU and its models as a use-gputype list.
+sched::DemandShape DemandShapeOf(const PodShape& shape);
 
 // The replay policy name of tessera under an operator's node policy: "tessera:NAME".
 std::string TesseraPolicyName(const sched::NodePolicy& node_policy);

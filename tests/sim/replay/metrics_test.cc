@@ -81,6 +81,14 @@ TEST(BuildTargetWorkload, KeepsTheMostFrequentShapesUpToTheThreshold) {
   EXPECT_NEAR(target.shapes[0].probability, 6.0 / 9.0, 1e-12);  // renormalised
   EXPECT_NEAR(target.shapes[1].probability, 3.0 / 9.0, 1e-12);
 
+  // The whole distribution, uncut and not renormalised.
+  ASSERT_EQ(target.distribution.size(), 3u);
+  EXPECT_EQ(target.distribution[0].shape, target.shapes[0].shape);
+  EXPECT_EQ(target.distribution[2].shape, ShapeOf(Pod(3000, 1, 1000)));
+  EXPECT_EQ(target.distribution[2].count, 1);
+  EXPECT_NEAR(target.distribution[0].probability, 0.6, 1e-12);
+  EXPECT_NEAR(target.distribution[2].probability, 0.1, 1e-12);
+
   TargetWorkload all = BuildTargetWorkload(pods, 100);
   ASSERT_EQ(all.shapes.size(), 3u);
   EXPECT_NEAR(all.shapes[2].probability, 0.1, 1e-12);

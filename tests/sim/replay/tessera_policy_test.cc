@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/sched/node_scoring.h"
 #include "sim/replay/runner.h"
 
 namespace tessera::sim::replay {
@@ -145,6 +148,94 @@ TEST(TesseraReplayPolicy, RunsUnderAnOperatorsNodePolicy) {
   const auto tessera = run("tessera");
   EXPECT_EQ(run("tessera:frag"), tessera);
   EXPECT_NE(run("tessera:unpack"), tessera);
+}
+
+// tessera-prior seeds the demand mix with the trace's whole distribution, and the mix's own cut
+// (the most frequent shapes up to 95% of the mass) is then FGD's target workload: the same
+// shapes with the same probabilities. Seeded with FGD's target instead, the mix would cut again.
+TEST(TesseraReplayPolicy, APriorOfTheWholeDistributionMakesTheMixFgdsTarget) {
+  // Ten shapes, no two as frequent (FGD and the mix order equal counts differently).
+  const int counts[] = {30, 20, 12, 9, 7, 5, 4, 3, 2, 1};
+  std::vector<TracePod> pods;
+  for (int k = 0; k < 10; ++k) {
+    TracePod pod{"s" + std::to_string(k), 1000 + 500 * k, 1024, k % 3, 0, {}};
+    if (pod.num_gpu > 0) pod.gpu_milli = k % 3 == 1 ? 100 * (k + 1) : 1000;
+    if (k == 4) pod.gpu_spec = {"T4"};
+    pods.insert(pods.end(), counts[k], pod);
+  }
+  const TargetWorkload target = BuildTargetWorkload(pods);
+  ASSERT_EQ(target.shapes.size(), 8U);  // 30 + ... + 3 = 90 >= 95% of 93
+  ASSERT_EQ(target.distribution.size(), 10U);
+  sched::DemandMix mix(1.0);
+  for (const TargetShape& t : target.distribution) {
+    mix.Observe(DemandShapeOf(t.shape), static_cast<double>(t.count));
+  }
+  std::map<sched::DemandShape, double> expected;
+  for (const TargetShape& t : target.shapes) expected[DemandShapeOf(t.shape)] = t.probability;
+  std::map<sched::DemandShape, double> learned;
+  for (const sched::WeightedShape& w : mix.Target()) learned[w.shape] = w.weight;
+  ASSERT_EQ(learned.size(), expected.size());
+  for (const auto& [shape, probability] : expected) {
+    ASSERT_TRUE(learned.count(shape)) << shape.gpus << " GPU x " << shape.gpu_mem_mib;
+    EXPECT_NEAR(learned[shape], probability, 1e-12);
+  }
+
+  sched::DemandMix twice(1.0);
+  for (const TargetShape& t : target.shapes) {
+    twice.Observe(DemandShapeOf(t.shape), static_cast<double>(t.count));
+  }
+  EXPECT_LT(twice.Target().size(), expected.size());
+}
+
+// The two fragmentation measures agree on every replayed node: tessera's core measure
+// (NodeFragmentation, in GPUs, on the node as its register annotation and reservations describe
+// it) and the port of the FGD simulator's (FragCalculator, in milli-GPU, on the trace node), for
+// the trace's target workload in the demand shapes the tessera policy records. Checked after
+// every pod of a replay past saturation, so nodes are seen empty, part used, out of CPU and
+// full, with shapes of one and several GPUs, CPU-only shapes and shapes that name a model.
+TEST(TesseraReplayPolicy, CoreFragmentationEqualsTheFgdPortsOnReplayedNodes) {
+  std::vector<TraceNode> nodes = TraceModelNodes();
+  nodes.push_back({"cpu-only", 32000, 131072, 0, ""});
+  std::vector<TracePod> pods = EveryKindOfPod();
+  std::mt19937_64 shuffle(5);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<TracePod> more = EveryKindOfPod();
+    std::shuffle(more.begin(), more.end(), shuffle);
+    pods.insert(pods.end(), more.begin(), more.end());
+  }
+  const TargetWorkload target = BuildTargetWorkload(EveryKindOfPod());
+  ASSERT_GT(target.shapes.size(), 5U);
+  std::vector<sched::WeightedShape> shapes;
+  for (const TargetShape& t : target.shapes) {
+    shapes.push_back({DemandShapeOf(t.shape), t.probability});
+  }
+  const sched::PreparedTarget prepared(shapes);
+
+  ReplayCluster cluster(nodes);
+  const FragCalculator port(target, cluster.model_names());
+  Result<std::unique_ptr<Policy>> fgd = MakePolicy("fgd", target);
+  ASSERT_TRUE(fgd.ok()) << fgd.error().message;
+  std::mt19937_64 rng(3);
+  int placed = 0;
+  int refused = 0;
+  int compared_in_use = 0;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    Result<PlaceOutcome> outcome = (*fgd)->Place(cluster, pods[i], TraceArrivalKey(i), rng);
+    ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+    (*outcome == PlaceOutcome::kPlaced ? placed : refused) += 1;
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      const state::NodeState& node = *cluster.placement_state().nodes()[n];
+      const double core = sched::NodeFragmentation(sched::CapacityOf(node), prepared);
+      const double expected = port.NodeFrag(cluster, n);
+      ASSERT_NEAR(core * kMibPerGpu, expected, 1e-6 * std::max(1.0, expected))
+          << "node " << cluster.NodeName(n) << " after pod " << i;
+      compared_in_use += node.cpu_used_milli > 0 ? 1 : 0;
+    }
+  }
+  // Past saturation: pods were refused, and most comparisons saw nodes in use.
+  EXPECT_GT(placed, 100);
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(compared_in_use, placed * cluster.node_count() / 2);
 }
 
 }  // namespace
