@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 namespace tessera::sim {
 
@@ -22,6 +23,35 @@ MeanStd SampleMeanStd(std::span<const double> values) {
     }
     out.std = std::sqrt(squares / (out.n - 1));
   }
+  return out;
+}
+
+namespace {
+
+// The 97.5% quantile of Student's t distribution with `df` degrees of freedom.
+double StudentT975(int df) {
+  static constexpr double kTable[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                      2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                      2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                      2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  constexpr int kRows = static_cast<int>(sizeof kTable / sizeof kTable[0]);
+  if (df >= 1 && df <= kRows) return kTable[df - 1];
+  // Beyond the table the quantile is 1.96 + 2.4 / df to within 0.002.
+  return 1.96 + 2.4 / df;
+}
+
+}  // namespace
+
+PairedDifference PairedMeanDifference(std::span<const double> a, std::span<const double> b) {
+  std::vector<double> differences;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!std::isnan(a[i]) && !std::isnan(b[i])) differences.push_back(b[i] - a[i]);
+  }
+  const MeanStd s = SampleMeanStd(differences);
+  PairedDifference out;
+  out.n = s.n;
+  out.mean = s.mean;
+  if (s.n > 1) out.half_width_95 = StudentT975(s.n - 1) * s.std / std::sqrt(s.n);
   return out;
 }
 

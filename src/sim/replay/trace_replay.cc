@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "sim/replay/progress_bar.h"
@@ -31,12 +33,13 @@ double MeanAt(const std::vector<SummaryRow>& rows, int pct, double* std_out) {
   return NAN;
 }
 
-// The run's allocation ratio at kMaxArrivedPct, as the summary averages it: per seed, so that
-// two policies can be compared seed by seed (they replay the same pods). Empty without a sample.
-std::string AllocationAtMaxLoad(const RunSeries& series) {
-  if (series.gpu_alloc_pct.size() <= static_cast<size_t>(kMaxArrivedPct)) return "";
-  const double value = series.gpu_alloc_pct[kMaxArrivedPct];
-  return std::isnan(value) ? "" : FormatFixed(value, 2);
+// The run's allocation ratio at kMaxArrivedPct, as the summary averages it; NaN without a
+// sample. Per seed, so that two policies can be compared seed by seed (they replay the same pods).
+double AllocationAtMaxLoad(const RunSeries& series) {
+  if (series.gpu_alloc_pct.size() <= static_cast<size_t>(kMaxArrivedPct)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return series.gpu_alloc_pct[kMaxArrivedPct];
 }
 
 std::string RunsCsv(const std::string& workload, const std::vector<PolicyRuns>& policies) {
@@ -48,12 +51,33 @@ std::string RunsCsv(const std::string& workload, const std::vector<PolicyRuns>& 
       csv.Row({workload, p.policy, std::to_string(r.seed), std::to_string(r.pods),
                std::to_string(r.scheduled), std::to_string(r.failed_by_kind[0]),
                std::to_string(r.failed_by_kind[1]), std::to_string(r.failed_by_kind[2]),
-               std::to_string(r.failed_by_kind[3]), AllocationAtMaxLoad(r.series),
+               std::to_string(r.failed_by_kind[3]), FormatFixed(AllocationAtMaxLoad(r.series), 2),
                FormatFixed(r.wall_seconds, 4), FormatFixed(r.decision_p99_us, 2),
                FormatFixed(r.decision_p50_us, 2)});
     }
   }
   return csv.text();
+}
+
+// tessera's allocation at 130% minus fgd's, seed by seed; nullopt unless both ran.
+std::optional<PairedDifference> TesseraMinusFgd(const std::vector<PolicyRuns>& policies) {
+  const std::vector<SeedResult>* tessera = nullptr;
+  const std::vector<SeedResult>* fgd = nullptr;
+  for (const PolicyRuns& p : policies) {
+    if (p.policy == "tessera") tessera = &p.runs;
+    if (p.policy == "fgd") fgd = &p.runs;
+  }
+  if (tessera == nullptr || fgd == nullptr) return std::nullopt;
+  std::vector<double> a;
+  std::vector<double> b;
+  for (const SeedResult& t : *tessera) {
+    for (const SeedResult& f : *fgd) {
+      if (f.seed != t.seed) continue;
+      a.push_back(AllocationAtMaxLoad(f.series));
+      b.push_back(AllocationAtMaxLoad(t.series));
+    }
+  }
+  return PairedMeanDifference(a, b);
 }
 
 // One trace: the per-policy table, the bound, the files under `out_dir` (none when empty).
@@ -123,6 +147,12 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
     row.policies.push_back({policy, m130, s130});
     all_rows.insert(all_rows.end(), rows.begin(), rows.end());
     html.policies.push_back(PolicyRuns{policy, std::move(runs.value())});
+  }
+
+  if (auto paired = TesseraMinusFgd(html.policies)) {
+    row.tessera_minus_fgd = paired;
+    std::printf("%-*s %8d %16s %+9.2f ± %4.2f   (seed by seed, 95%% interval)\n", name_width,
+                "tessera - fgd", paired->n, "", paired->mean, paired->half_width_95);
   }
 
   std::vector<AllocationBound> bounds;

@@ -38,23 +38,37 @@ std::string TraceTableMarkdown(const std::vector<TraceRow>& rows) {
   if (rows.empty()) return "";
   const TraceRow& first = rows.front();
   const bool tessera = HasTessera(first);
+  bool paired = false;
+  for (const TraceRow& row : rows) paired = paired || row.tessera_minus_fgd.has_value();
   std::string out = "| trace |";
   std::string rule = "| --- |";
   for (const Figure& f : first.policies) {
     out += " " + f.name + " |";
     rule += " ---: |";
   }
-  out += " FGD (published) | " + std::string(tessera ? "tessera − FGD" : "best − FGD") +
-         " | offline packing | upper bound | headroom |\n";
-  rule += " ---: | ---: | ---: | ---: | ---: |\n";
+  out += " FGD (published) | " + std::string(tessera ? "tessera − FGD" : "best − FGD") + " |";
+  rule += " ---: | ---: |";
+  if (paired) {
+    out += " tessera − fgd, seed by seed |";
+    rule += " ---: |";
+  }
+  out += " offline packing | upper bound | headroom |\n";
+  rule += " ---: | ---: | ---: |\n";
   out += rule;
 
-  std::vector<std::vector<double>> columns(first.policies.size() + 5);
+  // Column indices after the policies'.
+  const size_t n = first.policies.size();
+  const size_t published_column = n;
+  const size_t delta_column = n + 1;
+  const size_t paired_column = n + 2;  // only when `paired`
+  const size_t packing_column = paired ? n + 3 : n + 2;
+  const size_t bound_column = packing_column + 1;
+  const size_t headroom_column = packing_column + 2;
+  std::vector<std::vector<double>> columns(headroom_column + 1);
   auto cell = [&](size_t column, std::optional<double> value, const std::string& text) {
     if (value) columns[column].push_back(*value);
     return " " + text + " |";
   };
-  const size_t n = first.policies.size();
   for (const TraceRow& row : rows) {
     out += "| " + row.workload + " |";
     for (size_t i = 0; i < n; ++i) {
@@ -66,21 +80,32 @@ std::string TraceTableMarkdown(const std::vector<TraceRow>& rows) {
     }
     const Figure* reference = Reference(row);
     if (row.published_fgd) {
-      out += cell(n, row.published_fgd->mean, MeanPlusMinus(*row.published_fgd));
+      out += cell(published_column, row.published_fgd->mean, MeanPlusMinus(*row.published_fgd));
       const double delta = reference->mean - row.published_fgd->mean;
-      out += cell(n + 1, delta, Format("%+.2f", delta));
+      out += cell(delta_column, delta, Format("%+.2f", delta));
     } else {
       out += " | |";
     }
+    if (paired) {
+      const std::optional<PairedDifference>& d = row.tessera_minus_fgd;
+      if (d && !std::isnan(d->mean)) {
+        const std::string text = std::isnan(d->half_width_95)
+                                     ? Format("%+.2f", d->mean)
+                                     : Format("%+.2f ± %.2f", d->mean, d->half_width_95);
+        out += cell(paired_column, d->mean, text);
+      } else {
+        out += " |";
+      }
+    }
     if (row.offline_packing) {
-      out += cell(n + 2, row.offline_packing->mean, MeanPlusMinus(*row.offline_packing));
+      out += cell(packing_column, row.offline_packing->mean, MeanPlusMinus(*row.offline_packing));
     } else {
       out += " |";
     }
     if (row.bound) {
-      out += cell(n + 3, row.bound->mean, MeanPlusMinus(*row.bound));
+      out += cell(bound_column, row.bound->mean, MeanPlusMinus(*row.bound));
       const double headroom = row.bound->mean - reference->mean;
-      out += cell(n + 4, headroom, Format("%.2f", headroom));
+      out += cell(headroom_column, headroom, Format("%.2f", headroom));
     } else {
       out += " | |";
     }
@@ -109,6 +134,11 @@ std::string TraceTableCsv(const std::vector<TraceRow>& rows) {
     for (const Figure& f : row.policies) line(row.workload, f);
     if (row.published_fgd)
       line(row.workload, {"published:06-FGD", row.published_fgd->mean, row.published_fgd->std});
+    // The seed-by-seed difference: its mean, and the half-width of its 95% interval as "std".
+    if (row.tessera_minus_fgd && !std::isnan(row.tessera_minus_fgd->mean)) {
+      line(row.workload, {"paired:tessera-fgd", row.tessera_minus_fgd->mean,
+                          row.tessera_minus_fgd->half_width_95});
+    }
     if (row.offline_packing) line(row.workload, *row.offline_packing);
     if (row.bound) line(row.workload, *row.bound);
   }

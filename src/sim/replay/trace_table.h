@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/replay/report.h"
+#include "sim/replay/seed_stats.h"
 #include "sim/replay/upper_bound.h"
 
 namespace tessera::sim::replay {
@@ -29,11 +30,14 @@ struct TraceRow {
   std::optional<Figure> published_fgd;    // when a reference was given and has the trace
   std::optional<Figure> offline_packing;  // unless --no-bound
   std::optional<Figure> bound;            // unless --no-bound
+  // tessera's allocation at 130% minus fgd's (our port), seed by seed, when both ran.
+  std::optional<PairedDifference> tessera_minus_fgd;
 };
 
-// Markdown: trace | each policy | FGD (published) | tessera − FGD | offline packing |
-// upper bound | headroom
-// (bound − tessera, or − the best policy when tessera did not run); a last row of means.
+// Markdown: trace | each policy | FGD (published) | tessera − FGD | [tessera − fgd, seed by
+// seed |] offline packing | upper bound | headroom
+// (bound − tessera, or − the best policy when tessera did not run; the seed-by-seed column when
+// a row has it); a last row of means.
 std::string TraceTableMarkdown(const std::vector<TraceRow>& rows);
 // The same figures, one line per (trace, column): workload,column,mean,std.
 std::string TraceTableCsv(const std::vector<TraceRow>& rows);

@@ -39,6 +39,27 @@ TEST(TraceTable, ShowsTheHeadroomFromTesseraToTheBoundAndTheDeltaToFgd) {
   EXPECT_THAT(csv, HasSubstr("openb_pod_list_default,upper-bound,99.890,0.010\n"));
 }
 
+// When a row has tessera − fgd seed by seed, the table gets that column, after the comparison
+// with the published means; a row without it leaves the cell empty.
+TEST(TraceTable, ShowsTheSeedBySeedDifferenceWhenARowHasIt) {
+  TraceRow row;
+  row.workload = "mg40";
+  row.policies = {{"fgd", 96.97, 0.09}, {"tessera", 96.87, 0.10}};
+  row.tessera_minus_fgd = PairedDifference{-0.092, 0.030, 20};
+  TraceRow other;
+  other.workload = "default";
+  other.policies = {{"fgd", 95.39, 0.12}, {"tessera", 95.44, 0.10}};
+  const std::string table = TraceTableMarkdown({row, other});
+  EXPECT_THAT(table,
+              HasSubstr("| tessera − FGD | tessera − fgd, seed by seed | offline packing |"));
+  EXPECT_THAT(table, HasSubstr("| mg40 | 96.97 ± 0.09 | 96.87 ± 0.10 | | | -0.09 ± 0.03 | | | |"));
+  EXPECT_THAT(table, HasSubstr("| default | 95.39 ± 0.12 | 95.44 ± 0.10 | | | | | | |"));
+  EXPECT_THAT(table, HasSubstr("| mean | 96.18 | 96.16 | | | -0.09 | | | |"));
+  EXPECT_THAT(TraceTableCsv({row}), HasSubstr("mg40,paired:tessera-fgd,-0.092,0.030\n"));
+  // Without any such row, no such column.
+  EXPECT_THAT(TraceTableMarkdown({other}), ::testing::Not(HasSubstr("seed by seed")));
+}
+
 TEST(TraceTable, WithoutTesseraTheHeadroomIsFromTheBestPolicy) {
   TraceRow row;
   row.workload = "w";
