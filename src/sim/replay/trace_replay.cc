@@ -149,10 +149,15 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
     html.policies.push_back(PolicyRuns{policy, std::move(runs.value())});
   }
 
-  if (auto paired = TesseraMinusFgd(html.policies)) {
+  if (auto paired = TesseraMinusFgd(html.policies); paired && paired->n > 0) {
     row.tessera_minus_fgd = paired;
-    std::printf("%-*s %8d %16s %+9.2f ± %4.2f   (seed by seed, 95%% interval)\n", name_width,
-                "tessera - fgd", paired->n, "", paired->mean, paired->half_width_95);
+    if (paired->n > 1) {
+      std::printf("%-*s %8d %16s %+9.2f ± %4.2f   (seed by seed, 95%% interval)\n", name_width,
+                  "tessera - fgd", paired->n, "", paired->mean, paired->half_width_95);
+    } else {
+      std::printf("%-*s %8d %16s %+9.2f\n", name_width, "tessera - fgd", paired->n, "",
+                  paired->mean);
+    }
   }
 
   std::vector<AllocationBound> bounds;
