@@ -1,5 +1,7 @@
 #include "sim/replay/trace.h"
 
+#include "sim/replay/csv_table.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -26,101 +28,9 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
-// Splits one CSV record. Quoted fields may contain commas and doubled quotes; they may not span
-// lines (the trace never needs that).
-Result<std::vector<std::string>> SplitCsvLine(std::string_view line) {
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false;
-  bool field_was_quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < line.size() && line[i + 1] == '"') {
-          field += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        field += c;
-      }
-    } else if (c == '"' && field.empty() && !field_was_quoted) {
-      quoted = true;
-      field_was_quoted = true;
-    } else if (c == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
-      field_was_quoted = false;
-    } else {
-      field += c;
-    }
-  }
-  if (quoted) return Error{"unterminated quoted field"};
-  fields.push_back(std::move(field));
-  return fields;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// A parsed CSV file: the header's column positions and the data rows with their line numbers.
-struct CsvTable {
-  std::vector<std::string> header;
-  std::vector<std::pair<int, std::vector<std::string>>> rows;  // (1-based line, fields)
-
-  std::optional<size_t> Column(std::initializer_list<std::string_view> names) const {
-    for (std::string_view name : names) {
-      for (size_t i = 0; i < header.size(); ++i) {
-        if (header[i] == name) return i;
-      }
-    }
-    return std::nullopt;
-  }
-};
-
-Result<CsvTable> ParseCsv(std::string_view text, std::string_view source) {
-  CsvTable table;
-  bool have_header = false;
-  int line_number = 0;
-  size_t pos = 0;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // UTF-8 byte order mark
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (Trim(line).empty()) continue;
-    auto fields = SplitCsvLine(line);
-    if (!fields.ok()) {
-      return Error{std::string(source) + ":" + std::to_string(line_number) + ": " +
-                   fields.error().message};
-    }
-    if (!have_header) {
-      for (auto& name : fields.value()) table.header.emplace_back(Trim(name));
-      have_header = true;
-      continue;
-    }
-    if (fields->size() != table.header.size()) {
-      return Error{std::string(source) + ":" + std::to_string(line_number) + ": expected " +
-                   std::to_string(table.header.size()) + " fields (as in the header), got " +
-                   std::to_string(fields->size())};
-    }
-    table.rows.emplace_back(line_number, std::move(fields.value()));
-  }
-  if (!have_header) return Error{std::string(source) + ": empty file, expected a CSV header"};
-  return table;
-}
-
 // Parses a whole number; "12000" and pandas' "12000.0" are accepted, nothing else.
 std::optional<int64_t> ParseWholeNumber(std::string_view text) {
-  text = Trim(text);
+  text = TrimBlanks(text);
   if (text.empty()) return std::nullopt;
   int64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -145,7 +55,7 @@ class RowReader {
            table_.header[column] + "'";
   }
 
-  std::string_view Text(size_t column) const { return Trim(fields_[column]); }
+  std::string_view Text(size_t column) const { return TrimBlanks(fields_[column]); }
 
   Result<int64_t> Integer(size_t column, int64_t min, int64_t max) const {
     auto value = ParseWholeNumber(fields_[column]);
@@ -180,7 +90,7 @@ std::vector<std::string> SplitModels(std::string_view spec) {
   while (pos <= spec.size()) {
     size_t end = spec.find('|', pos);
     if (end == std::string_view::npos) end = spec.size();
-    std::string_view model = Trim(spec.substr(pos, end - pos));
+    std::string_view model = TrimBlanks(spec.substr(pos, end - pos));
     if (!model.empty()) models.emplace_back(model);  // "A||B" as the simulator: empties skipped
     pos = end + 1;
   }

@@ -1,5 +1,8 @@
 #include "sim/replay/trace_replay.h"
 
+#include "sim/replay/csv_table.h"
+#include "sim/replay/report.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,27 +16,18 @@
 namespace tessera::sim::replay {
 namespace {
 
-std::vector<std::string> SplitCsvLine(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-// Rows of a CSV file as column -> value.
+// Rows of a CSV file the replay wrote, as column -> value.
 std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& path) {
   std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = SplitCsvLine(line);
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<CsvTable> table = ParseCsv(text.str(), path);
+  EXPECT_TRUE(table.ok()) << table.error().message;
   std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    const std::vector<std::string> cells = SplitCsvLine(line);
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
-    rows.push_back(std::move(row));
+  if (!table.ok()) return rows;
+  for (const auto& [line, fields] : table->rows) {
+    std::map<std::string, std::string>& row = rows.emplace_back();
+    for (size_t i = 0; i < fields.size(); ++i) row[table->header[i]] = fields[i];
   }
   return rows;
 }
@@ -81,9 +75,11 @@ TEST(TraceReplay, RunsCsvHoldsEachSeedsAllocationAtTheHighestLoad) {
   // summary.csv names the policies as the published summary does.
   const std::map<std::string, std::string> published = {{"06-FGD", "fgd"},
                                                         {"05-BestFit", "bestfit"}};
-  for (const auto& row : ReadCsv(options.out_dir + "/summary.csv")) {
-    if (row.at("metric") != "gpu_alloc_ratio_pct" || row.at("arrived_pct") != "130") continue;
-    const std::string& policy = published.at(row.at("policy"));
+  Result<std::vector<SummaryRow>> summary = LoadSummaryCsv(options.out_dir + "/summary.csv");
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  for (const SummaryRow& row : summary.value()) {
+    if (row.metric != kMetricAllocation || row.arrived_pct != 130) continue;
+    const std::string& policy = published.at(row.policy);
     const std::vector<double>& seeds = per_policy.at(policy);
     ASSERT_EQ(seeds.size(), 3U);
     double sum = 0;
@@ -91,7 +87,7 @@ TEST(TraceReplay, RunsCsvHoldsEachSeedsAllocationAtTheHighestLoad) {
       EXPECT_GT(v, 0);
       sum += v;
     }
-    EXPECT_NEAR(sum / 3, std::stod(row.at("mean")), 0.01) << policy;
+    EXPECT_NEAR(sum / 3, row.mean, 0.01) << policy;
     per_policy.erase(policy);
   }
   EXPECT_TRUE(per_policy.empty()) << "summary.csv lacks a policy's figure at 130%";
