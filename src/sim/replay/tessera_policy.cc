@@ -71,8 +71,7 @@ class TesseraPolicy : public Policy {
     if (prior_ == nullptr) return;
     // The whole distribution: the mix makes its own cut (the same share of the mass as FGD's),
     // and given the shapes FGD kept it would cut again.
-    const auto& prior = prior_->distribution.empty() ? prior_->shapes : prior_->distribution;
-    for (const auto& t : prior) {
+    for (const auto& t : prior_->distribution) {
       scheduler_->ObserveDemand(DemandShapeOf(t.shape), static_cast<double>(t.count));
     }
   }

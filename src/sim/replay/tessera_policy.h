@@ -20,7 +20,7 @@ namespace tessera::sim::replay {
 // Pods without GPUs never reach the extender in a cluster; here the same fragmentation score
 // places them (fewest stranded GPUs), and they join the demand mix as FGD's workload does.
 // The scheduler's state is built from the cluster on the first pod, in its node order.
-// `prior`, when given, seeds the demand mix with its whole shape distribution (as a configured
+// `prior`, when given, seeds the demand mix with its `distribution` (as a configured
 // prior would in a cluster; the mix cuts it as FGD cuts the trace);
 // `node_policy` ranks the nodes (an operator's policy, replayed as "tessera:NAME").
 std::unique_ptr<Policy> MakeTesseraPolicy(
