@@ -1,5 +1,6 @@
 #include "sim/replay/report.h"
 #include "core/common/strings.h"
+#include "sim/replay/csv_table.h"
 #include "sim/replay/report_kit.h"
 
 #include <algorithm>
@@ -37,19 +38,6 @@ MeanStd StatsAt(const std::vector<SeedResult>& runs, std::string_view metric, in
 }
 
 std::string Fixed(double value, int decimals) { return FormatFixed(value, decimals); }
-
-std::vector<std::string> SplitFields(std::string_view line) {
-  std::vector<std::string> fields;
-  size_t pos = 0;
-  while (true) {
-    size_t comma = line.find(',', pos);
-    fields.emplace_back(
-        line.substr(pos, comma == std::string_view::npos ? line.npos : comma - pos));
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return fields;
-}
 
 std::optional<double> ParseDouble(std::string_view text) {
   if (text.empty()) return std::numeric_limits<double>::quiet_NaN();  // an empty cell
@@ -201,53 +189,40 @@ std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
 }
 
 Result<std::vector<SummaryRow>> ParseSummaryCsv(std::string_view text, std::string_view source) {
+  auto table = ParseCsv(text, source);
+  if (!table.ok()) return table.error();
+  std::array<size_t, 7> at{};
+  const std::array<std::string_view, 7> required = {"workload", "policy", "metric", "arrived_pct",
+                                                    "mean",     "std",    "n_seeds"};
+  for (size_t i = 0; i < required.size(); ++i) {
+    std::optional<size_t> column = table->Column({required[i]});
+    if (!column)
+      return Error{std::string(source) + ": header has no column '" + std::string(required[i]) +
+                   "'"};
+    at[i] = *column;
+  }
   std::vector<SummaryRow> rows;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  int line_number = 0;
-  std::map<std::string, size_t> columns;
-  const std::array<const char*, 7> required = {"workload", "policy", "metric", "arrived_pct",
-                                               "mean",     "std",    "n_seeds"};
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    std::vector<std::string> fields = SplitFields(line);
-    auto where = [&](const char* column) {
-      return std::string(source) + ":" + std::to_string(line_number) + ": column '" + column + "'";
-    };
-    if (columns.empty()) {
-      for (size_t i = 0; i < fields.size(); ++i) columns[fields[i]] = i;
-      for (const char* name : required) {
-        if (!columns.count(name)) {
-          return Error{std::string(source) + ": header has no column '" + name + "'"};
-        }
+  for (const auto& [line_number, fields] : table->rows) {
+    // Columns 3.. are numbers; an empty cell is NaN, except for the load it is a row of.
+    std::array<double, 4> numbers{};
+    for (size_t i = 3; i < required.size(); ++i) {
+      std::optional<double> value = ParseDouble(fields[at[i]]);
+      if (!value || (i == 3 && std::isnan(*value))) {
+        return Error{std::string(source) + ":" + std::to_string(line_number) + ": column '" +
+                     std::string(required[i]) + "': expected a number"};
       }
-      continue;
+      numbers[i - 3] = *value;
     }
-    auto field = [&](const char* name) -> std::string_view {
-      size_t i = columns[name];
-      return i < fields.size() ? std::string_view(fields[i]) : std::string_view();
-    };
     SummaryRow row;
-    row.workload = std::string(field("workload"));
-    row.policy = std::string(field("policy"));
-    row.metric = std::string(field("metric"));
-    auto pct = ParseDouble(field("arrived_pct"));
-    if (!pct || std::isnan(*pct)) return Error{where("arrived_pct") + ": expected a number"};
-    row.arrived_pct = static_cast<int>(std::lround(*pct));
-    auto mean = ParseDouble(field("mean"));
-    if (!mean) return Error{where("mean") + ": expected a number"};
-    auto std_dev = ParseDouble(field("std"));
-    if (!std_dev) return Error{where("std") + ": expected a number"};
-    auto n = ParseDouble(field("n_seeds"));
-    if (!n) return Error{where("n_seeds") + ": expected a number"};
-    row.mean = *mean;
-    row.std = *std_dev;
-    row.n_seeds = std::isnan(*n) ? 0 : static_cast<int>(std::lround(*n));
+    row.workload = fields[at[0]];
+    row.policy = fields[at[1]];
+    row.metric = fields[at[2]];
+    row.arrived_pct = static_cast<int>(std::lround(numbers[0]));
+    row.mean = numbers[1];
+    row.std = numbers[2];
+    row.n_seeds = std::isnan(numbers[3]) ? 0 : static_cast<int>(std::lround(numbers[3]));
     rows.push_back(std::move(row));
   }
-  if (columns.empty()) return Error{std::string(source) + ": empty file, expected a CSV header"};
   return rows;
 }
 

@@ -76,6 +76,14 @@ TEST(SummaryCsv, RoundTripsAndReportsErrors) {
                              "bad.csv");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("bad.csv:2: column 'mean'"));
+  auto short_row =
+      ParseSummaryCsv("workload,policy,metric,arrived_pct,mean,std,n_seeds\nw,p,m,5\n", "s.csv");
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_THAT(short_row.error().message, HasSubstr("s.csv:2"));
+  auto no_load = ParseSummaryCsv(
+      "workload,policy,metric,arrived_pct,mean,std,n_seeds\nw,p,m,,1,1,2\n", "l.csv");
+  ASSERT_FALSE(no_load.ok());
+  EXPECT_THAT(no_load.error().message, HasSubstr("l.csv:2: column 'arrived_pct'"));
   auto no_column = ParseSummaryCsv("workload,policy\n", "h.csv");
   ASSERT_FALSE(no_column.ok());
   EXPECT_THAT(no_column.error().message, HasSubstr("no column 'metric'"));
