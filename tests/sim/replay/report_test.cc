@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera::sim::replay {
 namespace {
@@ -72,21 +75,18 @@ TEST(SummaryCsv, RoundTripsAndReportsErrors) {
   ASSERT_TRUE(published.ok());
   EXPECT_DOUBLE_EQ((*published)[0].mean, 93.08);
 
-  auto bad = ParseSummaryCsv("workload,policy,metric,arrived_pct,mean,std,n_seeds\nw,p,m,5,x,1,2\n",
-                             "bad.csv");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.error().message, HasSubstr("bad.csv:2: column 'mean'"));
-  auto short_row =
-      ParseSummaryCsv("workload,policy,metric,arrived_pct,mean,std,n_seeds\nw,p,m,5\n", "s.csv");
-  ASSERT_FALSE(short_row.ok());
-  EXPECT_THAT(short_row.error().message, HasSubstr("s.csv:2"));
-  auto no_load = ParseSummaryCsv(
-      "workload,policy,metric,arrived_pct,mean,std,n_seeds\nw,p,m,,1,1,2\n", "l.csv");
-  ASSERT_FALSE(no_load.ok());
-  EXPECT_THAT(no_load.error().message, HasSubstr("l.csv:2: column 'arrived_pct'"));
-  auto no_column = ParseSummaryCsv("workload,policy\n", "h.csv");
-  ASSERT_FALSE(no_column.ok());
-  EXPECT_THAT(no_column.error().message, HasSubstr("no column 'metric'"));
+  const std::string header = "workload,policy,metric,arrived_pct,mean,std,n_seeds\n";
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {header + "w,p,m,5,x,1,2\n", "summary.csv:2: column 'mean'"},
+      {header + "w,p,m,5\n", "summary.csv:2"},  // a short row
+      {header + "w,p,m,,1,1,2\n", "summary.csv:2: column 'arrived_pct'"},
+      {"workload,policy\n", "no column 'metric'"},
+  };
+  for (const auto& [text, message] : errors) {
+    auto refused = ParseSummaryCsv(text, "summary.csv");
+    ASSERT_FALSE(refused.ok()) << text;
+    EXPECT_THAT(refused.error().message, HasSubstr(message));
+  }
   EXPECT_FALSE(LoadSummaryCsv("/nonexistent/summary.csv").ok());
 }
 
