@@ -196,9 +196,10 @@ Result<std::vector<SummaryRow>> ParseSummaryCsv(std::string_view text, std::stri
                                                     "mean",     "std",    "n_seeds"};
   for (size_t i = 0; i < required.size(); ++i) {
     std::optional<size_t> column = table->Column({required[i]});
-    if (!column)
+    if (!column) {
       return Error{std::string(source) + ": header has no column '" + std::string(required[i]) +
                    "'"};
+    }
     at[i] = *column;
   }
   std::vector<SummaryRow> rows;
