@@ -55,6 +55,17 @@ PairedDifference PairedMeanDifference(std::span<const double> a, std::span<const
   return out;
 }
 
+std::string FormatPairedDifference(const PairedDifference& d) {
+  if (std::isnan(d.mean)) return "";
+  char buffer[64];
+  if (std::isnan(d.half_width_95)) {
+    std::snprintf(buffer, sizeof buffer, "%+.2f", d.mean);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%+.2f ± %.2f", d.mean, d.half_width_95);
+  }
+  return buffer;
+}
+
 std::string FormatFixed(double value, int decimals) {
   if (std::isnan(value)) return "";
   char buffer[64];

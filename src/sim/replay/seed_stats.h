@@ -29,6 +29,9 @@ struct PairedDifference {
 };
 PairedDifference PairedMeanDifference(std::span<const double> a, std::span<const double> b);
 
+// "+m.mm ± h.hh", or "+m.mm" without an interval (one seed); "" when no seed has both.
+std::string FormatPairedDifference(const PairedDifference& d);
+
 // printf's "%.<decimals>f"; "" for NaN (a CSV cell no seed has).
 std::string FormatFixed(double value, int decimals);
 

@@ -89,10 +89,7 @@ std::string TraceTableMarkdown(const std::vector<TraceRow>& rows) {
     if (paired) {
       const std::optional<PairedDifference>& d = row.tessera_minus_fgd;
       if (d && !std::isnan(d->mean)) {
-        const std::string text = std::isnan(d->half_width_95)
-                                     ? Format("%+.2f", d->mean)
-                                     : Format("%+.2f ± %.2f", d->mean, d->half_width_95);
-        out += cell(paired_column, d->mean, text);
+        out += cell(paired_column, d->mean, FormatPairedDifference(*d));
       } else {
         out += " |";
       }

@@ -60,6 +60,15 @@ TEST(SeedStatsTest, PairedDifferenceOfTwoPoliciesOnTheSameSeeds) {
   EXPECT_TRUE(std::isnan(PairedMeanDifference({}, {}).mean));
 }
 
+TEST(SeedStatsTest, FormatsAPairedDifferenceWithItsIntervalWhenItHasOne) {
+  PairedDifference d;
+  EXPECT_EQ(FormatPairedDifference(d), "");
+  d.mean = -0.1;
+  EXPECT_EQ(FormatPairedDifference(d), "-0.10");
+  d.half_width_95 = 0.054;
+  EXPECT_EQ(FormatPairedDifference(d), "-0.10 ± 0.05");
+}
+
 TEST(SeedStatsTest, FixedTextAndAnEmptyCellForNaN) {
   EXPECT_EQ(FormatFixed(2.5, 3), "2.500");
   EXPECT_EQ(FormatFixed(-0.12345, 4), "-0.1235");
