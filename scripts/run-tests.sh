@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test: format and layering checks, a release build with warnings as
-# errors, an ASan+UBSan build, a TSan build, and the libFuzzer targets for a short time each.
+# errors, the end-to-end tests, clang-tidy, one clang ASan+UBSan tree for the tests and the
+# libFuzzer targets (run for a short time each), and a TSan tree for the programs that start
+# threads. scripts/ci-timing.sh times it from a fresh clone (docs/development.md).
 # Usage: scripts/run-tests.sh            (FUZZ_SECONDS=N to change the fuzzing time per target)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,8 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 # Paths below the checkout hash relative, so a fresh clone in another folder (as CI makes) hits
 # the cache of earlier runs.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+# Precompiled headers (the sanitizer trees' tests) are cacheable only with these.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 
 scripts/install-deps.sh || { echo "install-deps failed"; exit 1; }
 
@@ -29,12 +33,14 @@ stage() {  # stage NAME COMMAND...: runs one stage, counts it, keeps going on fa
   CASES_PASSED=0
   CASES_FAILED=0
   if "$@"; then
-    echo "=== $name: ok ($((SECONDS - start)) s)"
     [ "$CASES_PASSED" -eq 0 ] && CASES_PASSED=1  # a check without test cases counts once
+    echo "stage-count: $CASES_PASSED $CASES_FAILED"
+    echo "=== $name: ok ($((SECONDS - start)) s)"
   else
     failures+=("$name")
-    echo "=== $name: FAILED ($((SECONDS - start)) s)"
     [ "$CASES_FAILED" -eq 0 ] && CASES_FAILED=1
+    echo "stage-count: $CASES_PASSED $CASES_FAILED"
+    echo "=== $name: FAILED ($((SECONDS - start)) s)"
   fi
   passed=$((passed + CASES_PASSED))
   failed=$((failed + CASES_FAILED))
@@ -69,8 +75,28 @@ check_layers() {
   return 0
 }
 
+# The Kubernetes binaries and helm for the end-to-end stage (minutes cold, then cached) build in
+# the background from the start, at low priority: they fill the cores whenever the C++ stages
+# leave one idle (linking, tests that wait, downloads). The end-to-end stage waits for them.
+K8S_BINS_PID=""
+start_k8s_bins() {
+  command -v go >/dev/null 2>&1 || return 0
+  nice -n 10 e2e/k8s-bins/build.sh > build/k8s-bins.out 2> build/k8s-bins.log &
+  K8S_BINS_PID=$!
+}
+
 e2e_real() {  # real etcd, kube-apiserver and kube-scheduler around `tessera serve` (e2e/README.md)
   local log=build/e2e-real.log
+  if [ -n "$K8S_BINS_PID" ]; then
+    local waited=$SECONDS
+    if wait "$K8S_BINS_PID" && [ -s build/k8s-bins.out ]; then
+      export TESSERA_K8S_BINS
+      TESSERA_K8S_BINS=$(tail -1 build/k8s-bins.out)
+    else  # run-real.sh builds them itself, in the foreground, and says what failed
+      tail -20 build/k8s-bins.log
+    fi
+    echo "k8s-bins: waited $((SECONDS - waited)) s for the background build ($(grep -E 'built in' build/k8s-bins.log | tr '\n' ' '))"
+  fi
   TESSERA_BIN="$ROOT/build/release/src/tessera" e2e/run-real.sh 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local summary
@@ -82,14 +108,18 @@ e2e_real() {  # real etcd, kube-apiserver and kube-scheduler around `tessera ser
   return "$rc"
 }
 
-build_and_test() {  # build_and_test DIR CTEST_ARGS -- CMAKE_ARGS...
+configure() {  # configure DIR CMAKE_ARGS...: a Ninja tree with warnings as errors
   local dir=$1
   shift
   cmake -S . -B "$dir" -G Ninja -DTESSERA_WERROR=ON "$@" > "$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; return 1; }
-  cmake --build "$dir" -j "$JOBS" || return 1
+}
+
+run_ctest() {  # run_ctest DIR CTEST_ARGS...: runs the tests, sets the stage's case counts
+  local dir=$1
+  shift
   local rc=0
-  (cd "$dir" && ctest --output-on-failure -j "$JOBS" --timeout 600) 2>&1 | tee "$dir.ctest.log"
+  (cd "$dir" && ctest --output-on-failure -j "$JOBS" --timeout 600 "$@") 2>&1 | tee "$dir.ctest.log"
   rc=${PIPESTATUS[0]}
   local summary
   summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$dir.ctest.log" | tail -1)
@@ -103,51 +133,108 @@ build_and_test() {  # build_and_test DIR CTEST_ARGS -- CMAKE_ARGS...
   return "$rc"
 }
 
-lint() {  # clang-tidy over src/ with .clang-tidy's checks, on the release build's commands
-  local log=build/clang-tidy.log
-  # GCC-only warning flags in the compile commands are not clang-tidy's business.
-  run-clang-tidy-14 -p build/release -quiet -j "$JOBS" -extra-arg=-Wno-unknown-warning-option \
-    "^$ROOT/src/" > "$log" 2>&1
-  local rc=$?
-  if [ $rc -ne 0 ] || grep -qE '(warning|error): ' "$log"; then
-    grep -E -A3 '(warning|error): ' "$log" | head -100
+build_and_test() {  # build_and_test DIR CMAKE_ARGS...: configure, build everything, run every test
+  local dir=$1
+  shift
+  configure "$dir" "$@" || return 1
+  cmake --build "$dir" -j "$JOBS" || return 1
+  run_ctest "$dir"
+}
+
+# clang-tidy over src/ with .clang-tidy's checks, each translation unit once, clean results
+# cached. It needs only the release tree's compile commands, so it starts in the background
+# at low priority as soon as that tree is built and fills the cores while the end-to-end stage
+# waits for its cluster; the lint stage then waits for it and reports.
+LINT_PID=""
+start_lint() {
+  [ -f build/release/compile_commands.json ] || return 0
+  nice -n 10 python3 scripts/clang-tidy-cached.py -p build/release --files "^$ROOT/src/" \
+    -j "$JOBS" > build/clang-tidy.log 2>&1 &
+  LINT_PID=$!
+}
+lint() {
+  local rc=0
+  if [ -n "$LINT_PID" ]; then
+    wait "$LINT_PID" || rc=$?
+  else  # the release tree was not configured: run it here, and fail on what it says
+    python3 scripts/clang-tidy-cached.py -p build/release --files "^$ROOT/src/" -j "$JOBS" \
+      > build/clang-tidy.log 2>&1 || rc=$?
+  fi
+  tail -1 build/clang-tidy.log
+  if [ $rc -ne 0 ]; then
+    head -150 build/clang-tidy.log
     return 1
   fi
 }
 
+# The sanitizer trees: the code under test at -O1 with line tables (readable reports, about a
+# third of -O2 -g's compile time), the test programs themselves at -O0; asserts as in release.
+# Both precompile the test programs' common headers (tests/CMakeLists.txt).
+SANITIZER_TREE=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+  -DTESSERA_TEST_COMPILE_OPTIONS=-O0 -DTESSERA_TEST_PCH=ON -DTESSERA_BUILD_TESTS=ON
+  -DTESSERA_BUILD_BENCH=OFF)
+
+asan() {  # one clang tree for ASan+UBSan: every test, and the libFuzzer targets for the next stage
+  CC=clang CXX=clang++ build_and_test build/asan "${SANITIZER_TREE[@]}" \
+    -DTESSERA_SANITIZE=address,undefined -DTESSERA_BUILD_FUZZ=ON
+}
+
+fuzz() {  # the libFuzzer targets of the ASan+UBSan tree, FUZZ_SECONDS each, one per core at once
+  local n
+  n=$(find build/asan/fuzz -maxdepth 1 -type f -name 'fuzz_*' -executable | wc -l)
+  [ "$n" -gt 0 ] || { echo "no fuzz targets in build/asan/fuzz"; return 1; }
+  scripts/run-fuzzers.sh build/asan/fuzz "$FUZZ_SECONDS" "$JOBS" || return 1
+  CASES_PASSED=$n
+}
+
+# The test programs that start threads run under TSan (with the `cli.*` tests: the program
+# itself). The core starts none (the layering check keeps <thread> and <mutex> out of it), so
+# its tests are not here; check_tsan_list fails the stage if a program that starts threads is.
+TSAN_TEST_BINARIES=(tessera_sim_tests tessera_kube_tests tessera_scheduler_tests
+  tessera_scheduler_runtime_tests tessera_agent_tests tessera_deviceplugin_tests tessera_app_tests)
+check_tsan_list() {  # every test program of the release tree that starts a thread is listed
+  local bin name found=0 missing=()
+  for bin in build/release/tests/tessera_*_tests; do
+    [ -x "$bin" ] || continue
+    found=$((found + 1))
+    name=$(basename "$bin")
+    if nm -u -C "$bin" | grep -qE 'std::thread::_M_start_thread|pthread_create|grpc::ServerBuilder::BuildAndStart'; then
+      [[ " ${TSAN_TEST_BINARIES[*]} " == *" $name "* ]] || missing+=("$name")
+    fi
+  done
+  [ "$found" -gt 0 ] || { echo "no test programs in build/release/tests to check"; return 1; }
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "these test programs start threads but are not in TSAN_TEST_BINARIES: ${missing[*]}"
+    return 1
+  fi
+}
+
+tsan() {
+  check_tsan_list || return 1
+  configure build/tsan "${SANITIZER_TREE[@]}" -DTESSERA_SANITIZE=thread || return 1
+  cmake --build build/tsan -j "$JOBS" --target "${TSAN_TEST_BINARIES[@]}" tessera tessera_nvml_sim ||
+    return 1
+  local labels
+  labels=$(IFS='|'; echo "${TSAN_TEST_BINARIES[*]}|cli")
+  run_ctest build/tsan -L "^($labels)\$"
+}
+
 mkdir -p build
+start_k8s_bins
 stage "format (clang-format)" check_format
 stage "layering" check_layers
-stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Release
+# The product at -O2 as shipped; the test programs' own code at -O1 (a quarter less compile time).
+# The demo's tree (scripts/run-demo.sh) is this one without tests and benchmarks.
+stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Release \
+  -DTESSERA_TEST_COMPILE_OPTIONS=-O1 -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_BENCH=ON
+start_lint
 stage "end-to-end (real kube-apiserver, kube-scheduler, etcd)" e2e_real
-stage "lint (clang-tidy)" lint
-stage "ASan+UBSan build + tests" build_and_test build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTESSERA_SANITIZE=address,undefined -DTESSERA_BUILD_BENCH=OFF
+stage "lint (clang-tidy; ran beside the end-to-end stage)" lint
+stage "ASan+UBSan build + tests (clang)" asan
+stage "fuzzers (${FUZZ_SECONDS}s each, ASan+UBSan)" fuzz
 # Debian's cpp-httplib is not TSan-instrumented; see tests/tsan.supp.
 export TSAN_OPTIONS="suppressions=$ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}"
-stage "TSan build + tests" build_and_test build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTESSERA_SANITIZE=thread -DTESSERA_BUILD_BENCH=OFF
-if [ -f fuzz/CMakeLists.txt ]; then
-  fuzz() {
-    CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF \
-      -DTESSERA_SANITIZE=address,undefined > build/fuzz.configure.log 2>&1 ||
-      { cat build/fuzz.configure.log; return 1; }
-    # Only the fuzz targets and what they link: the program, the agent and gRPC are not needed.
-    local targets
-    targets=$(cd fuzz && ls fuzz_*.cc | sed 's/\.cc$//')
-    # shellcheck disable=SC2086
-    cmake --build build/fuzz -j "$JOBS" --target $targets || return 1
-    local n
-    n=$(find build/fuzz -maxdepth 2 -type f -name 'fuzz_*' -executable | wc -l)
-    if scripts/run-fuzzers.sh build/fuzz "$FUZZ_SECONDS"; then
-      CASES_PASSED=$n
-      return 0
-    fi
-    return 1
-  }
-  stage "fuzzers (${FUZZ_SECONDS}s each)" fuzz
-fi
+stage "TSan build + tests (programs that start threads)" tsan
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failed stages: ${failures[*]}"; fi
