@@ -75,23 +75,26 @@ def run(cmd, cwd):
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace")
 
 
-def cache_key(unit, tool_version, config_text, clang):
-    """None when the unit cannot be preprocessed (then it is analysed and not cached)."""
+def cache_key(unit, tool_version, config_text, clang, root):
+    """None when the unit cannot be preprocessed (then it is analysed and not cached).
+
+    The checkout's own path is left out (CI clones into a new folder each time), as ccache's
+    base directory does: the same sources in another clone give the same key."""
     path, directory, args = unit
     pre = run([clang, "-E", "-C", *args, *EXTRA_ARGS, path], directory)
     if pre.returncode != 0:
         return None
     digest = hashlib.sha256()
     for part in (tool_version, config_text, path, "\0".join(args), pre.stdout):
-        digest.update(part.encode())
+        digest.update(part.replace(root, "<root>").encode())
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def analyse(unit, tidy, cache, tool_version, config_text, clang):
+def analyse(unit, tidy, cache, tool_version, config_text, clang, root):
     """(path, 'cached'|'clean'|'findings', output)."""
     path, directory, args = unit
-    key = cache_key(unit, tool_version, config_text, clang)
+    key = cache_key(unit, tool_version, config_text, clang, root)
     marker = os.path.join(cache, key[:2], key) if key else None
     if marker and os.path.exists(marker):
         return path, "cached", ""
@@ -116,6 +119,8 @@ def main():
     parser.add_argument("--clang-tidy", dest="tidy", default="clang-tidy-14")
     parser.add_argument("--clang", default="clang++-14", help="preprocessor for the cache key")
     parser.add_argument("--config", default=".clang-tidy", help="the checks file (part of the key)")
+    parser.add_argument("--root", default=os.getcwd(),
+                        help="the checkout, whose path the cache key leaves out")
     opts = parser.parse_args()
 
     try:
@@ -138,8 +143,9 @@ def main():
     start = time.monotonic()
     counts = {"cached": 0, "clean": 0, "findings": 0}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+        root = os.path.realpath(opts.root).rstrip("/") + "/"
         futures = [pool.submit(analyse, u, opts.tidy, opts.cache, version.stdout, config_text,
-                               opts.clang) for u in units]
+                               opts.clang, root) for u in units]
         for future in concurrent.futures.as_completed(futures):
             path, outcome, output = future.result()
             counts[outcome] += 1
