@@ -95,6 +95,35 @@ TEST_F(ServiceTest, FilterOnSeveralThreadsAnswersAsOnOne) {
   EXPECT_EQ(Filter(big, names), refused);
 }
 
+// A value nested 80 000 deep in a pod (an annotation, a resource limit) once overflowed the stack
+// while its error message printed it: every endpoint that reads a pod answers with an error and
+// the service goes on.
+TEST_F(ServiceTest, DeeplyNestedValuesInAPodAreRefusedNotFatal) {
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-a")})});
+  const std::string deep = std::string(80000, '[') + std::string(80000, ']');
+  const std::string pod_in_filter =
+      R"({"metadata":{"name":"p","namespace":"ns","uid":"u","annotations":{"x":)" + deep +
+      R"(}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":)" + deep +
+      R"(}}}]}})";
+  for (const std::string& body : {R"({"Pod":)" + pod_in_filter + R"(,"NodeNames":["n1"]})",
+                                  R"({"Pod":)" + pod_in_filter + "}"}) {
+    Json r = Json::parse(service->Filter(body));
+    EXPECT_NE(r["Error"].get<std::string>().find("nested deeper than 128"), std::string::npos)
+        << r.dump();
+    Json p = Json::parse(service->Prioritize(body));
+    EXPECT_TRUE(p.is_array() || p.is_object()) << p.dump();
+  }
+  const std::string review =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"r1",)"
+      R"("object":)" +
+      pod_in_filter + "}}";
+  Json w = Json::parse(service->Webhook(review));
+  EXPECT_NE(w.dump().find("nested deeper than 128"), std::string::npos) << w.dump();
+  // Still serving.
+  const auto pod = PodBuilder("ns/ok").Container(1, 1000).Build();
+  EXPECT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+}
+
 TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000).Build();

@@ -33,7 +33,23 @@ Status ReadIntAs(const Json& obj, std::string_view key, const std::string& where
   return s;
 }
 
-// Parses text as JSON; the error names `what`.
+// How deep arrays and objects may nest in JSON that tessera reads. nlohmann-json copies, compares
+// and prints values recursively, so a deeper value from a client would overflow the stack; no
+// Kubernetes object or HAMi annotation comes near this.
+inline constexpr int kMaxJsonNesting = 128;
+
+// The deepest nesting of arrays and objects in `text`, found by scanning the bytes (strings and
+// their escapes skipped, nothing parsed or allocated); it stops as soon as it passes `limit` and
+// then returns limit + 1.
+int JsonNestingDepth(std::string_view text, int limit);
+
+// A value from a client, described for an error message without printing all of it: a scalar's
+// JSON text (cut to 40 characters), [] or {}, or "an array of N items" / "an object of N keys".
+// Never recursive, so it is safe on any value.
+std::string DescribeJsonValue(const Json& v);
+
+// Parses text as JSON; the error names `what`. Text nested deeper than kMaxJsonNesting is
+// refused before parsing.
 Result<Json> ParseJson(std::string_view text, const std::string& what);
 
 }  // namespace tessera::codec

@@ -16,7 +16,7 @@ Status ReadStringMap(const Json& obj, std::string_view key, const std::string& w
       (*out)[it.key()] = v.dump();  // YAML scenario files write `key: 2` for "2"
     } else {
       return Error{where + "." + std::string(key) + "[\"" + it.key() +
-                   "\"]: expected a string, got " + v.dump()};
+                   "\"]: expected a string, got " + DescribeJsonValue(v)};
     }
   }
   return Status::Ok();
@@ -36,7 +36,7 @@ Status ReadResourceList(const Json& obj, std::string_view key, const std::string
       (*out)[it.key()] = v.dump();
     } else {
       return Error{where + "." + std::string(key) + "[\"" + it.key() +
-                   "\"]: expected a quantity, got " + v.dump()};
+                   "\"]: expected a quantity, got " + DescribeJsonValue(v)};
     }
   }
   return Status::Ok();

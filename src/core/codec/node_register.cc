@@ -12,7 +12,7 @@ constexpr long long kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr long long kUint32Max = std::numeric_limits<uint32_t>::max();
 
 Result<model::MigProfile> DecodeProfile(const Json& j, const std::string& where) {
-  if (!j.is_object()) return Error{where + ": expected an object, got " + j.dump()};
+  if (!j.is_object()) return Error{where + ": expected an object, got " + DescribeJsonValue(j)};
   model::MigProfile p;
   if (auto s = ReadString(j, "name", where, &p.name); !s) return Error{s.message()};
   if (auto s = ReadIntAs(j, "memoryMB", where, 0, kInt32Max, &p.memory_mib); !s) {
@@ -47,7 +47,7 @@ Result<model::MigProfile> DecodeProfile(const Json& j, const std::string& where)
 }
 
 Result<model::GpuDevice> DecodeDevice(const Json& j, const std::string& where) {
-  if (!j.is_object()) return Error{where + ": expected an object, got " + j.dump()};
+  if (!j.is_object()) return Error{where + ": expected an object, got " + DescribeJsonValue(j)};
   model::GpuDevice d;
   if (auto s = ReadString(j, "id", where, &d.uuid); !s) return Error{s.message()};
   if (d.uuid.empty()) return Error{where + ".id: missing GPU UUID"};

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/codec/json_util.h"
+
 namespace tessera::extender {
 
 namespace od = simdjson::ondemand;
@@ -60,6 +62,10 @@ bool DecodeOnDemand(od::parser& parser, simdjson::padded_string_view body, size_
       std::string_view raw;
       if (have_pod || value.get_object().get(pod) != simdjson::SUCCESS ||
           pod.raw_json().get(raw) != simdjson::SUCCESS) {
+        return false;
+      }
+      // Too deep to copy or print safely: the general decoder refuses it with a message.
+      if (codec::JsonNestingDepth(raw, codec::kMaxJsonNesting) > codec::kMaxJsonNesting) {
         return false;
       }
       args.pod = codec::Json::parse(raw, nullptr, /*allow_exceptions=*/false);
