@@ -168,6 +168,12 @@ Status HttpServer::Listen() {
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // Small JSON answers must not wait for Nagle's algorithm and the peer's delayed ACK.
   server.set_tcp_nodelay(true);
+  // SO_REUSEADDR only: cpp-httplib's default also sets SO_REUSEPORT, with which a second
+  // `tessera serve` on the same address starts and takes half the requests with its own state.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server.set_payload_max_length(options_.max_request_bytes);
   server.set_read_timeout(options_.read_timeout_seconds, 0);
   server.set_write_timeout(options_.write_timeout_seconds, 0);
@@ -193,8 +199,9 @@ Status HttpServer::Listen() {
         } catch (...) {
         }
         spdlog::error("{} {}: {}", req.method, req.path, what);
+        // The details stay in the log: a client learns nothing of the process's internals.
         res.status = 500;
-        res.set_content("internal error: " + what, "text/plain");
+        res.set_content("internal error\n", "text/plain");
       });
   const auto& [host, port] = hp.value();
   if (port == 0) {

@@ -241,6 +241,26 @@ TEST(HttpServer, BadMetricsAddressNamesItsFlag) {
   EXPECT_EQ(s.message(), "--metrics-bind-address 9395: expected HOST:PORT");
 }
 
+// With SO_REUSEPORT (cpp-httplib's default) a second server on the same address started and
+// took half the requests with a state of its own: it must fail to start instead.
+TEST(HttpServer, ASecondServerOnATakenPortFailsToStart) {
+  ServerFixture first;
+  ASSERT_TRUE(first.listen_status().ok());
+  httplib::Client client("127.0.0.1", first.port());
+  auto health = client.Get("/healthz");  // serving (and so stoppable) before the test ends
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  scheduler::ServiceOptions so;
+  EmbeddedCluster cluster;
+  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  HttpOptions o;
+  o.bind = "127.0.0.1:" + std::to_string(first.port());
+  HttpServer second(svc, o);
+  Status s = second.Listen();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "--http-bind " + o.bind + ": cannot listen (address in use?)");
+}
+
 TEST(HttpServer, BadBindAddressIsAClearError) {
   scheduler::ServiceOptions so;
   EmbeddedCluster cluster;
