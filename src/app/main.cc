@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/logging/log_setup.h"
 #include "app/agent_command.h"
 #include "app/explain_command.h"
 #include "app/mig_replay_command.h"
@@ -66,6 +67,7 @@ int RunDemo(const GpuModelCatalog& catalog) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::logging::InstallProcessLogger();
   CLI::App app{"tessera: GPU sharing and Dynamic MIG scheduling for Kubernetes"};
   app.require_subcommand(1);
 
