@@ -223,7 +223,7 @@ mkdir -p build
 start_k8s_bins
 stage "format (clang-format)" check_format
 stage "layering" check_layers
-# The product at -O2 as shipped; the test programs' own code at -O1 (a quarter less compile time).
+# The product at -O3 as shipped; the test programs' own code at -O1 (a quarter less compile time).
 # The demo's tree (scripts/run-demo.sh) is this one without tests and benchmarks.
 stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Release \
   -DTESSERA_TEST_COMPILE_OPTIONS=-O1 -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_BENCH=ON
