@@ -16,6 +16,10 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
 # Precompiled headers (the sanitizer trees' tests) are cacheable only with these.
 export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+# The sanitizer trees compile with -g1, and ccache hashes the working directory of every -g
+# compile unless told not to: each new clone would miss them all. Reports still name the file
+# and line (relative to the folder of the build that filled the cache).
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 scripts/install-deps.sh || { echo "install-deps failed"; exit 1; }
 
