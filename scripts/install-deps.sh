@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev openssl prometheus-cpp-dev libspdlog-dev python3
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libboost-dev  # Boost.Beast on Asio: the HTTP(S) server for hostile networks (src/adapters/http)
   libsimdjson-dev  # the extender's filter body, parsed on demand (src/core/extender/fast_args.cc)
   libglpk-dev  # the LP upper bound of the trace replay (src/sim/replay/upper_bound.cc)
   chromium  # the /ui page is tested in a real headless browser (tests/app/ui_test.cc)

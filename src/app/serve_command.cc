@@ -18,6 +18,7 @@
 #include "adapters/yaml/yaml_json.h"
 #include "app/device_config_file.h"
 #include "app/serve_flags.h"
+#include "app/serve_listeners.h"
 #include "core/common/duration.h"
 #include "core/config/config_codec.h"
 #include "core/mig/catalog.h"
@@ -243,58 +244,17 @@ Result<ClusterSource> OpenClusterSource(const ServeOptions& options, const Serve
   return source;
 }
 
-// The main port and, with --metrics-bind-address, a metrics-only one (HAMi serves /metrics on
-// its own port; tessera keeps it on the main port too, so both kinds of scrape work).
-struct Listeners {
-  std::unique_ptr<scheduler_runtime::HttpServer> http;
-  std::unique_ptr<scheduler_runtime::HttpServer> metrics;
-};
-
-Result<Listeners> Listen(const ServeOptions& options, scheduler::ExtenderService& service) {
-  Listeners out;
-  scheduler_runtime::HttpOptions ho;
-  ho.bind = options.http_bind;
-  ho.tls_cert_file = options.tls_cert_file;
-  ho.tls_key_file = options.tls_key_file;
-  ho.legacy_metrics = options.legacy_metrics;
-  out.http = std::make_unique<scheduler_runtime::HttpServer>(service, ho);
-  if (Status s = out.http->Listen(); !s.ok()) return Error{s.message()};
-  if (!options.metrics_bind_address.empty()) {
-    scheduler_runtime::HttpOptions mo;
-    mo.bind = options.metrics_bind_address;
-    mo.metrics_only = true;
-    mo.legacy_metrics = options.legacy_metrics;
-    mo.threads = 2;
-    mo.flag = "--metrics-bind-address";
-    out.metrics = std::make_unique<scheduler_runtime::HttpServer>(service, mo);
-    if (Status s = out.metrics->Listen(); !s.ok()) return Error{s.message()};
-  }
-  return out;
-}
-
-// Logged once the cluster is loaded or watched: a client waiting for this line may send requests.
-void LogListening(const ServeOptions& options, const Listeners& listeners) {
-  const std::string& bind = options.http_bind;
-  spdlog::info("tessera serve listening on {}:{} ({})", bind.substr(0, bind.rfind(':')),
-               listeners.http->port(), options.tls_cert_file.empty() ? "http" : "https");
-  if (listeners.metrics) {
-    const std::string& mb = options.metrics_bind_address;
-    const std::string host = mb.substr(0, mb.rfind(':'));
-    spdlog::info("metrics listening on {}:{} (http, /metrics)", host.empty() ? "0.0.0.0" : host,
-                 listeners.metrics->port());
-  }
-}
-
 // Serves until SIGINT or SIGTERM, with the periodic work (reservation expiry, node liveness,
 // requeues) once a second; then stops the cluster source first (a held lease goes at once, so a
 // standby takes over fast) and the servers.
 void ServeUntilStopped(sigset_t stop_signals, scheduler::ExtenderService& service,
                        Listeners& listeners, scheduler_runtime::KubeCluster* kube) {
   std::atomic<bool> stopping{false};
-  std::thread server_thread([&] { listeners.http->Serve(); });
-  std::thread metrics_thread([&] {
-    if (listeners.metrics) listeners.metrics->Serve();
-  });
+  std::vector<scheduler_runtime::HttpServer*> servers{listeners.http.get()};
+  if (listeners.extender) servers.push_back(listeners.extender.get());
+  if (listeners.metrics) servers.push_back(listeners.metrics.get());
+  std::vector<std::thread> server_threads;
+  for (auto* server : servers) server_threads.emplace_back([server] { server->Serve(); });
   std::thread expiry_thread([&] {
     while (!stopping.load()) {
       service.ExpireReservations();
@@ -310,10 +270,8 @@ void ServeUntilStopped(sigset_t stop_signals, scheduler::ExtenderService& servic
   spdlog::info("signal {}: shutting down", sig);
   stopping = true;
   if (kube != nullptr) kube->Stop();
-  listeners.http->Stop();
-  if (listeners.metrics) listeners.metrics->Stop();
-  server_thread.join();
-  metrics_thread.join();
+  for (auto* server : servers) server->Stop();
+  for (auto& thread : server_threads) thread.join();
   expiry_thread.join();
 }
 
@@ -338,7 +296,8 @@ int RunServeCommand(const ServeOptions& options) {
     setup->service.filter_runner = &*filter_pool;
   }
   scheduler::ExtenderService service(setup->config, setup->service, *source->writer);
-  auto listeners = Listen(options, service);
+  auto listeners =
+      OpenListeners(options, service, source->kube ? &source->kube->client() : nullptr);
   if (!listeners.ok()) return Fail(listeners.error().message);
 
   if (source->embedded != nullptr) {

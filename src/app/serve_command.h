@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,15 @@ struct ServeOptions {
   std::string http_bind = "127.0.0.1:8080";
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Listeners and their limits (docs/security.md).
+  std::string extender_bind;       // "": the verbs on --http-bind, for local callers only
+  std::string extender_client_ca;  // TLS: callers with a certificate it signed may use the verbs
+  std::string read_auth = "auto";  // auto | delegated | none: who may read /metrics, /explain
+  std::string request_timeout = "10s";  // a request's first byte to its last
+  int64_t max_request_bytes = 16 << 20;
+  int max_connections = 10000;
+  int http_workers = 8;
+  int http_queue = 64;
   std::string scheduler_name = "tessera-scheduler";
   std::string device_config;  // HAMi device-config.yaml
   std::string node_policy;    // empty: the scenario's, else tessera

@@ -112,6 +112,40 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
   serve.add_option("--tls-cert-file,--cert_file", so.tls_cert_file,
                    "TLS certificate (PEM, reloaded when it changes)");
   serve.add_option("--tls-key-file,--key_file", so.tls_key_file, "TLS private key (PEM)");
+  serve.add_option("--extender-bind", so.extender_bind,
+                   "Serve /filter, /prioritize and /bind on their own HOST:PORT (127.0.0.1 "
+                   "unless --extender-client-ca); default: on --http-bind, for callers on this "
+                   "host only");
+  serve.add_option("--extender-client-ca", so.extender_client_ca,
+                   "CA file: callers presenting a client certificate it signed may use the "
+                   "extender verbs from another host (needs TLS)");
+  serve
+      .add_option("--read-auth", so.read_auth,
+                  "Who may read /metrics, /ui/state and /explain: delegated (a token the API "
+                  "server accepts, allowed by RBAC), none (anyone), auto (delegated when there "
+                  "is an API server)")
+      ->capture_default_str();
+  serve
+      .add_option("--request-timeout", so.request_timeout,
+                  "Longest time from a request's first byte to its last")
+      ->capture_default_str();
+  serve
+      .add_option("--max-request-bytes", so.max_request_bytes,
+                  "Largest request body, decoded (bigger: 413)")
+      ->capture_default_str();
+  serve
+      .add_option("--max-connections", so.max_connections,
+                  "Open connections per listener; at the limit the longest idle one is closed")
+      ->check(CLI::Range(16, 1000000))
+      ->capture_default_str();
+  serve.add_option("--http-workers", so.http_workers, "Threads that answer requests")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  serve
+      .add_option("--http-queue", so.http_queue,
+                  "Requests waiting for a worker at most (more: 503)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   serve
       .add_option("--scheduler-name", so.scheduler_name,
                   "Scheduler name the webhook sets and events carry")

@@ -48,6 +48,8 @@ class KubeCluster : public scheduler::ClusterWriter {
   // Starts the informers (and leader election); the service turns ready once both have listed.
   void Start(scheduler::ExtenderService& service);
   void Stop();
+  // The API client (serve's delegated read checks share its connection and rate limit).
+  kube::Client& client() { return client_; }
 
   Status PatchPodAnnotations(const scheduler::PodRef& pod,
                              const scheduler::AnnotationChanges& changes) override;

@@ -77,15 +77,16 @@ TEST_F(ServeProcessTest, StartsWithHamiChartArguments) {
   // here --cluster adds an embedded cluster instead, because there is no API server. With
   // --cluster there is no Lease either: --leader-elect=true and the lease flags are accepted and
   // have no effect (logged), so leader election itself is tested in tests/serve and e2e/.
-  ServeProcess serve(
-      {"--cluster", Scenario(), "--http_bind=0.0.0.0:0", "--cert_file=" + Path("tls.crt"),
-       "--key_file=" + Path("tls.key"), "--scheduler-name=hami-scheduler",
-       "--metrics-bind-address=:0", "--node-scheduler-policy=binpack",
-       "--gpu-scheduler-policy=spread", "--force-overwrite-default-scheduler=true",
-       "--device-config-file=" + Path("device-config.yaml"), "--leader-elect=true",
-       "--leader-elect-resource-name=hami-scheduler",
-       "--leader-elect-resource-namespace=hami-system", "--debug", "-v=4"},
-      Path("serve.log"));
+  // Without an API server nothing can check tokens: --read-auth=none says the network is trusted.
+  ServeProcess serve({"--cluster", Scenario(), "--read-auth=none", "--http_bind=0.0.0.0:0",
+                      "--cert_file=" + Path("tls.crt"), "--key_file=" + Path("tls.key"),
+                      "--scheduler-name=hami-scheduler", "--metrics-bind-address=:0",
+                      "--node-scheduler-policy=binpack", "--gpu-scheduler-policy=spread",
+                      "--force-overwrite-default-scheduler=true",
+                      "--device-config-file=" + Path("device-config.yaml"), "--leader-elect=true",
+                      "--leader-elect-resource-name=hami-scheduler",
+                      "--leader-elect-resource-namespace=hami-system", "--debug", "-v=4"},
+                     Path("serve.log"));
   const std::string port = serve.WaitForPort("tessera serve listening on 0.0.0.0:");
   ASSERT_FALSE(port.empty()) << serve.log();
   // ":PORT" is every interface, as in HAMi.
@@ -183,6 +184,29 @@ TEST_F(ServeProcessTest, ExclusiveSourcesAndUnknownChoicesAreStartupErrors) {
   EXPECT_EQ(RunServe("--cluster /nonexistent/cluster.yaml", &output), 1);
   EXPECT_NE(output.find("/nonexistent/cluster.yaml"), std::string::npos) << output;
   EXPECT_EQ(output.find("listening"), std::string::npos) << output;
+}
+
+// Cluster data on an address others can reach needs someone to check tokens: without an API
+// server (--cluster) serve refuses to start unless --read-auth=none says the network is trusted.
+TEST_F(ServeProcessTest, ReadEndpointsOnTheNetworkWithNoWayToCheckTokensAreAStartupError) {
+  std::string output;
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --http-bind=0.0.0.0:0", &output), 1);
+  EXPECT_NE(output.find("--read-auth: 0.0.0.0:0 is reachable from the network"), std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --read-auth=delegated", &output), 1);
+  EXPECT_NE(output.find("--read-auth=delegated needs an API server"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(
+      RunServe("--cluster " + Scenario() + " --http-bind=127.0.0.1:0 --extender-bind=0.0.0.0:0",
+               &output),
+      1);
+  EXPECT_NE(output.find("--extender-bind 0.0.0.0:0: the extender verbs bind pods"),
+            std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --request-timeout=never", &output), 1);
+  EXPECT_NE(output.find("--request-timeout never"), std::string::npos) << output;
 }
 
 TEST_F(ServeProcessTest, DefinedNodePoliciesAreLoggedAndMayBeTheDefault) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "core/mig/catalog.h"
@@ -158,7 +159,7 @@ TEST(HttpServer, EmptyBodyIs400AndGarbageGetsAnErrorField) {
 
 TEST(HttpServer, OversizedBodyIsRefused) {
   HttpOptions o;
-  o.max_request_bytes = 1024;
+  o.limits.max_body_bytes = 1024;
   ServerFixture f(o);
   ASSERT_TRUE(f.listen_status().ok());
   httplib::Client client("127.0.0.1", f.port());
@@ -258,7 +259,9 @@ TEST(HttpServer, ASecondServerOnATakenPortFailsToStart) {
   HttpServer second(svc, o);
   Status s = second.Listen();
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message(), "--http-bind " + o.bind + ": cannot listen (address in use?)");
+  EXPECT_EQ(s.message(), "--http-bind " + o.bind +
+                             ": cannot listen (Address already in use; is another process using "
+                             "the port?)");
 }
 
 TEST(HttpServer, BadBindAddressIsAClearError) {
@@ -316,6 +319,45 @@ TEST(HttpServer, ServesHttpsAndReloadsARotatedCertificate) {
   auto res = client.Get("/healthz");
   ASSERT_TRUE(res) << "the new certificate verifies: " << httplib::to_string(res.error());
   fs::remove_all(dir);
+}
+
+// The data endpoints ask the read check (serve wires it to TokenReview + SubjectAccessReview) and
+// answer its refusal; the probes, the static page and the webhook do not ask it.
+TEST(HttpServer, ReadEndpointsAnswerOnlyWhatTheReadCheckAllows) {
+  std::vector<std::string> asked;
+  std::mutex mu;
+  HttpOptions o;
+  o.read_access = [&](std::string_view header, std::string_view path) {
+    std::lock_guard<std::mutex> lock(mu);
+    asked.emplace_back(path);
+    if (header.empty()) return ReadAccessDecision{401, "no token"};
+    if (header != "Bearer reader") return ReadAccessDecision{403, "may not read"};
+    return ReadAccessDecision{200, ""};
+  };
+  ServerFixture f(o);
+  ASSERT_TRUE(f.listen_status().ok());
+  httplib::Client client("127.0.0.1", f.port());
+  for (const char* path : {"/metrics", "/ui/state", "/explain?pod=default/p"}) {
+    auto anonymous = client.Get(path);
+    ASSERT_TRUE(anonymous);
+    EXPECT_EQ(anonymous->status, 401) << path;
+    EXPECT_EQ(anonymous->get_header_value("WWW-Authenticate"), "Bearer");
+    auto other = client.Get(path, {{"Authorization", "Bearer someone"}});
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->status, 403) << path;
+    auto reader = client.Get(path, {{"Authorization", "Bearer reader"}});
+    ASSERT_TRUE(reader);
+    EXPECT_NE(reader->status, 401) << path;
+    EXPECT_NE(reader->status, 403) << path;
+  }
+  const size_t checks = asked.size();
+  EXPECT_EQ(checks, 9u);
+  for (const char* path : {"/healthz", "/readyz", "/ui"}) {
+    auto res = client.Get(path);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << path;
+  }
+  EXPECT_EQ(asked.size(), checks);
 }
 
 TEST(HttpServer, MissingCertificateIsAClearError) {

@@ -1,4 +1,4 @@
-#include "scheduler_runtime/tls_reloader.h"
+#include "adapters/http/tls_reloader.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <memory>
 
-namespace tessera::scheduler_runtime {
+namespace tessera::http {
 namespace {
 
 bool MTime(const std::string& path, std::timespec* out) {
@@ -120,4 +120,4 @@ int TlsReloader::CertCallback(SSL* ssl, void* arg) {
   return 1;
 }
 
-}  // namespace tessera::scheduler_runtime
+}  // namespace tessera::http

@@ -9,7 +9,7 @@
 
 #include "core/common/result.h"
 
-namespace tessera::scheduler_runtime {
+namespace tessera::http {
 
 // Serves the certificate and key from files and picks up new ones (cert-manager rotates them in
 // place) at the next handshake after the files change, checked at most once a second.
@@ -42,4 +42,4 @@ class TlsReloader {
   uint64_t reloads_ = 0;
 };
 
-}  // namespace tessera::scheduler_runtime
+}  // namespace tessera::http
