@@ -117,6 +117,7 @@ ExtenderService::ExtenderService(config::SchedulerConfig config, ServiceOptions 
       state_(std::move(config)),
       scheduler_(state_, options_.policy),
       reservations_(state_, options_.reservation_timeout),
+      filter_only_(options_.max_filter_only_pods),
       // A restarted scheduler counts /ui versions from 1 again: its start time tells them apart.
       ui_etag_prefix_(std::to_string(clocks_.steady().time_since_epoch().count())),
       liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {
@@ -167,10 +168,18 @@ bool ExtenderService::WaitReady(std::string* why) {
 
 // ---- filter -------------------------------------------------------------------------------
 
+size_t ExtenderService::candidate_limit() const {
+  return std::max(2 * known_nodes_.load(), kMinCandidateLimit);
+}
+
+size_t ExtenderService::DecodeBuffersRetainedOnThisThread() {
+  return ArgsDecoder().retained_capacity();
+}
+
 std::string ExtenderService::Filter(std::string_view body) {
   const auto start = std::chrono::steady_clock::now();
   extender::FilterResult result;
-  auto args = ArgsDecoder().Decode(body);
+  auto args = ArgsDecoder().Decode(body, candidate_limit());
   if (!args.ok()) {
     result.error = args.error().message;
     metrics_.FilterDone("error", SecondsSince(start));
@@ -239,6 +248,7 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
                                                      const model::Pod& pod_in, uint64_t* serial,
                                                      sched::Decision* decision) {
   extender::FilterResult result;
+  NamedByFilterLocked(pod_in);
   if (pod_in.node_name.empty()) unbound_[pod_in.Key()] = pod_in;
   // Names as sent (nodeCacheCapable), not copied; node objects give theirs.
   std::vector<std::string> names_of_nodes;
@@ -264,6 +274,7 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
   } else {
     refused_.Forget(pod_in.Key());
   }
+  RecordAnswerLocked(pod_in, *decision, have_candidates ? &candidates : nullptr);
   if (decision->passthrough()) {
     reservations_.AssumePassthrough(pod_in.Key());
     result.node_names = args.node_names;
@@ -307,9 +318,42 @@ extender::FilterResult ExtenderService::FilterLocked(const extender::ExtenderArg
   return result;
 }
 
+void ExtenderService::NamedByFilterLocked(const model::Pod& pod) {
+  const std::string key = pod.Key();
+  // Pods the feed shows unbound are in unbound_ and not filter-only; any other is only this
+  // request's word (or not yet seen by the informers: they forget it when they show it).
+  auto fed = unbound_.find(key);
+  if (fed != unbound_.end() && fed->second.uid == pod.uid && !filter_only_.Contains(key)) return;
+  for (const std::string& dropped : filter_only_.Named(key, clocks_.steady())) {
+    ForgetFilterOnlyPodLocked(dropped);
+  }
+}
+
+void ExtenderService::ForgetFilterOnlyPodLocked(const std::string& key) {
+  filter_only_.Forget(key);
+  unbound_.erase(key);
+  waiting_.erase(key);
+  refused_.Forget(key);
+  filter_answers_.Forget(key);
+  reservations_.DropPassthrough(key);
+}
+
+void ExtenderService::RecordAnswerLocked(const model::Pod& pod, const sched::Decision& decision,
+                                         const std::vector<std::string>* candidates) {
+  const std::string key = pod.Key();
+  if (decision.scheduled()) {
+    filter_answers_.Placed(key, pod.uid, decision.node);
+  } else if (decision.passthrough() && candidates != nullptr) {
+    filter_answers_.PassedThrough(key, pod.uid, *candidates);
+  } else {
+    filter_answers_.Forget(key);  // no node offered
+  }
+}
+
 void ExtenderService::ReleaseIfSerial(const std::string& key, uint64_t serial) {
   std::lock_guard lock(mu_);
   if (reservations_.Undo(key, serial)) {
+    filter_answers_.Forget(key);  // the placement it offered is gone: filter again
     metrics_.SetPending(reservations_.awaiting_bind());
     refused_.ViewChanged();
   }
@@ -336,6 +380,19 @@ std::string ExtenderService::Bind(std::string_view body) {
   AnnotationChanges placement;
   {
     std::lock_guard lock(mu_);
+    // Nothing is written for a bind the pod's last filter did not offer, or for a pod bound
+    // already.
+    bool already_bound = false;
+    const std::string refusal = BindRefusalLocked(*args, &already_bound);
+    if (already_bound) {
+      metrics_.BindDone("bound", SecondsSince(start));
+      return extender::EncodeBindingResult("");
+    }
+    if (!refusal.empty()) {
+      spdlog::debug("bind {} to {}: {}", key, args->node, refusal);
+      metrics_.BindDone("error", SecondsSince(start));
+      return extender::EncodeBindingResult(refusal);
+    }
     auto ticket = reservations_.BeginBind(key, args->node);
     if (!ticket.ok()) {
       metrics_.BindDone("error", SecondsSince(start));
@@ -372,6 +429,7 @@ std::string ExtenderService::Bind(std::string_view body) {
   {
     std::lock_guard lock(mu_);
     reservations_.BindDone(key, serial);
+    filter_answers_.Bound(key, args->pod_uid, args->node);
     metrics_.SetPending(reservations_.awaiting_bind());
   }
   writer_.RecordEvent(ref, false, "BindingSucceed",
@@ -380,10 +438,37 @@ std::string ExtenderService::Bind(std::string_view body) {
   return extender::EncodeBindingResult("");
 }
 
+std::string ExtenderService::BindRefusalLocked(const extender::BindingArgs& args,
+                                               bool* already_bound) const {
+  using Verdict = FilterAnswers::Verdict;
+  const std::string key = args.PodKey();
+  const FilterAnswers::Check check = filter_answers_.ForBind(key, args.pod_uid, args.node);
+  switch (check.verdict) {
+    case Verdict::kOffered:
+      return "";
+    case Verdict::kAlreadyBound:
+      *already_bound = true;
+      return "";
+    case Verdict::kBoundElsewhere:
+      return "pod " + key + " is already bound to node " + check.bound_node + ", not " + args.node;
+    case Verdict::kNotOffered:
+      return "node " + args.node + " was not offered by the last filter of pod " + key +
+             "; it must be filtered again";
+    case Verdict::kOtherUid:
+      return "pod " + key + " (uid " + args.pod_uid +
+             ") is not the pod its last filter was for; it must be filtered again";
+    case Verdict::kNoAnswer:
+      break;
+  }
+  return "pod " + key +
+         " has no filter answer here (never filtered by this replica, or too long "
+         "ago); it must be filtered again";
+}
+
 // ---- prioritize ---------------------------------------------------------------------------
 
 std::string ExtenderService::Prioritize(std::string_view body) {
-  auto args = ArgsDecoder().Decode(body);
+  auto args = ArgsDecoder().Decode(body, candidate_limit());
   std::vector<extender::HostPriority> out;
   if (!args.ok()) return extender::EncodeHostPriorityList(out);
   auto pod = codec::DecodePod(args->pod);
@@ -473,6 +558,7 @@ void ExtenderService::UpsertNodeLocked(const model::Node& node) {
   const uint64_t signature = before != nullptr ? before->signature : 0;
   state_.SetNodeBlocked(node.name, BlockReasonLocked(node.name));
   state_.UpsertNode(node);
+  known_nodes_ = state_.nodes().size();
   const state::NodeState* after = state_.node(node.name);
   // A heartbeat changes neither: only a node that may take more than before counts.
   if (after != nullptr && after->usable() && (!was_usable || after->signature != signature)) {
@@ -535,6 +621,7 @@ void ExtenderService::DeleteNode(const Json& node) {
 
 void ExtenderService::RemoveNodeLocked(const std::string& name) {
   state_.RemoveNode(name);
+  known_nodes_ = state_.nodes().size();
   state_.SetNodeBlocked(name, "");
   liveness_.Forget(name);
   unselected_.erase(name);
@@ -641,6 +728,10 @@ void ExtenderService::ReplacePods(const std::vector<Json>& pods) {
     if (present.count(key) == 0) gone.push_back(key);
   }
   for (const auto& key : gone) ForgetPodLocked(key);
+  // Answers of pods the feed no longer shows; those only filters named expire on their own.
+  filter_answers_.ForgetIf([&](const std::string& key) {
+    return present.count(key) == 0 && !filter_only_.Contains(key);
+  });
   std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
   std::erase_if(waiting_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
   refused_.KeepOnly(waiting_);
@@ -661,6 +752,8 @@ void ExtenderService::ForgetPodViewsLocked(const std::string& key, const std::st
   unbound_.erase(key);
   waiting_.erase(key);
   refused_.Forget(key);
+  filter_only_.Forget(key);
+  filter_answers_.Forget(key);
 }
 
 void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
@@ -675,12 +768,21 @@ void ExtenderService::ApplyPodLocked(const model::Pod& pod) {
     ForgetPodViewsLocked(key, seen.forgotten ? seen.forgotten->uid : "");
   }
   if (seen.adoption == Adoption::kGone) return;
+  filter_only_.Forget(key);  // the feed shows it: kept until the feed deletes it
+  if (!pod.uid.empty()) filter_answers_.ForgetOtherUid(key, pod.uid);
   if (pod.node_name.empty()) {
     unbound_[key] = pod;
   } else {
     unbound_.erase(key);
     waiting_.erase(key);
     refused_.Forget(key);
+    filter_answers_.Bound(key, pod.uid, pod.node_name);
+    reservations_.DropPassthrough(key);
+  }
+  // Placed by a filter before a restart (or by another replica): bind may take it there.
+  if (seen.adoption == Adoption::kUnbound && !seen.placed_node.empty() &&
+      !filter_answers_.Contains(key)) {
+    filter_answers_.Placed(key, pod.uid, seen.placed_node);
   }
   if (seen.adoption == Adoption::kUnreadable) {
     metrics_.DecodeError("pod");
@@ -711,6 +813,12 @@ size_t ExtenderService::ExpireReservations() {
   std::vector<std::pair<PodRef, std::string>> expired;
   {
     std::lock_guard lock(mu_);
+    // Pods only filters named, not named again for as long as a reservation waits, are
+    // forgotten (their reservations, if any, expire just below).
+    for (const std::string& key :
+         filter_only_.Expire(clocks_.steady(), options_.reservation_timeout)) {
+      ForgetFilterOnlyPodLocked(key);
+    }
     for (auto& e : reservations_.Expire(clocks_.steady())) {
       const size_t slash = e.key.find('/');
       expired.push_back(
@@ -838,7 +946,26 @@ std::vector<prometheus::MetricFamily> ExtenderService::StateFamilies() const {
       "Age of the oldest reservation made by filter and not yet bound (0 when none)",
       prometheus::MetricType::Gauge,
       {age}});
+  families.push_back(ClientKeyedFamily(ClientKeyedEntriesLocked()));
   return families;
+}
+
+std::map<std::string, size_t> ExtenderService::ClientKeyedEntries() const {
+  std::lock_guard lock(mu_);
+  return ClientKeyedEntriesLocked();
+}
+
+std::map<std::string, size_t> ExtenderService::ClientKeyedEntriesLocked() const {
+  return {{"unbound", unbound_.size()},
+          {"waiting", waiting_.size()},
+          {"refused", refused_.size()},
+          {"refused_names", refused_.held_names()},
+          {"passthrough", reservations_.passthrough_pods()},
+          {"filter_answers", filter_answers_.size()},
+          {"filter_answer_names", filter_answers_.held_names()},
+          {"filter_only", filter_only_.size()},
+          {"ui_strings", ui_encoder_.strings_size()},
+          {"problems", reported_problems_.size()}};
 }
 
 void ExtenderService::WithState(const std::function<void(const state::ClusterState&)>& fn) const {

@@ -24,6 +24,8 @@
 #include "core/state/node_liveness.h"
 #include "core/state/reservation_cache.h"
 #include "scheduler/cluster_writer.h"
+#include "scheduler/filter_answers.h"
+#include "scheduler/filter_only_pods.h"
 #include "scheduler/refused_pods.h"
 #include "scheduler/service_metrics.h"
 #include "scheduler/ui_state.h"
@@ -62,6 +64,10 @@ struct ServiceOptions {
   // Threads for the filter phase (--filter-threads); nullptr: the request's own thread. Must
   // outlive the service.
   TaskRunner* filter_runner = nullptr;
+  // Pods only filter requests named (the cluster feed has not shown them) are remembered until
+  // no filter has named them for reservation_timeout, and at most this many, the least recently
+  // named forgotten first (docs/serve.md, "Limits").
+  size_t max_filter_only_pods = FilterOnlyPods::kDefaultMaxPods;
 };
 
 // Clocks are injectable so that tests can drive reservation expiry.
@@ -146,6 +152,18 @@ class ExtenderService {
   };
   UiStateBody UiState() const;
 
+  // A filter or prioritize request may name at most this many candidate nodes (NodeNames or
+  // Nodes.items): twice the nodes the cluster view knows (kube-scheduler's view may be ahead of
+  // ours), and never fewer than kMinCandidateLimit. Longer lists are refused before any work.
+  static constexpr size_t kMinCandidateLimit = 1000;
+  size_t candidate_limit() const;
+
+  // Entries of every map keyed by what clients send (pod keys of filter and bind requests,
+  // their node lists), by map name: what tessera_client_keyed_entries{map} shows.
+  std::map<std::string, size_t> ClientKeyedEntries() const;
+  // The body size this thread's request decoder keeps buffers for (see ExtenderArgsDecoder).
+  static size_t DecodeBuffersRetainedOnThisThread();
+
   ServiceMetrics& metrics() { return metrics_; }
   // What /metrics adds to the counters, read under the lock: HAMi's GPU usage families, tessera's
   // placement families (PlacementFamilies, with the scheduler's MIG demand mix) and the age of
@@ -164,6 +182,18 @@ class ExtenderService {
   // What the service keeps about a pod besides its devices (the waiting list, reported
   // problems), dropped when the pod is gone. `held_uid`: the uid its devices were held under.
   void ForgetPodViewsLocked(const std::string& key, const std::string& held_uid);
+  // What the service keeps about a pod only filter requests named (not its devices: a
+  // reservation expires by itself).
+  void ForgetFilterOnlyPodLocked(const std::string& key);
+  // Remembers that a filter named `pod`, which the feed may not know.
+  void NamedByFilterLocked(const model::Pod& pod);
+  // What the pod's filter answered, for bind to check.
+  void RecordAnswerLocked(const model::Pod& pod, const sched::Decision& decision,
+                          const std::vector<std::string>* candidates);
+  // Why bind must not go ahead, from the pod's last filter answer; empty when it may. Sets
+  // `already_bound` when the pod is bound to that node already.
+  std::string BindRefusalLocked(const extender::BindingArgs& args, bool* already_bound) const;
+  std::map<std::string, size_t> ClientKeyedEntriesLocked() const;
   void ReleaseIfSerial(const std::string& key, uint64_t serial);
   void UpsertNodeLocked(const model::Node& node);
   void RemoveNodeLocked(const std::string& name);
@@ -185,6 +215,11 @@ class ExtenderService {
   state::ReservationCache reservations_;
   // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
   std::map<std::string, model::Pod> unbound_;
+  // Pods only filters named: they expire and are capped (ServiceOptions::max_filter_only_pods).
+  FilterOnlyPods filter_only_;
+  // Each pod's last filter answer: bind goes only where it said.
+  FilterAnswers filter_answers_;
+  std::atomic<size_t> known_nodes_{0};          // nodes in state_, read without the lock
   std::map<std::string, std::string> waiting_;  // unbound pods the last filter placed nowhere: why
   RefusedPods refused_;  // the same pods: whether kube-scheduler will ask about them again
   mutable UiStateEncoder ui_encoder_;  // under mu_

@@ -6,14 +6,10 @@ void RefusedPods::Refused(const std::string& key, const Names* candidates) {
   Entry& e = entries_[key];
   e.refused_at = version_;
   e.stale_since.reset();
-  if (candidates == nullptr) {
-    e.candidates.reset();
-    return;
-  }
-  if (last_candidates_ == nullptr || *last_candidates_ != *candidates) {
-    last_candidates_ = std::make_shared<const Names>(*candidates);
-  }
-  e.candidates = last_candidates_;
+  e.candidates.reset();  // its earlier list no longer counts against the new one
+  if (candidates == nullptr) return;
+  e.candidates = candidate_lists_.Copy(*candidates);
+  if (e.candidates == nullptr) entries_.erase(key);
 }
 
 void RefusedPods::Forget(const std::string& key) { entries_.erase(key); }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/name_list_budget.h"
+
 namespace tessera::scheduler {
 
 // Pods the filter placed nowhere, and whether kube-scheduler can be trusted to ask about them
@@ -20,6 +22,10 @@ class RefusedPods {
  public:
   using Clock = std::chrono::steady_clock;
   using Names = std::vector<std::string>;
+  // Candidate names kept over all pods, each distinct list once (kube-scheduler's lists repeat).
+  static constexpr size_t kMaxHeldNames = size_t{1} << 18;
+
+  explicit RefusedPods(size_t max_held_names = kMaxHeldNames) : candidate_lists_(max_held_names) {}
 
   // The view changed in a way that may admit a refused pod: capacity freed, a node added,
   // changed or usable again, a quota changed.
@@ -27,7 +33,9 @@ class RefusedPods {
   uint64_t version() const { return version_; }
 
   // The filter placed `key` nowhere among `candidates` (nullptr: every node). Equal consecutive
-  // lists are kept once (kube-scheduler sends the same list filter after filter).
+  // lists are kept once (kube-scheduler sends the same list filter after filter). A pod whose
+  // list would take the names kept past the maximum is not followed (kube-scheduler's own
+  // retries still come): lists that differ every time cannot grow this without bound.
   void Refused(const std::string& key, const Names* candidates);
   void Forget(const std::string& key);
   // Drops every pod `waiting` (a map by pod key) does not hold.
@@ -37,6 +45,8 @@ class RefusedPods {
   }
   bool Contains(const std::string& key) const { return entries_.count(key) > 0; }
   size_t size() const { return entries_.size(); }
+  // Candidate names held, each distinct list once.
+  size_t held_names() const { return candidate_lists_.held(); }
 
   struct Due {
     std::string key;
@@ -56,7 +66,7 @@ class RefusedPods {
     std::shared_ptr<const Names> candidates;
   };
   std::map<std::string, Entry> entries_;
-  std::shared_ptr<const Names> last_candidates_;
+  NameListBudget candidate_lists_;
   uint64_t version_ = 1;
 };
 

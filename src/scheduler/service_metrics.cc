@@ -108,6 +108,19 @@ std::string ServiceMetrics::Render(const std::vector<prometheus::MetricFamily>& 
   return prometheus::TextSerializer().Serialize(families);
 }
 
+prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& entries) {
+  prometheus::MetricFamily family{
+      "tessera_client_keyed_entries",
+      "Entries of the scheduler's memory keyed by what clients send (pod keys of filter and bind "
+      "requests, their node lists), by map: each is bounded (docs/serve.md, Limits)",
+      prometheus::MetricType::Gauge,
+      {}};
+  for (const auto& [map, size] : entries) {
+    family.metric.push_back(Gauge({{"map", map}}, static_cast<double>(size)));
+  }
+  return family;
+}
+
 std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state) {
   using prometheus::MetricFamily;
   using prometheus::MetricType;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -49,6 +51,10 @@ class ServiceMetrics {
   prometheus::Counter* requeued_;
   prometheus::Gauge* pending_;
 };
+
+// tessera_client_keyed_entries{map}: the size of each map keyed by client input (pod keys named
+// by filter and bind requests, their node lists), from ExtenderService::ClientKeyedEntries.
+prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& entries);
 
 // HAMi-compatible GPU usage gauges (hami-protocol.md 10.3) computed from the state, so that
 // dashboards built for HAMi keep working.

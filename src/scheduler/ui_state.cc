@@ -49,10 +49,21 @@ std::string_view NamespaceOf(std::string_view key) { return key.substr(0, key.fi
 
 }  // namespace
 
-size_t UiStateEncoder::StringIndex(const std::string& s) {
+size_t UiStateEncoder::StringIndex(const std::string& s, std::vector<size_t>* used) {
   auto [it, inserted] = string_index_.try_emplace(s, strings_.size());
-  if (inserted) strings_.push_back(s);
+  if (inserted) {
+    strings_.push_back(s);
+    string_uses_.push_back(0);
+  }
+  used->push_back(it->second);
   return it->second;
+}
+
+void UiStateEncoder::CountUses(const std::vector<size_t>& strings, int delta) {
+  for (const size_t i : strings) {
+    if (delta > 0 && string_uses_[i]++ == 0) ++strings_in_use_;
+    if (delta < 0 && --string_uses_[i] == 0) --strings_in_use_;
+  }
 }
 
 size_t UiStateEncoder::KindIndex(const Kind& kind) {
@@ -62,7 +73,9 @@ size_t UiStateEncoder::KindIndex(const Kind& kind) {
 }
 
 std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::ClusterState& state,
-                                                              const state::NodeState& node) {
+                                                              const state::NodeState& node,
+                                                              std::vector<size_t>* strings) {
+  strings->clear();
   auto out = std::make_shared<std::string>();
   std::string& o = *out;
   o.reserve(128 + node.devices.size() * 64 + node.pods.size() * 24);
@@ -84,7 +97,7 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
       if (i > 0) o.push_back(']');
       if (i > 0) o.push_back(',');
       o.push_back('[');
-      num(static_cast<int64_t>(StringIndex(std::string(ns))));
+      num(static_cast<int64_t>(StringIndex(std::string(ns), strings)));
       group = ns;
     }
     o.push_back(',');
@@ -110,9 +123,9 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
     o.push_back(',');
     AppendString(&o, d.uuid);
     o.push_back(',');
-    const int64_t type = static_cast<int64_t>(StringIndex(d.type));
+    const int64_t type = static_cast<int64_t>(StringIndex(d.type, strings));
     const int64_t mode = static_cast<int64_t>(
-        StringIndex(d.healthy && u.Trusted() ? d.mode : d.mode + ",unhealthy"));
+        StringIndex(d.healthy && u.Trusted() ? d.mode : d.mode + ",unhealthy", strings));
     const int64_t slices = d.IsMig() ? node.mig_models[i].memory_slices() : 0;
     num(static_cast<int64_t>(KindIndex(Kind{type, mode, static_cast<int64_t>(d.count),
                                             static_cast<int64_t>(d.total_mem_mib),
@@ -129,7 +142,7 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
       o.push_back('[');
       num(pod_number(inst.pod_key));
       o.push_back(',');
-      num(static_cast<int64_t>(StringIndex(inst.profile_name)));
+      num(static_cast<int64_t>(StringIndex(inst.profile_name, strings)));
       o.push_back(',');
       num(inst.placement.start);
       o.push_back(',');
@@ -144,7 +157,22 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
     o.append("]]");
   }
   o.append("]}");
+  std::sort(strings->begin(), strings->end());
+  strings->erase(std::unique(strings->begin(), strings->end()), strings->end());
   return out;
+}
+
+void UiStateEncoder::Reset() {
+  strings_.clear();
+  string_index_.clear();
+  string_uses_.clear();
+  strings_in_use_ = 0;
+  kinds_.clear();
+  kind_index_.clear();
+  tables_.clear();
+  tables_strings_ = 0;
+  tables_kinds_ = 0;
+  fragments_.clear();
 }
 
 UiStateEncoder::Snapshot UiStateEncoder::Collect(
@@ -157,7 +185,9 @@ UiStateEncoder::Snapshot UiStateEncoder::Collect(
   for (const state::NodeState* node : state.node_list()) {
     Fragment& f = fragments_[node->name];
     if (!f.json || f.stamp != node->change_stamp) {
-      f.json = EncodeNode(state, *node);
+      CountUses(f.strings, -1);
+      f.json = EncodeNode(state, *node, &f.strings);
+      CountUses(f.strings, +1);
       f.stamp = node->change_stamp;
       ++last_encoded_;
       changed = true;
@@ -166,8 +196,18 @@ UiStateEncoder::Snapshot UiStateEncoder::Collect(
     snap.nodes.push_back(f.json);
   }
   if (fragments_.size() > snap.nodes.size()) {  // nodes went away
-    std::erase_if(fragments_, [&](const auto& entry) { return entry.second.seen != collects_; });
+    std::erase_if(fragments_, [&](const auto& entry) {
+      if (entry.second.seen == collects_) return false;
+      CountUses(entry.second.strings, -1);
+      return true;
+    });
     changed = true;
+  }
+  // The append-only table keeps the strings of pods long gone: built afresh once most of it is
+  // unused (then every string is in use, so this happens once).
+  if (strings_.size() > std::max(kMinStringsBeforeRebuild, 2 * strings_in_use_)) {
+    Reset();
+    return Collect(state, waiting);
   }
   if (strings_.size() != tables_strings_ || kinds_.size() != tables_kinds_ || tables_.empty()) {
     tables_ = "\"strings\":[";

@@ -41,19 +41,32 @@ class UiStateEncoder {
                    const std::map<std::string, std::string>& waiting);
   // Nodes whose JSON the last Collect encoded (the others were reused).
   size_t last_encoded() const { return last_encoded_; }
+  // Entries of the string table. Being append-only, it keeps the namespace of every pod that
+  // held a GPU since it was built, so it is built afresh once it holds more than twice the
+  // strings the nodes' JSON uses (and more than kMinStringsBeforeRebuild): pods that come and go
+  // (or that a client made up) cannot grow it without bound.
+  size_t strings_size() const { return strings_.size(); }
+  static constexpr size_t kMinStringsBeforeRebuild = 256;
 
  private:
   struct Fragment {
     uint64_t stamp = 0;
     uint64_t seen = 0;  // the last Collect that listed the node
     std::shared_ptr<const std::string> json;
+    std::vector<size_t> strings;  // the string indices `json` uses, each once
   };
   using Kind = std::array<int64_t, 6>;
 
+  // The node's JSON; the string indices it uses into `strings`.
   std::shared_ptr<const std::string> EncodeNode(const state::ClusterState& state,
-                                                const state::NodeState& node);
-  size_t StringIndex(const std::string& s);
+                                                const state::NodeState& node,
+                                                std::vector<size_t>* strings);
+  size_t StringIndex(const std::string& s, std::vector<size_t>* used);
   size_t KindIndex(const Kind& kind);
+  // Counts the strings a fragment uses in (+1) or out (-1) of strings_in_use_.
+  void CountUses(const std::vector<size_t>& strings, int delta);
+  // Forgets the tables and every node's JSON: the next Collect encodes all nodes afresh.
+  void Reset();
 
   // Append-only, so a kept fragment's indices stay right.
   std::vector<std::string> strings_;
@@ -63,6 +76,8 @@ class UiStateEncoder {
   std::string tables_;
   size_t tables_strings_ = 0;
   size_t tables_kinds_ = 0;
+  std::vector<uint32_t> string_uses_;  // per string: the fragments using it
+  size_t strings_in_use_ = 0;          // strings some fragment uses
 
   std::unordered_map<std::string, Fragment> fragments_;
   uint64_t collects_ = 0;

@@ -200,6 +200,7 @@ TEST_F(ServiceTest, FailedBindReleasesTheReservation) {
 TEST_F(ServiceTest, UnboundReservationExpiresAfterTheTimeout) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
+  s.UpsertPod(PodJson(pod));  // as the informer shows it, so its filter answer is kept
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
   clock.now += std::chrono::seconds(29);
   EXPECT_EQ(s.ExpireReservations(), 0u);

@@ -93,5 +93,24 @@ TEST(RefusedPodsTest, EqualCandidateListsAreKeptOnce) {
   EXPECT_EQ(*due[2].candidates, other);
 }
 
+// Lists that differ every time (a client making them up) stop at the budget: a pod whose list
+// would pass it is not followed, and what is held goes back down as pods leave.
+TEST(RefusedPodsTest, CandidateListsStayWithinTheBudget) {
+  RefusedPods book(/*max_held_names=*/10);
+  for (int i = 0; i < 20; ++i) {
+    const Names made_up = {"x" + std::to_string(i), "y" + std::to_string(i), "z"};
+    book.Refused("ns/p" + std::to_string(i), &made_up);
+    EXPECT_LE(book.held_names(), 10u);
+  }
+  EXPECT_EQ(book.size(), 3u);
+  EXPECT_EQ(book.held_names(), 9u);
+  EXPECT_TRUE(book.Contains("ns/p0"));
+  EXPECT_FALSE(book.Contains("ns/p3"));
+  book.Refused("ns/every", nullptr);  // refused among every node: no list to hold
+  EXPECT_TRUE(book.Contains("ns/every"));
+  for (int i = 0; i < 3; ++i) book.Forget("ns/p" + std::to_string(i));
+  EXPECT_EQ(book.held_names(), 0u);
+}
+
 }  // namespace
 }  // namespace tessera::scheduler

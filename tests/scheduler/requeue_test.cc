@@ -138,6 +138,8 @@ TEST_F(RequeueTest, AnExpiredReservationRequeuesThePodItHeldBack) {
   const model::Pod first = PodBuilder("ns/first").Container(1, 6000).Build();
   ASSERT_EQ(Filter(first, {"n1"})["NodeNames"][0], "n1");  // never bound
   const model::Pod second = PodBuilder("ns/second").Container(1, 6000).Build();
+  // The informer shows it: a pod only filters named would be forgotten with the reservation.
+  s.UpsertPod(PodJson(second));
   ASSERT_TRUE(Filter(second, {"n1"})["NodeNames"].is_null());
   clock.now += std::chrono::seconds(31);
   ASSERT_EQ(s.ExpireReservations(), 1u);

@@ -112,6 +112,29 @@ TEST(UiStateTest, APollReEncodesOnlyTheNodesThatChanged) {
   EXPECT_EQ(Json::parse(removed.Join())["nodes"].size(), 19U);
 }
 
+// The string table is append-only; pods in 400 namespaces that came and went (or that a client
+// made up) leave it holding only what the nodes use now once it is mostly unused.
+TEST(UiStateTest, TheStringTableIsBuiltAfreshWhenMostOfItIsUnused) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n1", {SharingGpu("GPU-1", 1 << 20)}));
+  UiStateEncoder encoder;
+  encoder.Collect(s, {});
+  const size_t baseline = encoder.strings_size();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 400; ++i) {
+    keys.push_back("ns" + std::to_string(i) + "/p");
+    s.AddPod(Share(keys.back(), "n1", "GPU-1", 10));
+    if (i % 50 == 49) encoder.Collect(s, {});
+  }
+  EXPECT_EQ(encoder.strings_size(), baseline + 400);
+  for (size_t i = 0; i + 1 < keys.size(); ++i) s.RemovePod(keys[i]);
+  const auto snap = encoder.Collect(s, {});
+  EXPECT_EQ(encoder.strings_size(), baseline + 1);
+  EXPECT_EQ(Resolve(snap.Join()), Resolve(EncodeUiState(s, {})));
+  for (int i = 0; i < 100; ++i) s.AddPod(Share("other/p" + std::to_string(i), "n1", "GPU-1", 10));
+  EXPECT_EQ(Resolve(encoder.Collect(s, {}).Join()), Resolve(EncodeUiState(s, {})));
+}
+
 // Whatever happened in between, a kept encoder says what a fresh encoding of the same state
 // says (indices may differ; names, numbers and order may not).
 TEST(UiStateTest, IncrementalEncodingMatchesAFreshOneThroughRandomChanges) {

@@ -7,12 +7,13 @@ using codec::Json;
 
 namespace {
 
-Result<std::optional<std::vector<std::string>>> ReadNameList(const Json& obj,
-                                                             std::string_view key) {
+Result<std::optional<std::vector<std::string>>> ReadNameList(const Json& obj, std::string_view key,
+                                                             size_t max_names) {
   const Json* v = FindKey(obj, key);
   if (v == nullptr || v->is_null()) return std::optional<std::vector<std::string>>{};
   const std::string where = "ExtenderArgs." + std::string(key);
   if (!v->is_array()) return Error{where + ": expected a list of node names"};
+  if (v->size() > max_names) return TooManyNodes(key, max_names);
   std::vector<std::string> names;
   names.reserve(v->size());
   for (size_t i = 0; i < v->size(); ++i) {
@@ -44,7 +45,12 @@ Result<std::string> RequiredString(const Json& obj, std::string_view key) {
 
 }  // namespace
 
-Result<ExtenderArgs> DecodeExtenderArgs(std::string_view body) {
+Error TooManyNodes(std::string_view field, size_t max_nodes) {
+  return Error{"ExtenderArgs." + std::string(field) + ": more than " + std::to_string(max_nodes) +
+               " nodes, the most this scheduler takes in one request"};
+}
+
+Result<ExtenderArgs> DecodeExtenderArgs(std::string_view body, size_t max_nodes) {
   auto root = codec::ParseJson(body, "ExtenderArgs");
   if (!root.ok()) return root.error();
   if (!root->is_object()) return Error{"ExtenderArgs: expected a JSON object"};
@@ -53,7 +59,7 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view body) {
   if (pod == nullptr || pod->is_null()) return Error{"extender args missing pod"};
   if (!pod->is_object()) return Error{"ExtenderArgs.Pod: expected an object"};
   args.pod = *pod;
-  auto names = ReadNameList(*root, "NodeNames");
+  auto names = ReadNameList(*root, "NodeNames", max_nodes);
   if (!names.ok()) return names.error();
   args.node_names = std::move(names.value());
   const Json* nodes = FindKey(*root, "Nodes");
@@ -63,6 +69,7 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view body) {
     std::vector<Json> list;
     if (items != nullptr && !items->is_null()) {
       if (!items->is_array()) return Error{"ExtenderArgs.Nodes.items: expected a list"};
+      if (items->size() > max_nodes) return TooManyNodes("Nodes.items", max_nodes);
       for (size_t i = 0; i < items->size(); ++i) {
         if (!(*items)[i].is_object()) {
           return Error{"ExtenderArgs.Nodes.items[" + std::to_string(i) + "]: expected a Node"};
@@ -86,11 +93,13 @@ Result<BindingArgs> DecodeBindingArgs(std::string_view body) {
   if (!ns.ok()) return ns.error();
   auto node = RequiredString(*root, "Node");
   if (!node.ok()) return node.error();
+  // The uid ties the bind to the pod its filter saw, never to a new pod of the same name.
+  auto uid = RequiredString(*root, "PodUID");
+  if (!uid.ok()) return uid.error();
   args.pod_name = std::move(name.value());
   args.pod_namespace = std::move(ns.value());
   args.node = std::move(node.value());
-  Status s = codec::ReadString(*root, "PodUID", "ExtenderBindingArgs", &args.pod_uid);
-  if (!s.ok()) return Error{s.message()};
+  args.pod_uid = std::move(uid.value());
   return args;
 }
 

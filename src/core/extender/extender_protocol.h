@@ -1,5 +1,6 @@
 #pragma once
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,8 +47,12 @@ struct HostPriority {
 };
 inline constexpr int64_t kMaxPriority = 10;
 
-// Errors name the field ("ExtenderArgs.NodeNames[2]: expected a string").
-Result<ExtenderArgs> DecodeExtenderArgs(std::string_view body);
+// Errors name the field ("ExtenderArgs.NodeNames[2]: expected a string"). More than `max_nodes`
+// node names or node objects is an error (TooManyNodes), found before the objects are copied.
+Result<ExtenderArgs> DecodeExtenderArgs(std::string_view body,
+                                        size_t max_nodes = std::numeric_limits<size_t>::max());
+// The error for a candidate list longer than `max_nodes`; `field` is "NodeNames" or "Nodes.items".
+Error TooManyNodes(std::string_view field, size_t max_nodes);
 Result<BindingArgs> DecodeBindingArgs(std::string_view body);
 
 std::string EncodeFilterResult(const FilterResult& result);

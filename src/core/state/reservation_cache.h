@@ -43,6 +43,8 @@ class ReservationCache {
                   AnnotationWrites to_write = {});
   // Filter let the pod through without devices (no GPU request): its bind needs no reservation.
   void AssumePassthrough(const std::string& key) { passthrough_.insert(key); }
+  // The pass-through pod no longer waits for a bind here (bound already, or forgotten).
+  void DropPassthrough(const std::string& key) { passthrough_.erase(key); }
 
   struct BindTicket {
     bool reserved = false;  // the pod holds devices (false: a pass-through pod)
@@ -108,6 +110,7 @@ class ReservationCache {
   // ---- views --------------------------------------------------------------------------------
 
   size_t awaiting_bind() const { return waiting_.size(); }
+  size_t passthrough_pods() const { return passthrough_.size(); }
   bool IsAwaitingBind(const std::string& key) const { return waiting_.count(key) > 0; }
   // How long the oldest reservation has waited for its bind (zero when none does).
   std::chrono::duration<double> OldestWait(TimePoint now) const;

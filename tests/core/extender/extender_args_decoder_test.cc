@@ -91,5 +91,50 @@ TEST(ExtenderArgsDecoderTest, OtherBodiesGetTheGeneralDecodersAnswer) {
   }
 }
 
+// A list longer than the caller allows is refused on either path, with the same message, and
+// the on-demand path does not read past the limit.
+TEST(ExtenderArgsDecoderTest, MoreNodesThanAllowedAreRefusedOnEitherPath) {
+  ExtenderArgsDecoder decoder;
+  const std::string too_many =
+      "ExtenderArgs.NodeNames: more than 100 nodes, the most this scheduler takes in one request";
+  auto fast = decoder.Decode(SchedulerBody(101), 100);
+  ASSERT_FALSE(fast.ok());
+  EXPECT_EQ(fast.error().message, too_many);
+  auto general = DecodeExtenderArgs(SchedulerBody(101), 100);
+  ASSERT_FALSE(general.ok());
+  EXPECT_EQ(general.error().message, too_many);
+  ASSERT_TRUE(decoder.Decode(SchedulerBody(100), 100).ok());
+  EXPECT_TRUE(decoder.last_was_on_demand());
+  std::string items;
+  for (int i = 0; i < 3; ++i) items += (i ? "," : "") + std::string(R"({"metadata":{"name":"n"}})");
+  const std::string objects = R"({"Pod":)" + kPod + R"(,"Nodes":{"items":[)" + items + "]}}";
+  auto refused = decoder.Decode(objects, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "ExtenderArgs.Nodes.items: more than 2 nodes, the most this scheduler takes in one "
+            "request");
+  EXPECT_TRUE(decoder.Decode(objects, 3).ok());
+}
+
+// The buffers are kept between bodies of ordinary size, and freed after a body too large to
+// keep them for (the parser's own are several times its size).
+TEST(ExtenderArgsDecoderTest, BuffersOfALargeBodyAreFreedAfterIt) {
+  ExtenderArgsDecoder decoder;
+  const std::string ordinary = SchedulerBody(60000);  // about 700 KiB
+  ASSERT_TRUE(decoder.Decode(ordinary).ok());
+  EXPECT_GE(decoder.retained_capacity(), ordinary.size());
+  const std::string large = SchedulerBody(600000);
+  ASSERT_GT(large.size(), ExtenderArgsDecoder::kMaxRetainedCapacity);
+  auto args = decoder.Decode(large);
+  ASSERT_TRUE(args.ok());
+  EXPECT_EQ(args->node_names->size(), 600000u);
+  EXPECT_LE(decoder.retained_capacity(), ExtenderArgsDecoder::kMaxRetainedCapacity);
+  // Also when the large body is refused.
+  ASSERT_FALSE(decoder.Decode(large, 1000).ok());
+  EXPECT_LE(decoder.retained_capacity(), ExtenderArgsDecoder::kMaxRetainedCapacity);
+  ASSERT_TRUE(decoder.Decode(ordinary).ok());
+  EXPECT_TRUE(decoder.last_was_on_demand());
+}
+
 }  // namespace
 }  // namespace tessera::extender

@@ -89,6 +89,16 @@ TEST(ExtenderProtocol, BindingArgsMissingNodeNamesTheField) {
   EXPECT_EQ(b.error().message, "ExtenderBindingArgs.Node: missing");
 }
 
+// The uid ties the bind to the pod its filter saw, never to a new pod of the same name.
+TEST(ExtenderProtocol, BindingArgsWithoutAPodUidAreRefused) {
+  for (const char* body : {R"({"PodName":"p","PodNamespace":"ns","Node":"n"})",
+                           R"({"PodName":"p","PodNamespace":"ns","PodUID":"","Node":"n"})"}) {
+    auto no_uid = DecodeBindingArgs(body);
+    ASSERT_FALSE(no_uid.ok()) << body;
+    EXPECT_EQ(no_uid.error().message, "ExtenderBindingArgs.PodUID: missing");
+  }
+}
+
 TEST(ExtenderProtocol, HostPriorityList) {
   EXPECT_EQ(Json::parse(EncodeHostPriorityList({{"a", 10}, {"b", 0}})),
             Json::parse(R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])"));
