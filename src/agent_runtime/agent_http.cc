@@ -1,52 +1,58 @@
 #include "agent_runtime/agent_http.h"
 
-#include <httplib.h>
 #include <prometheus/text_serializer.h>
 
 namespace tessera::agent_runtime {
 
-AgentHttp::AgentHttp(AgentMetrics& metrics, std::function<bool()> ready)
-    : metrics_(metrics), ready_(std::move(ready)), server_(std::make_unique<httplib::Server>()) {
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    const bool ok = ready_();
-    res.status = ok ? 200 : 503;
-    res.set_content(ok ? "ok\n" : "starting\n", "text/plain");
-  });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    prometheus::TextSerializer serializer;
-    res.set_content(serializer.Serialize(metrics_.registry().Collect()),
-                    "text/plain; version=0.0.4");
-  });
-}
+AgentHttp::AgentHttp(AgentMetrics& metrics, std::function<bool()> ready,
+                     http::ListenerLimits limits)
+    : metrics_(metrics), ready_(std::move(ready)), limits_(limits) {}
 
 AgentHttp::~AgentHttp() { Stop(); }
 
+http::ListenerLimits AgentHttp::AgentLimits() {
+  http::ListenerLimits limits;
+  limits.max_body_bytes = 64u << 10;
+  limits.max_buffered_body_bytes = 1u << 20;
+  limits.request_deadline = std::chrono::seconds(5);
+  limits.write_deadline = std::chrono::seconds(5);
+  limits.work_threads = 2;
+  limits.work_queue = 16;
+  limits.max_connections = 1024;
+  return limits;
+}
+
 Status AgentHttp::Listen(const std::string& bind) {
-  const size_t colon = bind.rfind(':');
-  if (colon == std::string::npos) return Error{"--http-bind " + bind + ": want host:port"};
-  std::string host = bind.substr(0, colon);
-  if (host.empty()) host = "0.0.0.0";
-  int port = 0;
-  try {
-    port = std::stoi(bind.substr(colon + 1));
-  } catch (const std::exception&) {
-    return Error{"--http-bind " + bind + ": the port is not a number"};
+  using http::Gate;
+  using http::Lane;
+  std::vector<http::Route> routes;
+  routes.push_back({"GET", "/healthz", Lane::kInline, Gate::kAnyone,
+                    [](const http::Request&) { return http::Response::Text(200, "ok\n"); }});
+  routes.push_back({"GET", "/readyz", Lane::kProbe, Gate::kAnyone, [this](const http::Request&) {
+                      const bool ok = ready_();
+                      return http::Response::Text(ok ? 200 : 503, ok ? "ok\n" : "starting\n");
+                    }});
+  routes.push_back({"GET", "/metrics", Lane::kWork, Gate::kAnyone, [this](const http::Request&) {
+                      prometheus::TextSerializer serializer;
+                      http::Response response = http::Response::Text(
+                          200, serializer.Serialize(metrics_.registry().Collect()));
+                      response.content_type = "text/plain; version=0.0.4";
+                      return response;
+                    }});
+  http::ListenerOptions options;
+  options.bind = bind;
+  options.limits = limits_;
+  listener_ = std::make_unique<http::Listener>(std::move(options), std::move(routes));
+  if (Status s = listener_->Listen(); !s.ok()) {
+    listener_.reset();
+    return s;
   }
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host);
-  } else {
-    port_ = server_->bind_to_port(host, port) ? port : -1;
-  }
-  if (port_ <= 0) return Error{"--http-bind " + bind + ": cannot listen"};
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] { listener_->Serve(); });
   return Status::Ok();
 }
 
 void AgentHttp::Stop() {
-  if (server_) server_->stop();
+  if (listener_) listener_->Stop();
   if (thread_.joinable()) thread_.join();
 }
 
