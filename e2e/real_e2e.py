@@ -16,6 +16,7 @@ import os
 import random
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -136,9 +137,13 @@ class Env:
 
     @staticmethod
     def gpu_metric(t: Tessera, name: str, uuid: str) -> float | None:
-        """The value of metric `name` for GPU `uuid` in t's /metrics; None when absent."""
+        """The value of metric `name` for GPU `uuid` in t's /metrics; None when absent, or when
+        tessera cannot ask the API server about the reader's token right now (503: scenario e
+        restarts it)."""
         status, text = t.get_text("/metrics")
-        check(status == 200, f"{t.name} /metrics: HTTP {status}")
+        if status == 503:
+            return None
+        check(status == 200, f"{t.name} /metrics: HTTP {status} {text[:200]}")
         for line in text.splitlines():
             if line.startswith(name + "{") and f'device_uuid="{uuid}"' in line:
                 return float(line.rsplit(" ", 1)[1])
@@ -279,8 +284,12 @@ def s_helm_chart(env: Env, ns: str, group: str):
         check(ds["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "on"},
               f"agent nodeSelector {ds['spec']['template']['spec'].get('nodeSelector')}")
         cm = env.kube.get(f"/api/v1/namespaces/{rns}/configmaps/{release}-config")
-        check(f"serverName: {release}.{rns}.svc" in cm["data"]["scheduler-config.yaml"],
-              "scheduler-config.yaml does not verify the release's Service name")
+        # kube-scheduler calls the verbs on tessera's own loopback listener in the pod.
+        args = dep["spec"]["template"]["spec"]["containers"][1]["args"]
+        ext = [a.split("=", 1)[1] for a in args if a.startswith("--extender-bind=")]
+        check(len(ext) == 1 and ext[0].startswith("127.0.0.1:"), f"tessera args {args}")
+        check(f"urlPrefix: http://{ext[0]}" in cm["data"]["scheduler-config.yaml"],
+              f"scheduler-config.yaml does not call --extender-bind={ext[0]}")
         secret, bundle = check_serving_certificate(env, secret_path, mwc_path,
                                                    f"{release}.{rns}.svc")
         # The shipped scheduler config, rendered for this release, loads in kube-scheduler.
@@ -627,9 +636,16 @@ def s_shipped_pod(env: Env, ns: str, group: str):
     argv = [*containers["tessera"].get("command", []), *containers["tessera"].get("args", [])]
     check(argv[:2] == ["tessera", "serve"], f"tessera container runs {argv[:2]}")
     rest = []
+    # The Deployment serves the extender verbs on their own loopback port (--extender-bind),
+    # which its kube-scheduler calls; that port is moved here too.
+    verbs_port = port
     for a in argv[2:]:
         for k, v in subst.items():
             a = a.replace(k, v)
+        if a.startswith("--extender-bind="):
+            check(a.startswith("--extender-bind=127.0.0.1:"), f"shipped {a}")
+            verbs_port = procs.free_port()
+            a = f"--extender-bind=127.0.0.1:{verbs_port}"
         rest.append(a)
     check(any(a.startswith("--http-bind=127.0.0.1:") for a in rest), f"args {rest}")
     # In a pod tessera finds the in-cluster config; here it gets the ServiceAccount's kubeconfig.
@@ -642,7 +658,7 @@ def s_shipped_pod(env: Env, ns: str, group: str):
     sched_args = [a for a in containers["kube-scheduler"]["command"][1:]
                   if not a.startswith("--config=")]
     sidecar = c.scheduler_proc("shipped-kube-scheduler",
-                               c.shipped_scheduler_config("shipped-scheduler", kc, port),
+                               c.shipped_scheduler_config("shipped-scheduler", kc, verbs_port),
                                kc, sched_args)
     # The shipped pair replaces the harness's kube-scheduler + tessera for this scenario.
     c.procs["kube-scheduler"].stop(5)
@@ -1113,6 +1129,190 @@ def s_liveness(env: Env, ns: str, group: str):
         main.start()
         c.proxy.set_backends([main.port])
         main.wait_ready(60)
+
+
+def host_address() -> str | None:
+    """A non-loopback IPv4 address of this host: the source address of the route to a public
+    address (connecting a UDP socket sends nothing), else one the host name resolves to; None
+    when there is only loopback."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("8.8.8.8", 53))
+            addr = s.getsockname()[0]
+            if not addr.startswith("127.") and addr != "0.0.0.0":
+                return addr
+    except OSError:
+        pass
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            if not info[4][0].startswith("127."):
+                return info[4][0]
+    except OSError:
+        pass
+    return None
+
+
+def https_call(env: Env, host: str, port: int, method: str, path: str, *,
+               token: str | None = None, body: dict | None = None, timeout: float = 10):
+    """(status, WWW-Authenticate, body) of one HTTPS request to tessera at host:port, the server
+    verified with our CA (not its name: the certificate does not name this host's address)."""
+    ctx = ssl.create_default_context(cafile=env.cluster.pki.ca.cert)
+    ctx.check_hostname = False
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        headers["Content-Type"] = "application/json"
+    c = http.client.HTTPSConnection(host, port, context=ctx, timeout=timeout)
+    try:
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        return r.status, r.getheader("WWW-Authenticate"), raw.decode("utf-8", "replace")
+    finally:
+        c.close()
+
+
+@scenario("s", "authenticated read endpoints and local-only extender verbs: /metrics, /ui/state, "
+               "/explain 401 without a token, 403 without tessera-reader, 200 with it; a forged "
+               "/bind from loopback is refused; the verbs answer 403 from another address; "
+               "--extender-bind on 127.0.0.1 is unreachable from it and kube-scheduler schedules "
+               "through it", 40)
+def s_access(env: Env, ns: str, group: str):
+    c = env.cluster
+    main = env.require_main()
+    node = f"{group}-n1"
+    c.create_node(node, [gpu.sharing_gpu(f"GPU-{group}-0", 0)], group)
+    addr = host_address()
+    if addr is None:
+        say("SKIP the checks from another address: this host has only loopback")
+    crb = f"tessera-e2e-{ns}-reader"
+    crb_path = f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{crb}"
+    # Two more replicas, on all interfaces: `open` serves the verbs on its main port (for this
+    # host only), `split` on their own loopback port as deploy/ does. Started now, used below.
+    open_t = c.new_tessera("tessera-open", [], bind_host="0.0.0.0").start()
+    verbs_port = procs.free_port()
+    split = c.new_tessera("tessera-split", ["--extender-bind", f"127.0.0.1:{verbs_port}"],
+                          bind_host="0.0.0.0").start()
+    profile = "tessera-e2e-split"
+    sched = c.scheduler_proc("split-kube-scheduler", c._scheduler_config(
+        "split-scheduler-config", profile, f"http://127.0.0.1:{verbs_port}"),
+        c.kubeconfigs["scheduler"], ["--v=2"])
+    sched.start()
+    try:
+        # --- a forged /bind from loopback, to the tessera kube-scheduler calls ------------------
+        # A GPU pod kube-scheduler never sends anyone (nobody serves its schedulerName).
+        forged = env.kube.create_pod(gpu_pod(ns, "forged", {"nvidia.com/gpu": 1,
+                                                            "nvidia.com/gpumem": 1000},
+                                             group=group, scheduler="tessera-e2e-nobody"))
+        uid = forged["metadata"]["uid"]
+        for what, pod_uid in (("never filtered", uid), ("empty PodUID", "")):
+            status, ans = main.post("/bind", {"PodName": "forged", "PodNamespace": ns,
+                                              "PodUID": pod_uid, "Node": node})
+            check(isinstance(ans, dict) and ans.get("Error"),
+                  f"forged /bind ({what}) was not refused: HTTP {status} {ans}")
+            say(f"forged /bind ({what}): HTTP {status}, Error {ans['Error']!r}")
+        time.sleep(1)
+        p = env.kube.pod(ns, "forged")
+        check(not p["spec"].get("nodeName"), f"forged /bind bound the pod to "
+                                             f"{p['spec'].get('nodeName')}")
+        written = [k for k in (p["metadata"].get("annotations") or {}) if k.startswith("hami.io/")]
+        check(not written, f"forged /bind wrote {written} on the pod")
+        say("forged: still unbound, no hami.io/ annotation")
+
+        # --- the read endpoints: token, TokenReview, SubjectAccessReview ---------------------
+        no_role = c.service_account_token(ns, "no-role", 600)
+        c.bind_cluster_role(crb, "tessera-reader", ns, "reader")
+        reader = c.service_account_token(ns, "reader", 600)
+        # tessera caches a denial for 10 s: ask the API server first whether RBAC has the
+        # binding, so the reader's first request to tessera is already allowed.
+        sar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+               "spec": {"user": f"system:serviceaccount:{ns}:reader",
+                        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ns}"],
+                        "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}}
+        wait_until(lambda: env.kube.create("/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                                           sar)["status"].get("allowed"), 10, 0.2,
+                   "RBAC to allow the reader")
+        status, _, _ = https_call(env, "127.0.0.1", main.port, "GET", "/metrics")
+        check(status == 401, f"the harness's tessera /metrics without a token: HTTP {status}")
+        open_t.wait_ready(40)
+        host = addr or "127.0.0.1"
+        paths = ["/metrics", "/ui/state", f"/explain?pod={ns}/forged"]
+        for path in ("/healthz", "/ui"):
+            status, _, _ = https_call(env, host, open_t.port, "GET", path)
+            check(status == 200, f"{path} without a token from {host}: HTTP {status}")
+        for path in paths:
+            status, www, text = https_call(env, host, open_t.port, "GET", path)
+            check(status == 401 and (www or "").startswith("Bearer"),
+                  f"{path} without a token: HTTP {status}, WWW-Authenticate {www!r}: {text[:200]}")
+            status, _, text = https_call(env, host, open_t.port, "GET", path,
+                                         token="not-a-token")
+            check(status == 401, f"{path} with an invalid token: HTTP {status}: {text[:200]}")
+            status, _, text = https_call(env, host, open_t.port, "GET", path, token=no_role)
+            check(status == 403, f"{path} as {ns}/no-role (no tessera-reader): HTTP {status}: "
+                                 f"{text[:200]}")
+            got: list = []
+
+            def allowed(path=path):
+                got[:] = https_call(env, host, open_t.port, "GET", path, token=reader)
+                return got[0] == 200
+            try:
+                wait_until(allowed, 12, 0.5, f"{path} as {ns}/reader to be 200")
+            except TimeoutError as e:
+                raise Fail(f"{e}: HTTP {got[0] if got else None} "
+                           f"{got[2][:200] if got else ''}") from None
+        status, _, text = https_call(env, host, open_t.port, "GET", "/metrics", token=reader)
+        check(status == 200 and "# TYPE" in text, f"/metrics as reader: HTTP {status} {text[:200]}")
+        say(f"from {host}: /healthz, /ui 200 without a token; {', '.join(paths)}: 401 without or "
+            f"with a bad token, 403 as no-role, 200 as reader (tessera-reader)")
+
+        # --- the verbs from another address of this host ------------------------------------
+        probe = {"Pod": gpu_pod(ns, "probe", {"nvidia.com/gpu": 1}, group=group,
+                                scheduler="tessera-e2e-nobody"), "Nodes": None, "NodeNames": []}
+        status, _, _ = https_call(env, "127.0.0.1", open_t.port, "POST", "/filter", body=probe)
+        check(status == 200, f"/filter from 127.0.0.1: HTTP {status}")
+        if addr:
+            for verb in ("/filter", "/prioritize", "/bind"):
+                status, _, text = https_call(env, addr, open_t.port, "POST", verb, body=probe)
+                check(status == 403, f"POST {verb} to {addr}:{open_t.port} (peer {addr}): "
+                                     f"HTTP {status} {text[:200]}")
+            say(f"POST /filter, /prioritize, /bind to {addr}: 403 (from 127.0.0.1: 200)")
+            status, _, text = https_call(env, "127.0.0.1", open_t.port, "GET", "/metrics",
+                                         token=reader)
+            forbidden = sum(float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines()
+                            if ln.startswith("tessera_http_refused_total{")
+                            and 'reason="forbidden"' in ln)
+            check(forbidden >= 3, f"tessera_http_refused_total{{reason=forbidden}} {forbidden}")
+
+        # --- --extender-bind 127.0.0.1:P: not on the network, and kube-scheduler uses it ----
+        split.wait_ready(40)
+        if addr:
+            try:
+                socket.create_connection((addr, verbs_port), timeout=3).close()
+                raise Fail(f"{addr}:{verbs_port} (--extender-bind 127.0.0.1) accepted a connection")
+            except ConnectionRefusedError:
+                pass
+            status, _, _ = https_call(env, addr, split.port, "GET", "/healthz")
+            check(status == 200, f"split /healthz on {addr}: HTTP {status}")
+            status, _, text = https_call(env, addr, split.port, "POST", "/filter", body=probe)
+            check(status != 200, f"split serves /filter on its main port: {text[:200]}")
+            say(f"split: {addr}:{verbs_port} refuses connections; main port {addr}:{split.port} "
+                f"answers /healthz 200, POST /filter {status}")
+        c.wait_scheduler_healthy(sched)
+        env.kube.create_pod(gpu_pod(ns, "via-split", {"nvidia.com/gpu": 1,
+                                                      "nvidia.com/gpumem": 2000},
+                                    group=group, scheduler=profile))
+        bound = env.wait_bound(ns, ["via-split"], 30)
+        problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
+        check(not problems, "; ".join(problems))
+        say(f"via-split -> {bound['via-split']['spec']['nodeName']} through kube-scheduler "
+            f"-> http://127.0.0.1:{verbs_port}")
+        check(not env.kube.pod(ns, "forged")["spec"].get("nodeName"), "forged got bound")
+    finally:
+        sched.stop(5)
+        open_t.stop()
+        split.stop()
+        env.kube.delete(crb_path, grace0=False)
 
 
 @scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "

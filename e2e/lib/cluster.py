@@ -8,6 +8,7 @@ import base64
 import http.client
 import json
 import os
+import re
 import ssl
 import subprocess
 import threading
@@ -56,10 +57,11 @@ def wait_until(fn, timeout: float, interval: float = 0.2, what: str = "condition
         time.sleep(interval)
 
 
-def _https_status(port: int, path: str, ctx: ssl.SSLContext, timeout: float = 2.0):
+def _https_status(port: int, path: str, ctx: ssl.SSLContext, timeout: float = 2.0,
+                  headers: dict | None = None):
     try:
         c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
-        c.request("GET", path)
+        c.request("GET", path, headers=headers or {})
         r = c.getresponse()
         body = r.read()
         c.close()
@@ -69,15 +71,19 @@ def _https_status(port: int, path: str, ctx: ssl.SSLContext, timeout: float = 2.
 
 
 class Tessera:
-    """One `tessera serve` process (HTTPS on 127.0.0.1:port)."""
+    """One `tessera serve` process (HTTPS on bind_host:port, reached here on 127.0.0.1).
 
-    def __init__(self, cluster: "Cluster", name: str, extra: list[str]):
+    Its /metrics, /ui/state and /explain want a bearer token RBAC allows (--read-auth=auto):
+    status() and get_text() send the cluster's reader token, as Prometheus or an operator would."""
+
+    def __init__(self, cluster: "Cluster", name: str, extra: list[str],
+                 bind_host: str = "127.0.0.1"):
         self.cluster = cluster
         self.name = name
         self.port = free_port()
         c = cluster
         argv = [c.tessera_bin, "serve", "--kubeconfig", c.kubeconfigs["tessera"],
-                "--http-bind", f"127.0.0.1:{self.port}", "--scheduler-name", SCHEDULER_NAME,
+                "--http-bind", f"{bind_host}:{self.port}", "--scheduler-name", SCHEDULER_NAME,
                 "--tls-cert-file", c.tessera_tls.cert, "--tls-key-file", c.tessera_tls.key,
                 "--node-lock", c.node_lock, "--device-config", c.device_config, *extra]
         self.proc = Proc(name, argv, os.path.join(c.work, f"{name}.log"))
@@ -103,10 +109,12 @@ class Tessera:
                         f"{self.proc.log_tail(8)}")
 
     def status(self, path: str) -> int | None:
-        return _https_status(self.port, path, self.cluster.client_ctx)[0]
+        return _https_status(self.port, path, self.cluster.client_ctx,
+                             headers=self.cluster.reader_headers())[0]
 
     def get_text(self, path: str) -> tuple[int | None, str]:
-        status, body = _https_status(self.port, path, self.cluster.client_ctx, timeout=5)
+        status, body = _https_status(self.port, path, self.cluster.client_ctx, timeout=5,
+                                     headers=self.cluster.reader_headers())
         return status, body.decode("utf-8", "replace")
 
     def wait_ready(self, timeout: float) -> None:
@@ -201,6 +209,7 @@ class Cluster:
         self.proxy: ServiceProxy | None = None
         self.releaser: NodeLockReleaser | None = None
         self.kube: Kube | None = None
+        self.reader_token: str | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -212,6 +221,7 @@ class Cluster:
         self.kube = Kube("127.0.0.1", self.api_port, self.pki.ca.cert, self.admin.cert,
                          self.admin.key)
         self._apply_deploy_rbac()
+        self._make_reader()
         self._extract_deploy_config()
         self.proxy_port = free_port()
         self.proxy = ServiceProxy(self.proxy_port, self.pki.ca.cert, tls=self.extender_tls)
@@ -386,6 +396,47 @@ current-context: e2e
         self.kubectl("apply", "-f", self.deploy_path("00-namespace.yaml"),
                      "-f", self.deploy_path("10-rbac.yaml"))
 
+    def service_account_token(self, ns: str, name: str, seconds: int = 3600) -> str:
+        """Creates ServiceAccount ns/name (if missing) and returns a token for it from the
+        TokenRequest API, as `kubectl create token` does."""
+        try:
+            self.kube.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": name, "namespace": ns}})
+        except ApiError as e:
+            if e.status != 409:
+                raise
+        tr = self.kube.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds}})
+        return tr["status"]["token"]
+
+    def bind_cluster_role(self, binding: str, role: str, ns: str, sa: str) -> None:
+        """ClusterRoleBinding `binding` of ClusterRole `role` to ServiceAccount ns/sa."""
+        path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+        obj = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": binding},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": role},
+               "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]}
+        try:
+            self.kube.create(path, obj)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            self.kube.delete(f"{path}/{binding}", grace0=False)
+            self.kube.create(path, obj)
+
+    def _make_reader(self) -> None:
+        """The harness reads tessera's /metrics and /explain as deploy/README.md says to: a
+        ServiceAccount bound to deploy/'s ClusterRole tessera-reader, its token as bearer."""
+        self.bind_cluster_role("tessera-e2e-reader", "tessera-reader", NAMESPACE,
+                               "tessera-e2e-reader")
+        self.reader_token = self.service_account_token(NAMESPACE, "tessera-e2e-reader", 6 * 3600)
+
+    def reader_headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.reader_token}"} if self.reader_token else {}
+
     def deploy_configmap(self) -> dict:
         return next(o for o in self.manifest_objects("20-config.yaml")
                     if o["kind"] == "ConfigMap")["data"]
@@ -402,17 +453,19 @@ current-context: e2e
     def shipped_scheduler_config(self, name: str, kubeconfig: str,
                                  extender_port: int | None = None) -> str:
         """deploy/'s KubeSchedulerConfiguration made runnable here: the in-pod CA path points at
-        our CA, the extender port is moved, and a clientConnection is added (--kubeconfig is
-        ignored next to --config)."""
+        our CA, the extender's loopback port is moved to extender_port, and a clientConnection is
+        added (--kubeconfig is ignored next to --config)."""
         with open(self.deploy_scheduler_config, encoding="utf-8") as f:
             text = f.read()
         if "clientConnection" in text:
             raise ValueError("shipped scheduler config sets clientConnection")
         text = text.replace("/tls/ca.crt", self.pki.ca.cert)
         if extender_port is not None:
-            if "https://127.0.0.1:8443" not in text:
-                raise ValueError("shipped scheduler config does not call https://127.0.0.1:8443")
-            text = text.replace("https://127.0.0.1:8443", f"https://127.0.0.1:{extender_port}")
+            urls = re.findall(r"urlPrefix: (https?://127\.0\.0\.1:)(\d+)", text)
+            if len(urls) != 1:
+                raise ValueError(f"shipped scheduler config: want one extender on 127.0.0.1, "
+                                 f"got {urls}")
+            text = text.replace("".join(urls[0]), f"{urls[0][0]}{extender_port}")
         path = os.path.join(self.work, f"{name}.yaml")
         with open(path, "w", encoding="utf-8") as f:
             f.write(f"{text}\nclientConnection:\n  kubeconfig: {kubeconfig}\n")
@@ -437,10 +490,15 @@ current-context: e2e
         return objs
 
     # --- kube-scheduler ----------------------------------------------------------------------
-    def _scheduler_config(self) -> str:
-        scheme = "https" if self.extender_tls else "http"
+    def _scheduler_config(self, name: str = "scheduler-config",
+                          profile: str = SCHEDULER_NAME, url: str | None = None) -> str:
+        """The harness's KubeSchedulerConfiguration: profile `profile`, one extender at `url`
+        (default: the Service proxy; HTTPS verified with our CA for https://, else plain)."""
+        if url is None:
+            scheme = "https" if self.extender_tls else "http"
+            url = f"{scheme}://127.0.0.1:{self.proxy_port}"
         tls = ""
-        if self.extender_tls:
+        if url.startswith("https://"):
             tls = f"""  enableHTTPS: true
   tlsConfig:
     caData: {_b64file(self.pki.ca.cert)}
@@ -456,9 +514,9 @@ leaderElection:
 podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 3
 profiles:
-- schedulerName: {SCHEDULER_NAME}
+- schedulerName: {profile}
 extenders:
-- urlPrefix: {scheme}://127.0.0.1:{self.proxy_port}
+- urlPrefix: {url}
   filterVerb: filter
   bindVerb: bind
 {tls}  nodeCacheCapable: true
@@ -466,7 +524,7 @@ extenders:
   httpTimeout: 30s
   managedResources:
 {managed}"""
-        path = os.path.join(self.work, "scheduler-config.yaml")
+        path = os.path.join(self.work, f"{name}.yaml")
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return path
@@ -504,9 +562,10 @@ extenders:
         self.wait_scheduler_healthy(self.procs["kube-scheduler"])
 
     # --- tessera -----------------------------------------------------------------------------
-    def new_tessera(self, name: str, extra: list[str] | None = None) -> Tessera:
+    def new_tessera(self, name: str, extra: list[str] | None = None,
+                    bind_host: str = "127.0.0.1") -> Tessera:
         assert self.tessera_bin, "no tessera binary"
-        t = Tessera(self, name, extra or [])
+        t = Tessera(self, name, extra or [], bind_host)
         self.tesseras.append(t)
         return t
 
