@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "adapters/nvml/nvml_gpu_driver.h"
 #include "agent/allocator.h"
@@ -19,10 +20,16 @@ namespace {
 
 namespace ann = model::annotations;
 
+// A complete pod view, newer than every ledger entry.
+constexpr node::PodViewFreshness kFreshView{true, std::numeric_limits<int64_t>::max()};
+
 class MemoryApi : public agent::NodeApi {
  public:
   std::vector<model::Pod> pods;
   agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return {pods, {}}; }
+  agent::ApiResult<agent::PodView> PodViewOnNode() override {
+    return {agent::PodView{pods, std::numeric_limits<int64_t>::max()}, {}};
+  }
   agent::ApiResult<model::Node> GetNode() override { return {model::Node{}, {}}; }
   agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,
                                         const std::string&) override {
@@ -61,7 +68,7 @@ struct Bench {
                       .value());
     (void)driver->Discover();
     mig = std::make_unique<agent::MigManager>(*driver, agent::LedgerFile(dir + "/ledger.json"),
-                                              [] { return 1; });
+                                              [clock = int64_t{0}]() mutable { return ++clock; });
     (void)mig->Start();
     std::vector<std::string> uuids;
     for (int g = 0; g < gpus; ++g) uuids.push_back("GPU-" + std::to_string(g));
@@ -114,7 +121,7 @@ void BM_AllocateEightMigInstances(benchmark::State& state) {
     auto r = allocator.Allocate(request);
     if (!r.ok()) state.SkipWithError(r.error().message.c_str());
     state.PauseTiming();
-    auto report = b.mig->Reconcile(node::NodeClaims{}, true, 2);  // the pod ended
+    auto report = b.mig->Reconcile(node::NodeClaims{}, kFreshView);  // the pod ended
     if (report.destroyed != 8) state.SkipWithError("reconcile did not destroy the 8 instances");
     state.ResumeTiming();
   }
@@ -138,7 +145,7 @@ void BM_ReconcileEightGpusSevenInstances(benchmark::State& state) {
     claims.claims.push_back(claim);
   }
   for (auto _ : state) {
-    auto report = b.mig->Reconcile(claims, true, 2);
+    auto report = b.mig->Reconcile(claims, kFreshView);
     if (report.kept != 56) state.SkipWithError("expected 56 kept instances");
   }
 }

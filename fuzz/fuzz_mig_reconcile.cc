@@ -1,8 +1,11 @@
 // The node agent's reconcile decision on arbitrary claims, instances and ledgers: whatever the
-// input, it never destroys a live pod's own instance, never destroys on an incomplete or
-// stale pod view, never destroys on a GPU an unreadable pod names, and never destroys an
-// instance that is not tessera's unless reclaiming is on.
+// input, it never destroys a live pod's own instance, never destroys on an incomplete pod view
+// or one not provably newer than the ledger entry, never destroys on a GPU an unreadable pod
+// names, never destroys an instance that is not tessera's unless reclaiming is on (and never
+// one at a live pod's placement), never keeps (adopts) an instance the ledger does not prove
+// tessera's, and never forgets an entry of a GPU that was not listed.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -50,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < actual; ++i) {
     tessera::node::DriverMigInstance inst;
     inst.gpu_uuid = GpuOf(in.Next());
-    inst.gpu_instance_id = in.Next();
+    inst.gpu_instance_id = in.Next() % 4;
     inst.profile = ProfileOf(in.Next());
     inst.placement = PlacementOf(in.Next());
     inst.has_compute_instance = in.Next() % 2;
@@ -78,26 +81,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (!seen) input.ledger.push_back(e);
   }
-  input.pods_synced = in.Next() % 2;
-  input.pods_seen_ms = in.Next();
+  for (int g = 0; g < 3; ++g) {
+    if (in.Next() % 4 != 0) input.listed_gpus.insert(GpuOf(static_cast<uint8_t>(g)));
+  }
+  // Instances are known only on the GPUs that could be listed.
+  std::erase_if(input.actual,
+                [&](const auto& d) { return input.listed_gpus.count(d.gpu_uuid) == 0; });
+  for (auto& e : input.ledger) {  // an intent, or the record of a GPU instance id
+    e.created = in.Next() % 3 != 0;
+    e.gpu_instance_id = in.Next() % 4;
+  }
+  input.pods.complete = in.Next() % 2;
+  input.pods.fresh_ms = in.Next();
+  input.now_ms = in.Next();
+  input.grace_ms = in.Next() % 16;
   input.reclaim_foreign = in.Next() % 5 == 0;
+  const int64_t judged_up_to = std::min(input.now_ms, input.pods.fresh_ms) - input.grace_ms;
+  auto proves = [](const tessera::node::LedgerEntry& e, const tessera::node::DriverMigInstance& d) {
+    return e.gpu_uuid == d.gpu_uuid && e.profile == d.profile && e.placement == d.placement &&
+           (!e.created || e.gpu_instance_id == d.gpu_instance_id);
+  };
 
   const tessera::node::ReconcilePlan plan = tessera::node::PlanReconcile(input);
   for (const auto& d : plan.destroy) {
-    if (!input.pods_synced) std::abort();
+    if (!input.pods.complete) std::abort();
     for (const auto& g : claims.unreadable_gpus) {
       if (g == d.gpu_uuid) std::abort();
     }
     bool ours = false;
     std::string owner;
     for (const auto& e : input.ledger) {
-      if (e.gpu_uuid == d.gpu_uuid && e.profile == d.profile && e.placement == d.placement) {
+      if (proves(e, d)) {
         if (!ours) owner = e.pod_uid;
         ours = true;
-        if (e.written_ms >= input.pods_seen_ms) std::abort();  // too young to judge
+        if (e.written_ms >= judged_up_to) std::abort();  // not provably older than the view
       }
     }
-    // A live pod's own instance (by the ledger, or unrecorded and claimed) is never destroyed.
+    // A live pod's own instance, and any foreign instance at a live pod's placement, is never
+    // destroyed.
     for (const auto& c : claims.claims) {
       for (const auto& a : c.allocations) {
         if (tessera::node::Matches(d, a) && (!ours || owner.empty() || owner == c.uid))
@@ -105,6 +126,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     if (!ours && !input.reclaim_foreign) std::abort();
+  }
+  for (const auto& k : plan.keep) {
+    bool proven = false;
+    for (const auto& e : input.ledger) proven = proven || proves(e, k.instance);
+    if (!proven) std::abort();  // adopted by placement alone
+  }
+  for (const auto& f : plan.forget) {
+    if (input.listed_gpus.count(f.gpu_uuid) == 0) std::abort();
+    for (const auto& d : input.actual) {
+      if (proves(f, d)) std::abort();  // its instance is still there
+    }
   }
   // Every instance lands in exactly one bucket.
   const size_t buckets =

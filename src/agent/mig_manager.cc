@@ -57,6 +57,11 @@ std::vector<LedgerEntry> MigManager::LedgerSnapshot() const {
   return ledger_;
 }
 
+std::vector<DriverMigInstance> MigManager::ForeignInstances() const {
+  std::lock_guard lock(mu_);
+  return foreign_;
+}
+
 Status MigManager::SaveLedger() { return ledger_file_.Save(ledger_); }
 
 node::DriverResult<std::vector<DriverMigInstance>> MigManager::Instances(const std::string& gpu) {
@@ -117,10 +122,10 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
       if (const auto* other = OtherClaimant(node, claim.uid, *same)) {
         return Error{Where(claim, a) + ": the instance there is held by pod " + other->pod};
       }
-      auto owner = std::find_if(ledger_.begin(), ledger_.end(), [&](const auto& e) {
-        return SameKey(e, a.gpu_uuid, a.profile, a.placement);
-      });
-      if (owner == ledger_.end()) {
+      // Ownership is proven by the ledger, never by the placement: an instance made by an
+      // operator or another tool at this pod's placement is not taken over.
+      const LedgerEntry* owner = node::OwningEntry(ledger_, *same);
+      if (owner == nullptr) {
         return Error{Where(claim, a) +
                      ": an instance tessera did not create is there (GPU instance " +
                      std::to_string(same->gpu_instance_id) + ")"};
@@ -184,16 +189,33 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   }
   if (auto s = SaveLedger(); !s) return Error{Where(claim, allocs.front()) + ": " + s.message()};
 
-  // On failure: destroy what this call created and drop the intents of what it never created;
-  // instances it only reused (e.g. half-made ones from before a crash) stay in the ledger.
+  // On failure: destroy what this call created; instances it only reused (e.g. half-made ones
+  // from before a crash) stay in the ledger. A create that failed may still have made its
+  // instance (an error after the driver acted), so the intent of one the driver did not hand
+  // back goes only when a listing shows nothing at its placement, or after destroying what is
+  // there; when the GPU cannot be listed it stays, for the reconciler.
   std::vector<DriverMigInstance> created;
   auto fail = [&](std::string why) -> Result<std::vector<RealizedInstance>> {
     Rollback(created, &why);
+    std::map<std::string, node::DriverResult<std::vector<DriverMigInstance>>> listed;
     for (size_t i : to_create) {
       if (out[i].created) continue;
-      std::erase_if(ledger_, [&](const auto& e) {
-        return SameKey(e, allocs[i].gpu_uuid, allocs[i].profile, allocs[i].placement);
-      });
+      const auto& a = allocs[i];
+      auto list = listed.find(a.gpu_uuid);
+      if (list == listed.end()) list = listed.emplace(a.gpu_uuid, Instances(a.gpu_uuid)).first;
+      if (!list->second.ok) continue;
+      const auto& now_there = list->second.value;
+      auto made = std::find_if(now_there.begin(), now_there.end(),
+                               [&](const auto& inst) { return node::Matches(inst, a); });
+      if (made != now_there.end()) {
+        auto gone = driver_.DestroyInstance(*made);
+        if (!gone.ok) {
+          why += "; rollback failed, the reconciler will retry: " + gone.error.message;
+          continue;
+        }
+      }
+      std::erase_if(ledger_,
+                    [&](const auto& e) { return SameKey(e, a.gpu_uuid, a.profile, a.placement); });
     }
     if (auto saved = SaveLedger(); !saved) why += "; " + saved.message();
     return Error{why};
@@ -233,8 +255,9 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   return out;
 }
 
-ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_synced,
-                                      int64_t pods_seen_ms, bool reclaim_foreign) {
+ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
+                                      const node::PodViewFreshness& view,
+                                      const ReconcileOptions& options) {
   std::lock_guard lock(mu_);
   ReconcileReport report;
   if (!started_) {
@@ -244,22 +267,30 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_
   node::ReconcileInput input;
   input.claims = &claims;
   input.ledger = ledger_;
-  input.pods_synced = pods_synced;
-  input.pods_seen_ms = pods_seen_ms;
-  input.reclaim_foreign = reclaim_foreign;
-  for (const auto& gpu : mig_gpus_) {
+  input.pods = view;
+  input.now_ms = now_ms_();
+  input.grace_ms = options.grace_ms;
+  input.reclaim_foreign = options.reclaim_foreign;
+  // The GPUs the ledger names are listed too: one that discovery lost or left out still holds
+  // what tessera made on it. A GPU that cannot be listed is left out of the plan, so its
+  // entries stay until a complete listing shows their instances gone.
+  std::vector<std::string> gpus = mig_gpus_;
+  for (const auto& e : ledger_) {
+    if (std::find(gpus.begin(), gpus.end(), e.gpu_uuid) == gpus.end()) gpus.push_back(e.gpu_uuid);
+  }
+  for (const auto& gpu : gpus) {
     auto list = Instances(gpu);
     if (!list.ok) {
-      // Without the GPU's real state nothing may be destroyed anywhere: a ledger entry could be
-      // forgotten although its instance still exists.
       report.errors.push_back(list.error.message);
-      input.pods_synced = false;
       continue;
     }
+    input.listed_gpus.insert(gpu);
     input.actual.insert(input.actual.end(), list.value.begin(), list.value.end());
   }
   const node::ReconcilePlan plan = node::PlanReconcile(input);
   report.conflicts = plan.conflicts;
+  report.foreign_at_claims = plan.foreign_at_claims;
+  report.awaiting_fresher_view = plan.awaiting_fresher_view;
   report.left_alone = static_cast<int>(plan.left_alone.size());
   report.protected_count = static_cast<int>(plan.protected_.size());
   bool changed = false;
@@ -271,12 +302,12 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_
     });
     LedgerEntry entry = keep.entry;
     entry.written_ms = now_ms_();
-    if (it == ledger_.end()) {
-      ++report.adopted;
+    if (it == ledger_.end()) {  // not reached: the plan keeps only instances the ledger proves
       ledger_.push_back(entry);
       changed = true;
     } else if (it->pod_uid != entry.pod_uid || it->mig_uuid != entry.mig_uuid ||
                it->gpu_instance_id != entry.gpu_instance_id || !it->created) {
+      if (!it->created) ++report.adopted;  // made before a crash, after its intent
       *it = entry;
       changed = true;
     }
@@ -298,12 +329,14 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_
       }
     }
   }
+  std::vector<DriverMigInstance> destroyed;
   for (const auto& inst : plan.destroy) {
     auto done = driver_.DestroyInstance(inst);
     if (!done.ok) {  // e.g. IN_USE: try again next pass, never block Allocate (W3)
       report.errors.push_back(done.error.message);
       continue;
     }
+    destroyed.push_back(inst);
     ++report.destroyed;
     ++destroyed_;
     std::erase_if(ledger_, [&](const auto& e) {
@@ -319,6 +352,12 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims, bool pods_
   if (changed) {
     if (auto s = SaveLedger(); !s) report.errors.push_back(s.message());
   }
+  for (const auto& inst : plan.foreign) {
+    if (std::find(destroyed.begin(), destroyed.end(), inst) == destroyed.end()) {
+      report.foreign.push_back(inst);
+    }
+  }
+  foreign_ = report.foreign;
 
   // The identities pods should carry: what the driver reports now, per kept instance.
   for (const auto& keep : plan.keep) {

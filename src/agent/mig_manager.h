@@ -2,15 +2,17 @@
 
 // Owns the lifecycle of the MIG instances on one node: Realize (called by Allocate) creates a
 // container's instances at exactly the reserved placements; Reconcile (periodic, and at start)
-// adopts, finishes and destroys by core/node/mig_reconcile.h's rules. Both run under one mutex,
-// so a reconcile never sees half of an Allocate (hami-node.md W2), and there is one manager per
-// process for its whole life (W1).
+// confirms, finishes and destroys by core/node/mig_reconcile.h's rules. Only the ledger proves
+// an instance tessera's, and an entry leaves it only when its instance is provably gone. Both
+// run under one mutex, so a reconcile never sees half of an Allocate (hami-node.md W2), and
+// there is one manager per process for its whole life (W1).
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,17 +31,26 @@ struct RealizedInstance {
 
 struct ReconcileReport {
   int kept = 0;
-  int adopted = 0;  // newly written to the ledger
+  int adopted = 0;  // made before a crash: confirmed from the intent written before them
   int finished = 0;
   int destroyed = 0;
   int forgotten = 0;
   int left_alone = 0;
   int protected_count = 0;
   std::vector<std::string> errors;     // driver and ledger errors; the pass went on
-  std::vector<std::string> conflicts;  // claims another instance blocks
+  std::vector<std::string> conflicts;  // claims another instance of tessera's blocks
+  // Instances tessera did not create, left on the GPUs; they occupy their slices.
+  std::vector<node::DriverMigInstance> foreign;
+  std::vector<node::ForeignAtClaim> foreign_at_claims;  // live pods' placements they block
+  std::vector<std::string> awaiting_fresher_view;       // destroys held back, one stable line each
   // Claimed instances whose runtime identity differs from the pod's annotation: pod -> the
   // allocations to record.
   std::map<std::string, std::vector<codec::MigAllocation>> identities;
+};
+
+struct ReconcileOptions {
+  int64_t grace_ms = 0;  // how far a fresh pod view may still lag a change (watch latency)
+  bool reclaim_foreign = false;
 };
 
 class MigManager {
@@ -59,10 +70,14 @@ class MigManager {
   Result<std::vector<RealizedInstance>> Realize(const node::PodMigClaim& claim, int container_index,
                                                 const node::NodeClaims& node);
 
-  ReconcileReport Reconcile(const node::NodeClaims& claims, bool pods_synced, int64_t pods_seen_ms,
-                            bool reclaim_foreign = false);
+  // Lists every MIG GPU and every GPU the ledger names, and acts on core/node/mig_reconcile.h's
+  // plan. `view` is the pod view `claims` were read from, with its provable freshness.
+  ReconcileReport Reconcile(const node::NodeClaims& claims, const node::PodViewFreshness& view,
+                            const ReconcileOptions& options = {});
 
   std::vector<node::LedgerEntry> LedgerSnapshot() const;
+  // The instances tessera did not create, as the last reconcile found them.
+  std::vector<node::DriverMigInstance> ForeignInstances() const;
   uint64_t instances_created() const { return created_.load(); }
   uint64_t instances_destroyed() const { return destroyed_.load(); }
 
@@ -78,6 +93,7 @@ class MigManager {
   bool started_ = false;
   std::vector<std::string> mig_gpus_;
   std::vector<node::LedgerEntry> ledger_;
+  std::vector<node::DriverMigInstance> foreign_;
   std::atomic<uint64_t> created_{0};
   std::atomic<uint64_t> destroyed_{0};
 };

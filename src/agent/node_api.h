@@ -4,6 +4,7 @@
 // of HTTP, and tests drive it with an in-memory fake. agent_runtime/ implements it over the
 // libcurl client and a pod informer.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,12 +30,23 @@ struct ApiResult {
   bool ok() const { return value.has_value(); }
 };
 
+// The pods bound to this node, with the time up to which the view provably holds every change.
+struct PodView {
+  std::vector<model::Pod> pods;
+  // Milliseconds since the epoch (the agent's clock): the last relist, or the last watch event
+  // or bookmark, that the view includes. A watch that silently stopped leaves it behind.
+  int64_t fresh_ms = 0;
+};
+
 class NodeApi {
  public:
   virtual ~NodeApi() = default;
   // The pods bound to this node, from the agent's cache when it is synced; `fresh` lists them
   // from the API server.
   virtual ApiResult<std::vector<model::Pod>> PodsOnNode(bool fresh) = 0;
+  // The same pods with their freshness, for decisions that destroy (the MIG reconcile): the
+  // cache when synced, else a list from the API server.
+  virtual ApiResult<PodView> PodViewOnNode() = 0;
   virtual ApiResult<model::Node> GetNode() = 0;
   // Merge patch of a pod's annotations; with a resource version, a compare-and-swap.
   virtual ApiResult<model::Pod> PatchPod(const model::Pod& pod, const AnnotationPatch& patch,

@@ -27,7 +27,7 @@ AgentMetrics::AgentMetrics()
       destroyed_(Counter(*registry_, "tessera_agent_mig_instances_destroyed_total",
                          "MIG instances destroyed after their pods ended")),
       adopted_(Counter(*registry_, "tessera_agent_mig_instances_adopted_total",
-                       "Live MIG instances adopted into the ledger (after a restart)")),
+                       "MIG instances made before a crash, confirmed from their ledger intents")),
       registrations_(Counter(*registry_, "tessera_agent_registration_patches_total",
                              "Writes of hami.io/node-nvidia-register")),
       allocations_(prometheus::BuildCounter()
@@ -42,7 +42,10 @@ AgentMetrics::AgentMetrics()
                             "When the last MIG reconcile pass ended (reconcile lag = now - this)")),
       reconcile_errors_(Counter(*registry_, "tessera_agent_reconcile_errors_total",
                                 "Errors met by reconcile passes")),
-      unhealthy_(Gauge(*registry_, "tessera_agent_unhealthy_gpus", "GPUs marked unhealthy")) {}
+      unhealthy_(Gauge(*registry_, "tessera_agent_unhealthy_gpus", "GPUs marked unhealthy")),
+      foreign_(Gauge(*registry_, "tessera_agent_foreign_mig_instances",
+                     "MIG instances tessera did not create (left alone; they occupy their "
+                     "slices)")) {}
 
 void AgentMetrics::NvmlError(const std::string& function, int code) {
   nvml_errors_.Add({{"function", function}, {"code", std::to_string(code)}}).Increment();

@@ -24,6 +24,7 @@ class AgentMetrics {
   void RegistrationPatched() { registrations_.Increment(); }
   void Allocation(bool ok) { (ok ? allocations_ok_ : allocations_failed_).Increment(); }
   void UnhealthyGpus(int n) { unhealthy_.Set(n); }
+  void ForeignInstances(int n) { foreign_.Set(n); }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -39,6 +40,7 @@ class AgentMetrics {
   prometheus::Gauge& reconcile_time_;
   prometheus::Counter& reconcile_errors_;
   prometheus::Gauge& unhealthy_;
+  prometheus::Gauge& foreign_;
 };
 
 }  // namespace tessera::agent_runtime

@@ -115,22 +115,26 @@ Status AgentProcess::PublishRegistration() {
 
 agent::ReconcileReport AgentProcess::Reconcile() {
   const auto start = std::chrono::steady_clock::now();
-  auto pods = api_.PodsOnNode(false);
+  auto view = api_.PodViewOnNode();
   node::NodeClaims claims;
-  const bool synced = pods.ok();
-  if (synced) claims = node::ClaimsOnNode(*pods.value, options_.node_name);
+  node::PodViewFreshness freshness;
+  if (view.ok()) {
+    claims = node::ClaimsOnNode(view.value->pods, options_.node_name);
+    freshness = {true, view.value->fresh_ms};
+  }
   for (const auto& p : claims.problems) spdlog::warn("MIG claims: {}", p);
-  // The pod view may lag the newest Allocate by the watch latency: entries younger than the
-  // grace period are not judged on it.
-  const int64_t seen = NowMs() - options_.reconcile_grace.count();
-  agent::ReconcileReport report = mig_.Reconcile(claims, synced, seen, options_.reclaim_foreign);
+  // Destroys wait for a pod view newer than the ledger entry by the grace period: the view
+  // may lag the newest Allocate by the watch latency, or stand still behind a dead watch.
+  agent::ReconcileReport report = mig_.Reconcile(
+      claims, freshness, {options_.reconcile_grace.count(), options_.reclaim_foreign});
   for (const auto& e : report.errors) spdlog::warn("MIG reconcile: {}", e);
   for (const auto& c : report.conflicts) spdlog::warn("MIG reconcile: {}", c);
-  // Pods whose annotation lacks what the driver now reports (e.g. adopted after a crash
+  ReportOnce(report, view.ok() ? &view.value->pods : nullptr);
+  // Pods whose annotation lacks what the driver now reports (e.g. confirmed after a crash
   // between creation and the pod patch) get their identities recorded.
-  if (synced) {
+  if (view.ok()) {
     for (const auto& [key, allocations] : report.identities) {
-      for (const auto& pod : *pods.value) {
+      for (const auto& pod : view.value->pods) {
         if (pod.Key() != key) continue;
         auto decoded = codec::DecodeMigAllocations(
             *pod.Annotation(std::string(model::annotations::kMigAllocations)));
@@ -152,6 +156,7 @@ agent::ReconcileReport AgentProcess::Reconcile() {
   if (metrics_ != nullptr) {
     SyncMigCounters();
     metrics_->InstancesAdopted(report.adopted);
+    metrics_->ForeignInstances(static_cast<int>(report.foreign.size()));
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_->Reconciled(secs, static_cast<double>(NowMs()) / 1000.0,
@@ -162,6 +167,32 @@ agent::ReconcileReport AgentProcess::Reconcile() {
                  report.kept, report.adopted, report.finished, report.destroyed, report.left_alone);
   }
   return report;
+}
+
+void AgentProcess::ReportOnce(const agent::ReconcileReport& report,
+                              const std::vector<model::Pod>* pods) {
+  std::lock_guard lock(reported_mu_);
+  // A foreign instance at a pod's placement: logged and recorded on the pod once, for as long
+  // as it stays there.
+  std::set<std::string> blocking;
+  for (const auto& f : report.foreign_at_claims) {
+    const std::string key = f.pod_uid + " " + node::DescribeInstance(f.instance);
+    blocking.insert(key);
+    if (foreign_reported_.count(key) > 0) continue;
+    spdlog::warn("MIG reconcile: {}", f.message);
+    if (pods != nullptr) {
+      for (const auto& pod : *pods) {
+        if (pod.uid == f.pod_uid) api_.PodEvent(pod, "ForeignMigInstance", f.message, true);
+      }
+    }
+  }
+  foreign_reported_ = std::move(blocking);
+  std::set<std::string> waiting(report.awaiting_fresher_view.begin(),
+                                report.awaiting_fresher_view.end());
+  for (const auto& w : waiting) {
+    if (waiting_reported_.count(w) == 0) spdlog::info("MIG reconcile: {}", w);
+  }
+  waiting_reported_ = std::move(waiting);
 }
 
 bool AgentProcess::PollHealth(int timeout_ms) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -64,12 +65,17 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
       const std::vector<node::PreferredRequest>& requests) override;
 
   std::string last_registration() const;
+  // MIG instances tessera did not create, as the last reconcile found them: they occupy their
+  // slices, which no pod of tessera's can get.
+  std::vector<node::DriverMigInstance> foreign_instances() const { return mig_.ForeignInstances(); }
   // Started, and registered with the kubelet (when it serves one).
   bool ready() const { return ready_.load() && (!plugin_ || plugin_->registered()); }
 
  private:
   int32_t NumaOf(const std::string& pci_bus_id) const;
   void SyncMigCounters();  // the MIG manager's counts into the metrics
+  // Logs (and records on the pod) what a reconcile found that needs a person, once each.
+  void ReportOnce(const agent::ReconcileReport& report, const std::vector<model::Pod>* pods);
   int64_t NowMs() const;
 
   node::GpuDriver& driver_;
@@ -90,6 +96,9 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   std::mutex counters_mu_;
   uint64_t created_seen_ = 0;
   uint64_t destroyed_seen_ = 0;
+  std::mutex reported_mu_;
+  std::set<std::string> foreign_reported_;  // "<pod uid> <instance>" already reported
+  std::set<std::string> waiting_reported_;  // destroys held back, already logged
   std::atomic<bool> reconcile_now_{false};
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "adapters/kube/events.h"
 #include "adapters/kube/object_writes.h"
 #include "adapters/kube/url.h"
@@ -10,6 +12,14 @@
 namespace tessera::agent_runtime {
 
 namespace {
+
+// Twice the API server's bookmark interval (about a minute): a pod watch silent for longer
+// has died without a word and is started again.
+constexpr std::chrono::seconds kPodWatchSilenceLimit{120};
+
+int64_t MillisSinceEpoch(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
 
 kube::Json AnnotationsPatch(const agent::AnnotationPatch& patch) {
   kube::Json annotations = kube::Json::object();
@@ -28,11 +38,21 @@ void KubeNodeApi::Start(std::function<void()> on_pods_changed) {
   on_change_ = std::move(on_pods_changed);
   kube::InformerHandlers handlers;
   handlers.on_replace = [this](const std::vector<kube::Json>& objects) {
+    // Swapped in whole: a reader must never see the cache empty halfway through a relist (its
+    // freshness would still vouch for it, and every instance would look unclaimed).
+    std::map<std::string, model::Pod> listed;
+    for (const auto& o : objects) {
+      auto pod = codec::DecodePod(o);
+      if (!pod.ok()) {
+        spdlog::warn("pod informer: {}", pod.error().message);
+        continue;
+      }
+      listed[pod->uid] = std::move(pod.value());
+    }
     {
       std::lock_guard lock(mu_);
-      pods_.clear();
+      pods_ = std::move(listed);
     }
-    for (const auto& o : objects) Upsert(o);
     if (on_change_) on_change_();
   };
   handlers.on_upsert = [this](const kube::Json& o) {
@@ -45,6 +65,7 @@ void KubeNodeApi::Start(std::function<void()> on_pods_changed) {
   };
   kube::InformerOptions options;
   options.field_selector = "spec.nodeName=" + node_name_;
+  options.watch_silence_limit = kPodWatchSilenceLimit;
   informer_ = std::make_unique<kube::Informer>(client_, "/api/v1/pods", handlers, options);
   informer_->Start();
   events_.Start();
@@ -97,6 +118,22 @@ agent::ApiResult<std::vector<model::Pod>> KubeNodeApi::PodsOnNode(bool fresh) {
     if (pod.ok()) out.push_back(std::move(pod.value()));
   }
   return {out, {}};
+}
+
+agent::ApiResult<agent::PodView> KubeNodeApi::PodViewOnNode() {
+  if (synced()) {
+    // Freshness before the copy: the copy then holds at least every change up to it.
+    const int64_t fresh = MillisSinceEpoch(informer_->last_fresh());
+    std::lock_guard lock(mu_);
+    agent::PodView view;
+    view.fresh_ms = fresh;
+    for (const auto& [uid, pod] : pods_) view.pods.push_back(pod);
+    return {std::move(view), {}};
+  }
+  const int64_t asked = MillisSinceEpoch(std::chrono::system_clock::now());
+  auto listed = PodsOnNode(true);
+  if (!listed.ok()) return {std::nullopt, listed.failure};
+  return {agent::PodView{std::move(*listed.value), asked}, {}};
 }
 
 agent::ApiResult<model::Node> KubeNodeApi::GetNode() {

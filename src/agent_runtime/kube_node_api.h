@@ -29,6 +29,7 @@ class KubeNodeApi final : public agent::NodeApi {
   bool synced() const { return informer_ && informer_->HasSynced(); }
 
   agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool fresh) override;
+  agent::ApiResult<agent::PodView> PodViewOnNode() override;
   agent::ApiResult<model::Node> GetNode() override;
   agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,
                                         const std::string& resource_version) override;

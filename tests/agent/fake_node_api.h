@@ -1,9 +1,11 @@
 #pragma once
 
 // An in-memory NodeApi: pods and one node, merge patches with resource versions (409 on a
-// stale one, or injected), recorded events.
+// stale one, or injected), recorded events, and the pod view's freshness.
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +21,16 @@ class FakeNodeApi : public agent::NodeApi {
   int conflicts_to_inject = 0;
   int patches = 0;
 
+  // The view's freshness (ms since the epoch); unset: fresh at the moment it is asked.
+  std::optional<int64_t> fresh_ms;
+
   agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return {pods, {}}; }
+  agent::ApiResult<agent::PodView> PodViewOnNode() override {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return {agent::PodView{pods, fresh_ms.value_or(now)}, {}};
+  }
   agent::ApiResult<model::Node> GetNode() override { return {node, {}}; }
 
   agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,

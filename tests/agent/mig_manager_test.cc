@@ -139,14 +139,14 @@ TEST(MigManagerTest, ReconcileDestroysOnlyTesserasInstancesOfGonePods) {
   const auto b_before = agent.Instances();
 
   // Not synced: nothing is destroyed although pod a is missing from the view.
-  auto partial = agent.manager.Reconcile(Claims({PodB()}), /*synced=*/false, agent.clock + 1);
+  auto partial = agent.manager.Reconcile(Claims({PodB()}), {/*complete=*/false, agent.clock + 1});
   EXPECT_EQ(partial.destroyed, 0);
   EXPECT_EQ(partial.protected_count, 2);
   // A view older than pod a's instances: an Allocate raced the pod list; still protected.
-  auto stale = agent.manager.Reconcile(Claims({PodB()}), true, /*seen=*/1000);
+  auto stale = agent.manager.Reconcile(Claims({PodB()}), {true, /*fresh_ms=*/1000});
   EXPECT_EQ(stale.destroyed, 0);
   // Synced and fresh: pod a is gone, its two instances go, pod b's stay exactly as they were.
-  auto done = agent.manager.Reconcile(Claims({PodB()}), true, agent.clock + 1);
+  auto done = agent.manager.Reconcile(Claims({PodB()}), {true, agent.clock + 1});
   EXPECT_EQ(done.destroyed, 2);
   EXPECT_EQ(done.kept, 2);
   EXPECT_TRUE(done.errors.empty());
@@ -157,33 +157,122 @@ TEST(MigManagerTest, ReconcileDestroysOnlyTesserasInstancesOfGonePods) {
   EXPECT_EQ(agent.manager.LedgerSnapshot().size(), 2U);
 }
 
-TEST(MigManagerTest, ForeignInstancesAreLeftAloneAndAdoptedWhenClaimed) {
+// Issue 38 A: an instance tessera did not create that sits at a pod's reserved placement is
+// not taken over (no ledger entry, no UUID on the pod, no destroy when the pod ends); it is
+// reported as blocking the pod, and listed as foreign.
+TEST(MigManagerTest, ForeignInstancesAreNeverTakenOverEvenAtAPodsPlacement) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
-  {  // Instances made by someone else (an operator, HAMi, a lost ledger).
+  {  // Instances made by someone else (nvidia-mig-parted, an operator, a lost ledger).
     auto driver = sim.Driver();
     auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
     ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
     ASSERT_TRUE(driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3}).ok);  // no CI
   }
   Agent agent(sim);
+  const auto before = agent.Instances();
   PodMigClaim a{"default/a", "uid-a", {Alloc(0, 0, "GPU-rtx-0", 9)}};
-  auto report = agent.manager.Reconcile(Claims({a}), true, agent.clock + 1);
-  EXPECT_EQ(report.adopted, 1);  // the claimed one
-  EXPECT_EQ(report.left_alone, 1);
+  auto report = agent.manager.Reconcile(Claims({a}), {true, agent.clock + 1});
+  EXPECT_EQ(report.adopted, 0);
+  EXPECT_EQ(report.kept, 0);
+  EXPECT_EQ(report.finished, 0);
+  EXPECT_EQ(report.left_alone, 2);
   EXPECT_EQ(report.destroyed, 0);
-  ASSERT_EQ(report.identities.count("default/a"), 1U);
-  EXPECT_EQ(report.identities["default/a"][0].runtime->mig_uuid.rfind("MIG-", 0), 0U);
-  // Reclaiming is opt-in: then the unclaimed foreign instance goes.
-  auto reclaim = agent.manager.Reconcile(Claims({a}), true, agent.clock + 1, /*reclaim=*/true);
+  EXPECT_TRUE(report.identities.empty());  // no UUID written into the pod
+  EXPECT_TRUE(agent.manager.LedgerSnapshot().empty());
+  ASSERT_EQ(report.foreign_at_claims.size(), 1U);
+  EXPECT_EQ(report.foreign_at_claims[0].pod, "default/a");
+  EXPECT_NE(report.foreign_at_claims[0].message.find("not created by tessera"), std::string::npos);
+  EXPECT_EQ(report.foreign.size(), 2U);
+  EXPECT_EQ(agent.manager.ForeignInstances().size(), 2U);
+  // The pod's Allocate is refused rather than handed the foreign instance.
+  auto refused = agent.manager.Realize(a, 0, Claims({a}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("tessera did not create"), std::string::npos);
+  // The pod ends: what it never owned stays.
+  auto ended = agent.manager.Reconcile(Claims({}), {true, agent.clock + 1});
+  EXPECT_EQ(ended.destroyed, 0);
+  EXPECT_EQ(agent.Instances(), before);
+  // Reclaiming is opt-in, and spares a live pod's placement (the pod may run on it).
+  auto reclaim =
+      agent.manager.Reconcile(Claims({a}), {true, agent.clock + 1}, {0, /*reclaim_foreign=*/true});
   EXPECT_EQ(reclaim.destroyed, 1);
   EXPECT_EQ(Starts(agent.Instances()), (std::set<uint32_t>{9}));
+  EXPECT_EQ(agent.manager.ForeignInstances().size(), 1U);
+}
+
+// Issue 38 B: one failed listing of a GPU never empties the ledger, so the instances of a pod
+// that ended are still destroyed once the GPU can be listed again.
+TEST(MigManagerTest, AFailedListingForgetsNothing) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  {
+    Agent setup(sim);
+    ASSERT_TRUE(setup.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  }
+  SimulatedNvml::SetFaults("fail:nvmlDeviceGetGpuInstances:1:UNKNOWN");
+  Agent agent(sim);
+  agent.clock += 1000;  // the pod views below are newer than the ledger entries
+  auto failed = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock + 1});
+  EXPECT_FALSE(failed.errors.empty());
+  EXPECT_EQ(failed.forgotten, 0);
+  EXPECT_EQ(agent.manager.LedgerSnapshot().size(), 2U);
+  // Pod a ends; the GPU lists again.
+  auto done = agent.manager.Reconcile(Claims({}), {true, agent.clock + 1});
+  EXPECT_TRUE(done.errors.empty()) << done.errors.front();
+  EXPECT_EQ(done.destroyed, 2);
+  EXPECT_TRUE(agent.Instances().empty());
+  EXPECT_TRUE(agent.manager.LedgerSnapshot().empty());
+}
+
+// Issue 38 B: a GPU that is not among the MIG GPUs (discovery lost it) is still listed for the
+// ledger's sake, and while it cannot be listed its entries stay.
+TEST(MigManagerTest, AGpuMissingFromDiscoveryKeepsItsEntries) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  {
+    Agent setup(sim);
+    ASSERT_TRUE(setup.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  }
+  SimulatedNvml::SetFaults("fail:nvmlDeviceGetHandleByUUID:*:GPU_IS_LOST");
+  {
+    auto driver = sim.Driver();
+    MigManager lost(*driver, LedgerFile(sim.Path("ledger.json")), [] { return int64_t{5000}; });
+    ASSERT_TRUE(lost.Start().ok());
+    lost.SetMigGpus({});
+    auto report = lost.Reconcile(Claims({}), {true, 5000});
+    EXPECT_EQ(report.destroyed, 0);
+    EXPECT_EQ(lost.LedgerSnapshot().size(), 2U);
+  }
+  SimulatedNvml::SetFaults("");
+  Agent agent(sim);
+  agent.clock += 5000;
+  agent.manager.SetMigGpus({});  // still not discovered: the ledger names it
+  auto done = agent.manager.Reconcile(Claims({}), {true, agent.clock + 1});
+  EXPECT_EQ(done.destroyed, 2);
+  EXPECT_TRUE(agent.Instances().empty());
+}
+
+// Issue 38 C (the decision): a pod view whose freshness is older than a ledger entry does not
+// show that entry's pod gone, however late the clock.
+TEST(MigManagerTest, AViewNotNewerThanTheEntryDestroysNothing) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  const int64_t watch_died = agent.clock;
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  agent.clock += 600000;  // ten minutes later, the cache still does not know pod a
+  auto stale = agent.manager.Reconcile(Claims({}), {true, watch_died}, {10000, false});
+  EXPECT_EQ(stale.destroyed, 0);
+  EXPECT_EQ(stale.protected_count, 2);
+  EXPECT_EQ(stale.awaiting_fresher_view.size(), 2U);
+  EXPECT_EQ(agent.Instances().size(), 2U);
+  // A relist that shows pod a gone, newer than the entries by the grace period.
+  auto relisted = agent.manager.Reconcile(Claims({}), {true, agent.clock}, {10000, false});
+  EXPECT_EQ(relisted.destroyed, 2);
 }
 
 TEST(MigManagerTest, DestroyErrorsAreRetriedAndNeverBlockAllocate) {
   SimulatedNvml sim("[" + RtxPro6000() + "]", "fail:nvmlComputeInstanceDestroy:*:IN_USE");
   Agent agent(sim);
   ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
-  auto report = agent.manager.Reconcile(Claims({}), true, agent.clock + 1);
+  auto report = agent.manager.Reconcile(Claims({}), {true, agent.clock + 1});
   EXPECT_EQ(report.destroyed, 0);
   ASSERT_EQ(report.errors.size(), 2U);
   EXPECT_NE(report.errors[0].find("In use by another client"), std::string::npos);
@@ -197,7 +286,7 @@ TEST(MigManagerTest, AnUnreadableClaimHoldsItsGpu) {
   ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
   NodeClaims claims;
   claims.unreadable_gpus = {"GPU-rtx-0"};
-  auto report = agent.manager.Reconcile(claims, true, agent.clock + 1);
+  auto report = agent.manager.Reconcile(claims, {true, agent.clock + 1});
   EXPECT_EQ(report.destroyed, 0);
   EXPECT_EQ(report.protected_count, 2);
 }
@@ -279,7 +368,7 @@ TEST_P(MigCreateCrashTest, AbortedAllocate) {
   Agent restarted(sim);
   const NodeClaims live = a_survives ? Claims({PodA(), PodB()}) : Claims({PodB()});
   restarted.clock += 1000;  // the restarted agent's pod view is newer than the crashed ledger
-  auto report = restarted.manager.Reconcile(live, true, restarted.clock);
+  auto report = restarted.manager.Reconcile(live, {true, restarted.clock});
   EXPECT_TRUE(report.errors.empty()) << report.errors.front();
   if (a_survives) {
     auto retried = restarted.manager.Realize(PodA(), 0, live);
@@ -313,13 +402,13 @@ TEST_P(MigDestroyCrashTest, AbortedReclaim) {
         SimulatedNvml::SetFaults(rule);
         Agent agent(sim);
         agent.clock += 1000;
-        (void)agent.manager.Reconcile(Claims({PodB()}), true, agent.clock);
+        (void)agent.manager.Reconcile(Claims({PodB()}), {true, agent.clock});
       },
       "abort after " + point.function);
   SimulatedNvml::SetFaults("");
   Agent restarted(sim);
   restarted.clock += 2000;
-  auto report = restarted.manager.Reconcile(Claims({PodB()}), true, restarted.clock);
+  auto report = restarted.manager.Reconcile(Claims({PodB()}), {true, restarted.clock});
   EXPECT_TRUE(report.errors.empty()) << report.errors.front();
   const auto actual = restarted.Instances();
   const Census census = Count(actual, Claims({PodB()}), b_before);
@@ -397,13 +486,13 @@ TEST_P(MigNvmlErrorTest, FailsCleanlyAndRecovers) {
     if (!r.ok()) {
       EXPECT_FALSE(r.error().message.empty());
     }
-    (void)agent.manager.Reconcile(Claims({PodA(), PodB()}), true, agent.clock + 100);
+    (void)agent.manager.Reconcile(Claims({PodA(), PodB()}), {true, agent.clock + 100});
   }
   testing::SimulatedNvml::SetFaults("");
   Agent healed(sim);
   ASSERT_TRUE(healed.manager.Realize(PodA(), 0, Claims({PodA(), PodB()})).ok());
   healed.clock += 1000;
-  auto report = healed.manager.Reconcile(Claims({PodA(), PodB()}), true, healed.clock);
+  auto report = healed.manager.Reconcile(Claims({PodA(), PodB()}), {true, healed.clock});
   EXPECT_TRUE(report.errors.empty());
   const Census census = Count(healed.Instances(), Claims({PodA(), PodB()}), b_instances);
   EXPECT_EQ(census.leaked, 0);

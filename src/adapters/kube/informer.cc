@@ -51,6 +51,18 @@ std::string Informer::resource_version() const {
   return rv_;
 }
 
+std::chrono::system_clock::time_point Informer::last_fresh() const {
+  return std::chrono::system_clock::time_point(std::chrono::milliseconds(fresh_ms_.load()));
+}
+
+void Informer::MarkFresh(std::chrono::system_clock::time_point as_of) {
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(as_of.time_since_epoch()).count();
+  int64_t before = fresh_ms_.load();
+  while (before < ms && !fresh_ms_.compare_exchange_weak(before, ms)) {
+  }
+}
+
 void Informer::SetResourceVersion(std::string rv) {
   if (rv.empty()) return;
   std::lock_guard<std::mutex> lock(rv_mu_);
@@ -115,7 +127,11 @@ bool Informer::List() {
   std::vector<Json> objects;
   std::string continue_token, list_rv;
   int restarts = 0;
+  // A list holds every change made before it was asked for (a restarted list, before the
+  // restart): its freshness is the first page's request time, not its arrival.
+  auto requested = std::chrono::system_clock::now();
   for (;;) {
+    if (continue_token.empty()) requested = std::chrono::system_clock::now();
     std::string path = collection_path_ + sep + "limit=" + std::to_string(options_.page_size);
     if (!continue_token.empty()) path += "&continue=" + EscapeUrlComponent(continue_token);
     path += Query();
@@ -151,6 +167,7 @@ bool Informer::List() {
   }
   ++relists_;
   synced_.store(true);
+  MarkFresh(requested);
   return true;
 }
 
@@ -164,20 +181,33 @@ Informer::WatchEnd Informer::Watch() {
   path += "&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout.count()) + Query();
 
   const auto give_up = std::chrono::steady_clock::now() + timeout + kWatchGrace;
+  auto last_heard = std::chrono::steady_clock::now();
   bool delivered = false;
+  bool silent = false;
   WatchEnd end = WatchEnd::kRewatch;
   bool ended_by_event = false;
   Response response = client_.Stream(
       path,
       [&](std::string_view line) {
+        last_heard = std::chrono::steady_clock::now();
         if (HandleEvent(line, &delivered, &end)) return true;
         ended_by_event = true;
         return false;
       },
-      [&] { return stop_.requested() || std::chrono::steady_clock::now() > give_up; });
+      [&] {
+        const auto now = std::chrono::steady_clock::now();
+        silent = options_.watch_silence_limit.count() > 0 &&
+                 now - last_heard > options_.watch_silence_limit;
+        return stop_.requested() || now > give_up || silent;
+      });
   if (delivered) backoff_.Reset();
   if (stop_.requested()) return WatchEnd::kStopped;
   if (ended_by_event) return end;
+  if (silent) {
+    Log("watch silent for longer than " + std::to_string(options_.watch_silence_limit.count()) +
+        " ms; watching again from resourceVersion " + resource_version());
+    return WatchEnd::kRewatchNow;
+  }
   if (response.status == 410) {
     Log("watch: " + response.Describe() + "; relisting");
     return WatchEnd::kRelist;
@@ -212,6 +242,7 @@ bool Informer::HandleEvent(std::string_view line, bool* delivered, WatchEnd* end
     Log("ignoring watch event of unknown type \"" + type + "\"");
     return true;
   }
+  const auto received = std::chrono::system_clock::now();
   SetResourceVersion(StringAt(*object, {"metadata", "resourceVersion"}));
   *delivered = true;
   if (type == "DELETED") {
@@ -219,6 +250,9 @@ bool Informer::HandleEvent(std::string_view line, bool* delivered, WatchEnd* end
   } else if (type != "BOOKMARK") {
     if (handlers_.on_upsert) CallHandler("on_upsert", [&] { handlers_.on_upsert(*object); });
   }
+  // Events arrive in order: the handlers now hold every change up to this one (a bookmark:
+  // up to its resource version), so the view is fresh as of its arrival.
+  MarkFresh(received);
   return !stop_.requested();
 }
 

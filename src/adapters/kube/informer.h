@@ -32,6 +32,11 @@ struct InformerOptions {
   std::chrono::seconds watch_timeout{300};  // asked of the server, jittered by +-10%
   std::chrono::milliseconds backoff_initial{200}, backoff_max{10000};
   uint64_t jitter_seed = 0;  // 0: from std::random_device
+  // A watch that delivers nothing, not even a bookmark, for this long is ended and started
+  // again from the last resource version: a connection can die without a word, and a view fed
+  // by it would look synced forever. The API server sends a bookmark about every minute, so
+  // twice that is a safe bound. 0: only the watch timeout ends a silent watch.
+  std::chrono::milliseconds watch_silence_limit{0};
 };
 
 // List + watch of one resource collection ("/api/v1/pods"), as client-go's reflector does:
@@ -52,6 +57,10 @@ class Informer {
   void Stop();
 
   bool HasSynced() const { return synced_.load(); }  // the first complete list was delivered
+  // Up to when the handlers provably have every change: when the last complete list was
+  // requested, or when the last watch event or bookmark was received, after its handler ran.
+  // The epoch before the first list. Unlike HasSynced it stops advancing when the watch does.
+  std::chrono::system_clock::time_point last_fresh() const;
   std::string resource_version() const;
   uint64_t relists() const { return relists_.load(); }  // complete lists delivered so far
 
@@ -68,6 +77,7 @@ class Informer {
   WatchEnd Watch();
   // One line of a watch stream; false ends the stream with `*end` set.
   bool HandleEvent(std::string_view line, bool* delivered, WatchEnd* end);
+  void MarkFresh(std::chrono::system_clock::time_point as_of);
   std::string Query() const;  // the selectors, "&fieldSelector=...", possibly empty
   std::chrono::seconds JitteredWatchTimeout();
   void SetResourceVersion(std::string rv);
@@ -84,6 +94,7 @@ class Informer {
   StopSignal stop_;
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> relists_{0};
+  std::atomic<int64_t> fresh_ms_{0};  // last_fresh(), in ms since the epoch
   mutable std::mutex rv_mu_;
   std::string rv_;
   std::mutex thread_mu_;

@@ -10,13 +10,29 @@ bool SameKey(const DriverMigInstance& i, const LedgerEntry& e) {
   return i.gpu_uuid == e.gpu_uuid && i.profile == e.profile && i.placement == e.placement;
 }
 
-std::string Describe(const DriverMigInstance& i) {
-  return i.gpu_uuid + " " + i.profile + " at " + std::to_string(i.placement.start) + ":" +
-         std::to_string(i.placement.size) + " (GPU instance " + std::to_string(i.gpu_instance_id) +
-         ")";
+// An intent was written before the driver was asked, so whatever sits at its key may be what
+// that call made; a confirmed entry names the GPU instance id the driver gave it.
+bool Proves(const LedgerEntry& e, const DriverMigInstance& i) {
+  return SameKey(i, e) && (!e.created || e.gpu_instance_id == i.gpu_instance_id);
+}
+
+std::string At(const model::Placement& p) {
+  return std::to_string(p.start) + ":" + std::to_string(p.size);
 }
 
 }  // namespace
+
+std::string DescribeInstance(const DriverMigInstance& i) {
+  return i.gpu_uuid + " " + i.profile + " at " + At(i.placement) + " (GPU instance " +
+         std::to_string(i.gpu_instance_id) + ")";
+}
+
+const LedgerEntry* OwningEntry(const std::vector<LedgerEntry>& ledger,
+                               const DriverMigInstance& instance) {
+  auto it = std::find_if(ledger.begin(), ledger.end(),
+                         [&](const auto& e) { return Proves(e, instance); });
+  return it == ledger.end() ? nullptr : &*it;
+}
 
 bool Matches(const DriverMigInstance& instance, const codec::MigAllocation& allocation) {
   return instance.gpu_uuid == allocation.gpu_uuid && instance.profile == allocation.profile &&
@@ -44,10 +60,9 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
   static const NodeClaims kNone;
   const NodeClaims& claims = input.claims != nullptr ? *input.claims : kNone;
   std::vector<bool> claimed(input.actual.size(), false);
-  auto ledger_entry = [&](const DriverMigInstance& inst) {
-    return std::find_if(input.ledger.begin(), input.ledger.end(),
-                        [&](const auto& e) { return SameKey(inst, e); });
-  };
+  // Foreign instances at a live pod's placement: that pod may run on one (a previous agent's
+  // lost ledger, HAMi's plugin), so they are not destroyed even when reclaiming.
+  std::vector<bool> foreign_at_claim(input.actual.size(), false);
 
   for (const auto& claim : claims.claims) {
     for (const auto& alloc : claim.allocations) {
@@ -58,16 +73,25 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
           if (inst.gpu_uuid == alloc.gpu_uuid && inst.placement.Overlaps(alloc.placement)) {
             plan.conflicts.push_back(claim.pod + ": " + alloc.profile + " at " +
                                      std::to_string(alloc.placement.start) + " on " +
-                                     alloc.gpu_uuid + " is blocked by " + Describe(inst));
+                                     alloc.gpu_uuid + " is blocked by " + DescribeInstance(inst));
           }
         }
         continue;
       }
       const size_t idx = static_cast<size_t>(it - input.actual.begin());
+      const LedgerEntry* owner = OwningEntry(input.ledger, *it);
+      if (owner == nullptr) {
+        foreign_at_claim[idx] = true;
+        plan.foreign_at_claims.push_back(
+            {claim.pod, claim.uid, alloc, *it,
+             "pod " + claim.pod + ": " + DescribeInstance(*it) +
+                 " was not created by tessera (no ledger entry written before it); the pod's " +
+                 alloc.profile + " instance cannot be created at " + At(alloc.placement)});
+        continue;
+      }
       // The ledger says whose it is: an instance a pod that ended left at a placement a new pod
       // now claims is the old pod's, not the new one's (the new pod gets a fresh instance).
-      auto owner = ledger_entry(*it);
-      if (owner != input.ledger.end() && !owner->pod_uid.empty() && owner->pod_uid != claim.uid) {
+      if (!owner->pod_uid.empty() && owner->pod_uid != claim.uid) {
         const bool owner_lives =
             std::any_of(claims.claims.begin(), claims.claims.end(), [&](const auto& c) {
               return c.uid == owner->pod_uid &&
@@ -75,13 +99,13 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
                                  [&](const auto& a) { return Matches(*it, a); });
             });
         if (owner_lives) {
-          plan.conflicts.push_back(claim.pod + ": " + Describe(*it) + " is held by pod " +
+          plan.conflicts.push_back(claim.pod + ": " + DescribeInstance(*it) + " is held by pod " +
                                    owner->pod);
         }
         continue;
       }
       if (claimed[idx]) {
-        plan.conflicts.push_back(claim.pod + ": " + Describe(*it) +
+        plan.conflicts.push_back(claim.pod + ": " + DescribeInstance(*it) +
                                  " is claimed by another pod as well");
         continue;
       }
@@ -93,23 +117,41 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
 
   const std::set<std::string> held_gpus(claims.unreadable_gpus.begin(),
                                         claims.unreadable_gpus.end());
+  // Entries written at or after this are not judged: the view may not include their pods yet.
+  const int64_t judged_up_to =
+      std::min(input.now_ms, input.pods.fresh_ms) - std::max<int64_t>(0, input.grace_ms);
   for (size_t i = 0; i < input.actual.size(); ++i) {
     if (claimed[i]) continue;
     const DriverMigInstance& inst = input.actual[i];
-    auto entry = ledger_entry(inst);
-    const bool ours = entry != input.ledger.end();
-    if (!ours && !input.reclaim_foreign) {
+    const LedgerEntry* entry = OwningEntry(input.ledger, inst);
+    if (entry == nullptr) plan.foreign.push_back(inst);
+    if (entry == nullptr && (!input.reclaim_foreign || foreign_at_claim[i])) {
       plan.left_alone.push_back(inst);
       continue;
     }
-    const bool safe = input.pods_synced && held_gpus.count(inst.gpu_uuid) == 0 &&
-                      (!ours || entry->written_ms < input.pods_seen_ms);
-    (safe ? plan.destroy : plan.protected_).push_back(inst);
+    if (!input.pods.complete || held_gpus.count(inst.gpu_uuid) > 0) {
+      plan.protected_.push_back(inst);
+      continue;
+    }
+    if (entry != nullptr && entry->written_ms >= judged_up_to) {
+      plan.protected_.push_back(inst);
+      plan.awaiting_fresher_view.push_back(
+          DescribeInstance(inst) + " of pod " + entry->pod + ": its ledger entry (written at " +
+          std::to_string(entry->written_ms) + " ms) is not older by " +
+          std::to_string(input.grace_ms) +
+          " ms than what the pod view provably holds; not destroyed until a relist or a watch "
+          "event shows the pod gone");
+      continue;
+    }
+    plan.destroy.push_back(inst);
   }
 
   for (const auto& e : input.ledger) {
-    bool exists = std::any_of(input.actual.begin(), input.actual.end(),
-                              [&](const auto& inst) { return SameKey(inst, e); });
+    // Only a complete listing of the entry's GPU shows its instance gone; otherwise the entry is
+    // the one record that the instance may exist.
+    if (input.listed_gpus.count(e.gpu_uuid) == 0) continue;
+    const bool exists = std::any_of(input.actual.begin(), input.actual.end(),
+                                    [&](const auto& inst) { return Proves(e, inst); });
     if (!exists) plan.forget.push_back(e);
   }
   return plan;

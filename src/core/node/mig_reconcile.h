@@ -1,17 +1,27 @@
 #pragma once
 
 // The node agent's reconcile decision, a pure function: given the MIG instances the pods hold
-// (claims), the instances the driver reports, and the agent's ledger of instances it created,
-// say what to adopt, finish, destroy and leave alone. Rules (docs/agent.md, "Reconciler"):
-// - an instance at the exact (GPU, profile, placement) of a live pod's claim is that pod's:
-//   kept, adopted into the ledger, finished (compute instance) if half-made; never destroyed;
-//   unless the ledger names another pod as its owner: then it is what an ended pod left, and
-//   the new pod gets a fresh instance (never a previous tenant's);
-// - an instance tessera created (in the ledger) that no live pod claims is destroyed, but only
-//   when the pod view is fully synced and was taken after the ledger entry was written (so an
-//   Allocate that raced the pod list is never undone, hami-node.md W2);
+// (claims), the instances the driver reports for the GPUs it could list, the agent's ledger of
+// instances it created, and how fresh the pod view provably is, say what to keep, finish,
+// destroy, forget and leave alone. Rules (docs/agent.md, "Reconcile"):
+// - ownership is proven, never guessed: an instance is tessera's only when a ledger entry for
+//   it was written before it was created (an intent, or the record of this very GPU instance).
+//   A placement match with a pod's claim proves nothing: an instance made by an operator or
+//   another tool at a pod's reserved placement is foreign, left alone and reported, and the
+//   pod's instance cannot be made there;
+// - an instance of tessera's at the exact (GPU, profile, placement) of its owner's claim is
+//   kept, its entry confirmed, finished (compute instance) if half-made; an instance whose
+//   entry names another pod is what an ended pod left, and the new pod gets a fresh one;
+// - an instance of tessera's that no live pod claims is destroyed, but only when the pod view
+//   is complete and provably newer than the ledger entry: the entry must be older than both
+//   the view's freshness (the last relist or watch event the view includes) and the clock, by
+//   the grace period (the watch latency), so neither an Allocate that raced the pod list (W2)
+//   nor a watch that silently stopped can undo a live pod's instance;
 // - an instance on a GPU named by a pod whose annotation cannot be read is never destroyed;
-// - any other instance is not tessera's and is left alone, unless reclaiming is configured.
+// - a ledger entry is forgotten only when a complete listing of its GPU shows its instance
+//   gone; a GPU that could not be listed keeps every entry (a destroy removes its own entry);
+// - any instance that is not tessera's is left alone, unless reclaiming is configured and no
+//   live pod claims its placement.
 
 #include <cstdint>
 #include <set>
@@ -23,7 +33,7 @@
 
 namespace tessera::node {
 
-// One instance tessera created or adopted, as the agent's ledger records it.
+// One instance tessera created or is creating, as the agent's ledger records it.
 struct LedgerEntry {
   std::string gpu_uuid;
   std::string profile;
@@ -39,12 +49,20 @@ struct LedgerEntry {
   bool operator==(const LedgerEntry&) const = default;
 };
 
+// The pod view a reconcile judges by.
+struct PodViewFreshness {
+  bool complete = false;  // every pod on the node (informer synced, or listed), no error
+  int64_t fresh_ms = 0;   // every pod change made before this time (agent clock) is in the view
+};
+
 struct ReconcileInput {
   const NodeClaims* claims = nullptr;
-  std::vector<DriverMigInstance> actual;  // every GPU's instances
+  std::vector<DriverMigInstance> actual;  // the instances of the GPUs in `listed_gpus`
+  std::set<std::string> listed_gpus;      // GPUs whose listing completed without an error
   std::vector<LedgerEntry> ledger;
-  bool pods_synced = false;  // the pod view is complete (informer synced, no error)
-  int64_t pods_seen_ms = 0;  // when that view was taken (agent clock)
+  PodViewFreshness pods;
+  int64_t now_ms = 0;    // agent clock
+  int64_t grace_ms = 0;  // how far a fresh view may still lag a change (watch latency)
   bool reclaim_foreign = false;
 };
 
@@ -53,17 +71,37 @@ struct Adoption {
   LedgerEntry entry;  // the ledger entry to write
 };
 
+// A live pod's claim at whose placement sits an instance tessera did not create.
+struct ForeignAtClaim {
+  std::string pod;  // namespace/name
+  std::string pod_uid;
+  codec::MigAllocation allocation;
+  DriverMigInstance instance;
+  std::string message;
+};
+
 struct ReconcilePlan {
-  std::vector<Adoption> keep;                 // claimed instances, with their ledger entries
-  std::vector<DriverMigInstance> finish;      // claimed, but without a compute instance
+  std::vector<Adoption> keep;                 // claimed instances of tessera's, with their entries
+  std::vector<DriverMigInstance> finish;      // kept, but without a compute instance
   std::vector<DriverMigInstance> destroy;     // tessera's (or foreign, when reclaiming), unclaimed
   std::vector<DriverMigInstance> left_alone;  // not tessera's
   std::vector<DriverMigInstance> protected_;  // unclaimed but not yet safe to destroy
-  std::vector<LedgerEntry> forget;            // ledger entries whose instance no longer exists
-  std::vector<std::string> conflicts;         // a claim that another instance blocks
+  // Of protected_: tessera's, unclaimed, but the pod view is not provably newer than their
+  // entries; destroyed once it is. One line each says why.
+  std::vector<std::string> awaiting_fresher_view;
+  std::vector<LedgerEntry> forget;         // entries whose instance a complete listing shows gone
+  std::vector<std::string> conflicts;      // a claim that another instance of tessera's blocks
+  std::vector<DriverMigInstance> foreign;  // every listed instance that is not tessera's
+  std::vector<ForeignAtClaim> foreign_at_claims;  // claims a foreign instance blocks
 };
 
 ReconcilePlan PlanReconcile(const ReconcileInput& input);
+
+// The ledger entry proving tessera created `instance`: same GPU, profile and placement, and
+// either an intent (written before the driver was asked) or the record of this GPU instance id.
+// nullptr: the instance is not tessera's, whatever sits at its placement.
+const LedgerEntry* OwningEntry(const std::vector<LedgerEntry>& ledger,
+                               const DriverMigInstance& instance);
 
 // The ledger entry of `claim`'s `allocation`, with what the driver reports of `instance`.
 LedgerEntry EntryFor(const PodMigClaim& claim, const codec::MigAllocation& allocation,
@@ -71,5 +109,8 @@ LedgerEntry EntryFor(const PodMigClaim& claim, const codec::MigAllocation& alloc
 
 // Whether an instance is at exactly the claimed GPU, profile and placement.
 bool Matches(const DriverMigInstance& instance, const codec::MigAllocation& allocation);
+
+// "GPU-x 1g.24gb at 9:3 (GPU instance 2)", for messages.
+std::string DescribeInstance(const DriverMigInstance& instance);
 
 }  // namespace tessera::node

@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "fake_api_server.h"
 #include "test_support.h"
@@ -312,6 +313,39 @@ TEST_F(InformerTest, HandlerExceptionsDoNotStopTheInformer) {
   ASSERT_TRUE(WaitUntil([&] { return log_.Size() >= 3; }));
   EXPECT_THAT(log_.Entries(), ElementsAre("replace ", "upsert p", "upsert q"));
   EXPECT_EQ(informer.resource_version(), "12");
+}
+
+// Issue 38 C: HasSynced stays true forever after the first list, so freshness is what a
+// destroying caller reads: it advances with lists, events and bookmarks, stands still while a
+// watch is silent, and a watch silent past the limit is started again.
+TEST_F(InformerTest, ASilentWatchIsRestartedAndFreshnessFollowsWhatWasDelivered) {
+  using std::chrono::floor;
+  using std::chrono::milliseconds;
+  using std::chrono::system_clock;
+  ServeLists({ListPage({"a"}, "10")});
+  options_.watch_silence_limit = milliseconds(300);
+  Informer informer(client_, kPods, log_.Handlers(), options_);
+  EXPECT_EQ(informer.last_fresh(), system_clock::time_point{});
+  const auto before_list = floor<milliseconds>(system_clock::now());
+  informer.Start();
+  ASSERT_TRUE(WaitUntil([&] { return informer.HasSynced() && Watches().size() == 1; }));
+  const auto listed = informer.last_fresh();
+  EXPECT_GE(listed, before_list);
+  // The first watch hangs without a word: the view gets no fresher, though it stays synced.
+  std::this_thread::sleep_for(milliseconds(150));
+  EXPECT_EQ(informer.last_fresh(), listed);
+  EXPECT_TRUE(informer.HasSynced());
+  // Past the limit it is watched again from the list's version; a bookmark there makes the
+  // view fresh again, without a relist.
+  watches_.Add({{WatchLine("BOOKMARK", ObjectNamed("", "20"))}});
+  const auto before_bookmark = floor<milliseconds>(system_clock::now());
+  ASSERT_TRUE(WaitUntil([&] { return informer.last_fresh() >= before_bookmark; }));
+  EXPECT_EQ(informer.resource_version(), "20");
+  const auto watches = Watches();
+  ASSERT_GE(watches.size(), 2U);
+  EXPECT_EQ(watches[1].Param("resourceVersion"), "10");
+  EXPECT_EQ(informer.relists(), 1U);
+  EXPECT_THAT(log_.Entries(), ElementsAre("replace a"));
 }
 
 TEST_F(InformerTest, StopReturnsPromptlyWhileAWatchHangs) {

@@ -18,78 +18,186 @@ codec::MigAllocation Alloc(uint32_t start, int device = 0, const std::string& gp
   return a;
 }
 
-LedgerEntry Entry(uint32_t start, const std::string& uid, int64_t written = 10) {
+// A confirmed entry: tessera created GPU instance `gi` at `start`.
+LedgerEntry Entry(uint32_t start, const std::string& uid, uint32_t gi, int64_t written = 10) {
   LedgerEntry e;
   e.gpu_uuid = "GPU-0";
   e.profile = "1g.24gb";
   e.placement = {start, 3};
   e.pod_uid = uid;
   e.created = true;
+  e.gpu_instance_id = gi;
   e.written_ms = written;
   return e;
+}
+
+// An intent: written before the driver was asked to create at `start`.
+LedgerEntry Intent(uint32_t start, const std::string& uid, int64_t written = 10) {
+  LedgerEntry e = Entry(start, uid, 0, written);
+  e.created = false;
+  return e;
+}
+
+// GPU-0 listed, a complete pod view fresh at 100, clock at 100, no grace.
+ReconcileInput Input(const NodeClaims& claims) {
+  ReconcileInput in;
+  in.claims = &claims;
+  in.listed_gpus = {"GPU-0"};
+  in.pods = {true, 100};
+  in.now_ms = 100;
+  return in;
 }
 
 TEST(MigReconcileTest, ClaimedInstancesAreKeptUnclaimedOnesOfOursDestroyed) {
   NodeClaims claims;
   claims.claims = {{"ns/a", "uid-a", {Alloc(9), Alloc(6, 1)}}};
-  ReconcileInput in;
-  in.claims = &claims;
+  ReconcileInput in = Input(claims);
   in.actual = {Inst(0, 1), Inst(6, 2), Inst(9, 3), Inst(3, 4)};
-  in.ledger = {Entry(0, "uid-gone"), Entry(9, "uid-a")};
-  in.pods_synced = true;
-  in.pods_seen_ms = 100;
+  in.ledger = {Entry(0, "uid-gone", 1), Entry(9, "uid-a", 3)};
   auto plan = PlanReconcile(in);
-  ASSERT_EQ(plan.keep.size(), 2U);
+  ASSERT_EQ(plan.keep.size(), 1U);
   EXPECT_EQ(plan.keep[0].instance.placement.start, 9U);
-  EXPECT_EQ(plan.keep[1].entry.pod_uid, "uid-a");
+  EXPECT_EQ(plan.keep[0].entry.pod_uid, "uid-a");
   ASSERT_EQ(plan.destroy.size(), 1U);
   EXPECT_EQ(plan.destroy[0].placement.start, 0U);
-  ASSERT_EQ(plan.left_alone.size(), 1U);  // at 3: not tessera's
-  EXPECT_EQ(plan.left_alone[0].placement.start, 3U);
+  ASSERT_EQ(plan.left_alone.size(), 2U);  // at 3 and at 6: not tessera's
+  EXPECT_EQ(plan.left_alone[0].placement.start, 6U);
+  EXPECT_EQ(plan.left_alone[1].placement.start, 3U);
+  EXPECT_TRUE(plan.forget.empty());
+}
+
+// Issue 38 A: a placement match with a live pod's claim proves nothing.
+TEST(MigReconcileTest, AForeignInstanceAtAClaimIsReportedNeverAdoptedNorDestroyed) {
+  NodeClaims claims;
+  claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}};
+  ReconcileInput in = Input(claims);
+  DriverMigInstance half = Inst(9, 3);  // made by nvidia-mig-parted, say, without a CI
+  half.has_compute_instance = false;
+  in.actual = {half};
+  for (bool reclaim : {false, true}) {
+    in.reclaim_foreign = reclaim;
+    auto plan = PlanReconcile(in);
+    EXPECT_TRUE(plan.keep.empty());
+    EXPECT_TRUE(plan.finish.empty());
+    EXPECT_TRUE(plan.destroy.empty());  // the pod may run on it, even when reclaiming
+    ASSERT_EQ(plan.left_alone.size(), 1U);
+    ASSERT_EQ(plan.foreign.size(), 1U);
+    ASSERT_EQ(plan.foreign_at_claims.size(), 1U);
+    EXPECT_EQ(plan.foreign_at_claims[0].pod_uid, "uid-a");
+    EXPECT_NE(plan.foreign_at_claims[0].message.find("cannot be created at 9:3"), std::string::npos)
+        << plan.foreign_at_claims[0].message;
+  }
+  // Once unclaimed, it is still not tessera's: left alone unless reclaiming.
+  NodeClaims none;
+  in.claims = &none;
+  in.reclaim_foreign = false;
+  EXPECT_EQ(PlanReconcile(in).left_alone.size(), 1U);
+  in.reclaim_foreign = true;
+  EXPECT_EQ(PlanReconcile(in).destroy.size(), 1U);
+}
+
+// A confirmed entry proves only the GPU instance it recorded: what an operator made at the same
+// placement after tessera's was gone is not tessera's, and the entry is forgotten.
+TEST(MigReconcileTest, AConfirmedEntryProvesOnlyItsOwnGpuInstance) {
+  NodeClaims claims;
+  ReconcileInput in = Input(claims);
+  in.actual = {Inst(9, 7)};
+  in.ledger = {Entry(9, "uid-gone", 2)};
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.destroy.empty());
+  EXPECT_EQ(plan.left_alone.size(), 1U);
+  ASSERT_EQ(plan.forget.size(), 1U);
+  // An intent proves whatever sits at its placement: the driver may have made it before a crash.
+  in.ledger = {Intent(9, "uid-gone")};
+  plan = PlanReconcile(in);
+  EXPECT_EQ(plan.destroy.size(), 1U);
   EXPECT_TRUE(plan.forget.empty());
 }
 
 TEST(MigReconcileTest, NothingIsDestroyedOnAPartialStaleOrUnreadableView) {
   NodeClaims claims;
-  ReconcileInput in;
-  in.claims = &claims;
+  ReconcileInput in = Input(claims);
   in.actual = {Inst(0, 1)};
-  in.ledger = {Entry(0, "uid-gone", /*written=*/50)};
-  in.pods_seen_ms = 100;
-  in.pods_synced = false;
+  in.ledger = {Entry(0, "uid-gone", 1, /*written=*/50)};
+  in.now_ms = 1000;
+  in.pods = {false, 100};
   EXPECT_EQ(PlanReconcile(in).protected_.size(), 1U);
-  in.pods_synced = true;
-  in.pods_seen_ms = 50;  // the view is not newer than the ledger entry
+  in.pods = {true, 50};  // the view is not newer than the ledger entry
   EXPECT_EQ(PlanReconcile(in).protected_.size(), 1U);
-  in.pods_seen_ms = 51;
+  in.pods = {true, 51};
   EXPECT_EQ(PlanReconcile(in).destroy.size(), 1U);
+  in.grace_ms = 1;  // newer, but not by the grace period
+  EXPECT_EQ(PlanReconcile(in).protected_.size(), 1U);
+  in.grace_ms = 0;
+  in.pods = {true, 1000};
+  in.now_ms = 50;  // nor newer than the clock
+  EXPECT_EQ(PlanReconcile(in).protected_.size(), 1U);
+  in.now_ms = 1000;
   claims.unreadable_gpus = {"GPU-0"};
   EXPECT_EQ(PlanReconcile(in).protected_.size(), 1U);
+}
+
+// Issue 38 C: a watch that silently stopped leaves the view's freshness behind; the clock
+// advancing does not make the view any newer.
+TEST(MigReconcileTest, AViewFreshOnlyUpToBeforeTheEntryDestroysNothingHoweverLate) {
+  NodeClaims claims;  // the stale cache never saw the pod
+  ReconcileInput in = Input(claims);
+  in.actual = {Inst(9, 3)};
+  in.ledger = {Entry(9, "uid-live", 3, /*written=*/1000)};
+  in.pods = {true, /*fresh_ms=*/900};  // the last event before the watch died
+  in.grace_ms = 10000;
+  in.now_ms = 1000 + 3600 * 1000;
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.destroy.empty());
+  ASSERT_EQ(plan.protected_.size(), 1U);
+  ASSERT_EQ(plan.awaiting_fresher_view.size(), 1U);
+  EXPECT_NE(plan.awaiting_fresher_view[0].find("GPU-0 1g.24gb at 9:3"), std::string::npos);
+  in.pods.fresh_ms = 1000 + 10001;  // a relist or an event newer than the entry by the grace
+  EXPECT_EQ(PlanReconcile(in).destroy.size(), 1U);
 }
 
 TEST(MigReconcileTest, HalfMadeInstancesAreFinishedAndMissingOnesForgotten) {
   NodeClaims claims;
   claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}};
-  ReconcileInput in;
-  in.claims = &claims;
+  ReconcileInput in = Input(claims);
   DriverMigInstance half = Inst(9, 3);
   half.has_compute_instance = false;
   half.mig_uuid.clear();
   in.actual = {half};
-  in.ledger = {Entry(6, "uid-a")};
+  in.ledger = {Intent(9, "uid-a"), Entry(6, "uid-a", 2)};
   auto plan = PlanReconcile(in);
+  ASSERT_EQ(plan.keep.size(), 1U);
   ASSERT_EQ(plan.finish.size(), 1U);
   ASSERT_EQ(plan.forget.size(), 1U);
   EXPECT_EQ(plan.forget[0].placement.start, 6U);
+}
+
+// Issue 38 B: only a complete listing of its GPU shows an entry's instance gone.
+TEST(MigReconcileTest, EntriesOfAGpuThatWasNotListedAreKept) {
+  NodeClaims claims;
+  ReconcileInput in = Input(claims);
+  in.listed_gpus.clear();  // the listing failed (or discovery lost the GPU)
+  in.ledger = {Entry(6, "uid-gone", 2), Entry(9, "uid-gone", 3)};
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.forget.empty());
+  EXPECT_TRUE(plan.destroy.empty());
+  in.listed_gpus = {"GPU-1"};  // another GPU listed fine
+  EXPECT_TRUE(PlanReconcile(in).forget.empty());
+  in.listed_gpus = {"GPU-0"};
+  in.actual = {Inst(9, 3)};
+  plan = PlanReconcile(in);
+  ASSERT_EQ(plan.forget.size(), 1U);
+  EXPECT_EQ(plan.forget[0].placement.start, 6U);
+  EXPECT_EQ(plan.destroy.size(), 1U);
 }
 
 TEST(MigReconcileTest, ConflictsAreReportedNotResolvedByForce) {
   NodeClaims claims;
   claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}, {"ns/b", "uid-b", {Alloc(9)}}};
   DriverMigInstance two_g{"GPU-0", 7, "2g.48gb", {6, 6}, true, 0, "MIG-x"};
-  ReconcileInput in;
-  in.claims = &claims;
+  ReconcileInput in = Input(claims);
   in.actual = {Inst(9, 1)};
+  in.ledger = {Entry(9, "uid-a", 1)};
   auto plan = PlanReconcile(in);
   ASSERT_EQ(plan.conflicts.size(), 1U);
   EXPECT_NE(plan.conflicts[0].find("ns/b"), std::string::npos);
@@ -100,21 +208,12 @@ TEST(MigReconcileTest, ConflictsAreReportedNotResolvedByForce) {
   EXPECT_TRUE(plan.destroy.empty());
 }
 
-}  // namespace
-}  // namespace tessera::node
-
-namespace tessera::node {
-namespace {
-
 TEST(MigReconcileTest, AnEndedPodsInstanceIsNotHandedToTheNextClaimant) {
   NodeClaims claims;
   claims.claims = {{"ns/new", "uid-new", {Alloc(9)}}};
-  ReconcileInput in;
-  in.claims = &claims;
+  ReconcileInput in = Input(claims);
   in.actual = {Inst(9, 1)};
-  in.ledger = {Entry(9, "uid-old")};
-  in.pods_synced = true;
-  in.pods_seen_ms = 100;
+  in.ledger = {Entry(9, "uid-old", 1)};
   auto plan = PlanReconcile(in);
   EXPECT_TRUE(plan.keep.empty());
   ASSERT_EQ(plan.destroy.size(), 1U);  // the old pod's; the new pod gets a fresh one

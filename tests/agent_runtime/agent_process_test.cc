@@ -1,0 +1,177 @@
+// The agent's reconcile pass end to end (AgentProcess over the simulated NVML and an in-memory
+// API): destroys wait for a pod view provably newer than the ledger, a GPU lost at discovery
+// keeps its ledger entries, and a foreign instance at a pod's placement is reported, counted
+// and never taken over (issue 38).
+
+#include "agent_runtime/agent_process.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "agent/fake_node_api.h"
+#include "core/codec/mig_allocations.h"
+#include "core/model/annotations.h"
+#include "core/node/mig_claims.h"
+#include "support/nvml_sim.h"
+
+namespace tessera {
+namespace {
+
+namespace ann = model::annotations;
+using agent_runtime::AgentOptions;
+using agent_runtime::AgentProcess;
+using testing::FakeNodeApi;
+using testing::RtxPro6000;
+using testing::SimulatedNvml;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Pod a, running on node n1, holds two 1g.24gb at 9 and 6 on GPU-rtx-0.
+model::Pod PodA() {
+  model::Pod p;
+  p.name = "a";
+  p.uid = "uid-a";
+  p.node_name = "n1";
+  p.phase = "Running";
+  p.resource_version = "10";
+  p.containers.push_back(model::Container{"main", {}, {}, false});
+  p.annotations[std::string(ann::kMigAllocations)] =
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":9,"size":3}},)"
+      R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":6,"size":3}}])";
+  return p;
+}
+
+AgentOptions Options(const SimulatedNvml& sim) {
+  AgentOptions o;
+  o.node_name = "n1";
+  o.device.operating_mode = "mig";
+  o.ledger_path = sim.Path("ledger.json");
+  o.reconcile_grace = std::chrono::milliseconds(10000);
+  o.sysfs_root = sim.Path("sys");
+  o.serve_kubelet = false;
+  return o;
+}
+
+// Pod a's instances, realized by an earlier agent `age_ms` ago.
+void RealizePodA(SimulatedNvml& sim, int64_t age_ms) {
+  auto driver = sim.Driver();
+  agent::MigManager mig(*driver, agent::LedgerFile(sim.Path("ledger.json")),
+                        [age_ms] { return NowMs() - age_ms; });
+  ASSERT_TRUE(mig.Start().ok());
+  const node::NodeClaims claims = node::ClaimsOnNode({PodA()}, "n1");
+  ASSERT_EQ(claims.claims.size(), 1U);
+  auto realized = mig.Realize(claims.claims[0], 0, claims);
+  ASSERT_TRUE(realized.ok()) << realized.error().message;
+}
+
+size_t LedgerSize(const SimulatedNvml& sim) {
+  auto loaded = agent::LedgerFile(sim.Path("ledger.json")).Load();
+  EXPECT_TRUE(loaded.ok());
+  return loaded.ok() ? loaded.value().size() : 0;
+}
+
+size_t InstancesOnTheGpu(SimulatedNvml& sim) {
+  auto list = sim.Driver()->ListInstances("GPU-rtx-0");
+  EXPECT_TRUE(list.ok) << list.error.message;
+  return list.value.size();
+}
+
+// Issue 38 C: the pod cache's watch silently died before pod a was bound, so the cache never
+// saw pod a; it still reports synced. Pod a's instances (older than the grace period) must not
+// be destroyed until a view newer than their ledger entries shows pod a gone.
+TEST(AgentProcessTest, AStalePodCacheNeverDestroysALivePodsInstances) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/30000);
+  FakeNodeApi api;                 // no pod a in the cache
+  api.fresh_ms = NowMs() - 60000;  // its last event, a minute ago
+  auto driver = sim.Driver();
+  AgentProcess process(*driver, api, Options(sim), nullptr);
+  ASSERT_TRUE(process.Start([] { return true; }).ok());  // reconciles once
+  auto report = process.Reconcile();
+  EXPECT_EQ(report.destroyed, 0);
+  EXPECT_EQ(report.awaiting_fresher_view.size(), 2U);
+  EXPECT_EQ(InstancesOnTheGpu(sim), 2U);
+  EXPECT_EQ(LedgerSize(sim), 2U);
+  // A relist (fresh now) shows pod a gone: now its instances go.
+  api.fresh_ms.reset();
+  report = process.Reconcile();
+  EXPECT_EQ(report.destroyed, 2);
+  EXPECT_EQ(InstancesOnTheGpu(sim), 0U);
+  EXPECT_EQ(LedgerSize(sim), 0U);
+}
+
+// Issue 38 B: GPU_IS_LOST at discovery (and on every lookup) empties nothing: the ledger keeps
+// pod a's instances, and once the GPU is back they are destroyed (pod a ended meanwhile).
+TEST(AgentProcessTest, AGpuLostAtDiscoveryKeepsItsLedgerEntries) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/30000);
+  FakeNodeApi api;  // pod a ended and is gone
+  SimulatedNvml::SetFaults(
+      "fail:nvmlDeviceGetHandleByIndex_v2:*:GPU_IS_LOST,"
+      "fail:nvmlDeviceGetHandleByUUID:*:GPU_IS_LOST");
+  {
+    auto driver = sim.Driver();
+    AgentProcess process(*driver, api, Options(sim), nullptr);
+    ASSERT_TRUE(process.Start([] { return true; }).ok());
+    auto report = process.Reconcile();
+    EXPECT_EQ(report.forgotten, 0);
+    EXPECT_FALSE(report.errors.empty());
+    EXPECT_EQ(LedgerSize(sim), 2U);
+  }
+  SimulatedNvml::SetFaults("");
+  auto driver = sim.Driver();
+  AgentProcess restarted(*driver, api, Options(sim), nullptr);
+  ASSERT_TRUE(restarted.Start([] { return true; }).ok());  // reconciles once
+  EXPECT_EQ(InstancesOnTheGpu(sim), 0U);
+  EXPECT_EQ(LedgerSize(sim), 0U);
+}
+
+double Gauge(agent_runtime::AgentMetrics& metrics, const std::string& name) {
+  for (const auto& family : metrics.registry().Collect()) {
+    if (family.name == name && !family.metric.empty()) return family.metric[0].gauge.value;
+  }
+  ADD_FAILURE() << name << " not found";
+  return -1;
+}
+
+// Issue 38 A: an instance nvidia-mig-parted (or an operator) made at pod a's reserved placement
+// is not adopted: no ledger entry, no UUID on the pod, kept when pod a ends; it is reported on
+// the pod once, and counted as foreign.
+TEST(AgentProcessTest, AForeignInstanceAtAPodsPlacementIsReportedNotTakenOver) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  {
+    auto driver = sim.Driver();
+    auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
+    ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
+  }
+  FakeNodeApi api;
+  api.pods = {PodA()};
+  agent_runtime::AgentMetrics metrics;
+  auto driver = sim.Driver();
+  AgentProcess process(*driver, api, Options(sim), &metrics);
+  ASSERT_TRUE(process.Start([] { return true; }).ok());
+  auto report = process.Reconcile();  // a second pass reports nothing new
+  EXPECT_EQ(report.adopted + report.kept, 0);
+  ASSERT_EQ(api.events.size(), 1U);
+  EXPECT_NE(api.events[0].find("default/a ForeignMigInstance"), std::string::npos) << api.events[0];
+  auto recorded =
+      codec::DecodeMigAllocations(*api.Pod("a").Annotation(std::string(ann::kMigAllocations)));
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_FALSE(recorded.value()[0].runtime.has_value());  // no foreign UUID in the pod
+  EXPECT_EQ(LedgerSize(sim), 0U);
+  EXPECT_EQ(process.foreign_instances().size(), 1U);
+  EXPECT_EQ(Gauge(metrics, "tessera_agent_foreign_mig_instances"), 1.0);
+  // Pod a ends: the instance it never owned stays.
+  api.pods.clear();
+  report = process.Reconcile();
+  EXPECT_EQ(report.destroyed, 0);
+  EXPECT_EQ(InstancesOnTheGpu(sim), 1U);
+}
+
+}  // namespace
+}  // namespace tessera
