@@ -1,5 +1,6 @@
 #include "adapters/http/listener.h"
 
+#include <malloc.h>
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
@@ -70,6 +71,8 @@ bool EqualsIgnoringCase(beast::string_view a, beast::string_view b) {
   return true;
 }
 
+constexpr size_t kTrimAfterBodyBytes = 4u << 20;
+
 // A handler's exception is logged here and never reaches the client: it gets a plain 500.
 Response RunHandler(const Route& route, const Request& request) {
   try {
@@ -106,11 +109,13 @@ struct Listener::Impl {
   std::optional<tcp::acceptor> acceptor;
   std::unique_ptr<WorkQueue> work;
   std::unique_ptr<WorkQueue> probes;
+  std::unique_ptr<WorkQueue> open_work;
   int port = 0;
   std::atomic<bool> stopped{false};
 
   std::atomic<size_t> open{0};
   std::atomic<size_t> buffered_body_bytes{0};
+  std::atomic<size_t> large_bodies{0};
   std::mutex idle_mu;
   std::list<std::weak_ptr<Connection>> idle;  // oldest first
 
@@ -129,6 +134,14 @@ struct Listener::Impl {
     do {
       if (now + bytes > options.limits.max_buffered_body_bytes) return false;
     } while (!buffered_body_bytes.compare_exchange_weak(now, now + bytes));
+    return true;
+  }
+  // Takes one of the places for large bodies; false when all are taken.
+  bool ReserveLargeBody() {
+    size_t now = large_bodies.load();
+    do {
+      if (now >= options.limits.max_large_bodies) return false;
+    } while (!large_bodies.compare_exchange_weak(now, now + 1));
     return true;
   }
 };
@@ -202,9 +215,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       ReadHeader();
       return;
     }
+    // An idle connection holds no buffer: the last request's is given back, and the wait reads
+    // a single byte (thousands of idle keep-alive connections, each with a few KiB, add up).
+    buffer_.shrink_to_fit();
     EnterIdle();
     Lowest().expires_after(Limits().idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
+    stream_.async_read_some(buffer_.prepare(1),
                             [self = this->shared_from_this()](beast::error_code ec, size_t bytes) {
                               self->LeaveIdle();
                               if (ec) return;  // closed, idle timeout or evicted: nothing was asked
@@ -272,7 +288,16 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                         : parser_->chunked() ? Limits().max_body_bytes
                                              : 0;
     if (need > 0) {
+      if (need > Limits().large_body_bytes) {
+        if (!listener_.ReserveLargeBody()) {
+          listener_.overloaded.fetch_add(1);
+          Refuse(503, "too many large requests in flight; retry\n");
+          return;
+        }
+        holds_large_body_ = true;
+      }
       if (!listener_.ReserveBody(need)) {
+        ReleaseBody();
         listener_.overloaded.fetch_add(1);
         Refuse(503, "too many request bodies in flight; retry\n");
         return;
@@ -361,16 +386,24 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     Lowest().expires_never();
     if (route->lane == Lane::kInline) {
       Response response = RunHandler(*route, *request);
+      const bool large = request->body.size() > kTrimAfterBodyBytes;
       request.reset();
+      if (large) malloc_trim(0);
       ReleaseBody();
       Write(std::move(response), keep_alive, version);
       return;
     }
-    WorkQueue& queue = route->lane == Lane::kProbe ? *listener_.probes : *listener_.work;
+    WorkQueue& queue = route->lane == Lane::kProbe  ? *listener_.probes
+                       : route->lane == Lane::kOpen ? *listener_.open_work
+                                                    : *listener_.work;
     auto self = this->shared_from_this();
     const bool queued = queue.TryPost([self, request, route, keep_alive, version]() mutable {
       Response response = RunHandler(*route, *request);
+      const bool large = request->body.size() > kTrimAfterBodyBytes;
       request.reset();
+      // glibc keeps what a large body freed in the worker's arena: give it back to the system,
+      // so that a few large requests do not leave the process hundreds of MiB larger.
+      if (large) malloc_trim(0);
       net::post(self->stream_.get_executor(),
                 [self, response = std::move(response), keep_alive, version]() mutable {
                   self->ReleaseBody();
@@ -411,6 +444,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void ReleaseBody() {
+    if (holds_large_body_) {
+      listener_.large_bodies.fetch_sub(1);
+      holds_large_body_ = false;
+    }
     if (reserved_body_ == 0) return;
     listener_.buffered_body_bytes.fetch_sub(reserved_body_);
     reserved_body_ = 0;
@@ -441,6 +478,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::string query_text_;
   const Route* route_ = nullptr;
   size_t reserved_body_ = 0;
+  bool holds_large_body_ = false;
   std::chrono::steady_clock::time_point handshake_started_;
 };
 
@@ -519,6 +557,7 @@ Listener::~Listener() {
   // Workers first: their last answers are posted to the I/O context, which outlives them.
   if (impl_->work) impl_->work->Stop();
   if (impl_->probes) impl_->probes->Stop();
+  if (impl_->open_work) impl_->open_work->Stop();
   impl_->acceptor.reset();
   impl_->io.reset();
 }
@@ -536,6 +575,8 @@ Status Listener::Listen() {
     impl_->tls_context.emplace(ssl::context::tls_server);
     SSL_CTX* ctx = impl_->tls_context->native_handle();
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    // OpenSSL's per-connection read and write buffers (tens of KiB) only while in use.
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     impl_->tls->Install(ctx);
     if (!o.client_ca_file.empty()) {
       if (SSL_CTX_load_verify_locations(ctx, o.client_ca_file.c_str(), nullptr) != 1) {
@@ -567,6 +608,7 @@ Status Listener::Listen() {
   impl_->port = impl_->acceptor->local_endpoint().port();
   impl_->work = std::make_unique<WorkQueue>(o.limits.work_threads, o.limits.work_queue);
   impl_->probes = std::make_unique<WorkQueue>(o.limits.probe_threads, o.limits.probe_queue);
+  impl_->open_work = std::make_unique<WorkQueue>(o.limits.open_threads, o.limits.open_queue);
   impl_->Accept();
   return Status::Ok();
 }

@@ -15,8 +15,11 @@ namespace tessera::http {
 
 // Where a route's handler runs. kInline: on the I/O thread, for answers that take microseconds
 // and must never wait behind work (liveness). kProbe: a small queue of its own (readiness,
-// metrics), so a flood of verbs cannot starve the probes. kWork: the main workers.
-enum class Lane { kInline, kProbe, kWork };
+// metrics), so a flood of verbs cannot starve the probes. kWork: the main workers, for the
+// trusted callers' requests (kube-scheduler's verbs). kOpen: workers of their own for what any
+// client may send (the webhook, the read endpoints), so such a client cannot take the workers
+// kube-scheduler waits for.
+enum class Lane { kInline, kProbe, kWork, kOpen };
 
 // Who may send a request, checked once its header is read and before its body is: a refusal
 // costs neither the body's memory nor a worker.
@@ -62,6 +65,12 @@ struct ListenerLimits {
   size_t work_queue = 64;  // requests waiting for a worker; beyond: 503
   size_t probe_threads = 1;
   size_t probe_queue = 16;
+  size_t open_threads = 4;
+  size_t open_queue = 32;
+  // Bodies above large_body_bytes read or handled at once, at most: parsing a few of them takes
+  // the cores the other requests need. Beyond: 503 before the body is read.
+  size_t large_body_bytes = 1u << 20;
+  size_t max_large_bodies = 2;
 };
 
 struct ListenerOptions {

@@ -14,13 +14,35 @@ bool IsControl(char c) {
   return u < 0x20 || u == 0x7f;
 }
 
+// A control character encoded in UTF-8 beyond ASCII's: C1 (U+0080..U+009F, e.g. NEL U+0085)
+// and the line and paragraph separators U+2028/U+2029, which some viewers break lines at.
+// Returns its code point, or 0 when `text` does not start with one.
+char32_t WideControlAt(std::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (text.size() >= 2 && byte(0) == 0xc2 && byte(1) >= 0x80 && byte(1) <= 0x9f) {
+    return byte(1);
+  }
+  if (text.size() >= 3 && byte(0) == 0xe2 && byte(1) == 0x80 &&
+      (byte(2) == 0xa8 || byte(2) == 0xa9)) {
+    return 0x2000 + (byte(2) - 0xa8 + 0x28);
+  }
+  return 0;
+}
+
+bool HasControl(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (IsControl(text[i]) || WideControlAt(text.substr(i)) != 0) return true;
+  }
+  return false;
+}
+
 class EscapingFormatter final : public spdlog::formatter {
  public:
   explicit EscapingFormatter(std::unique_ptr<spdlog::formatter> inner) : inner_(std::move(inner)) {}
 
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const std::string_view payload(msg.payload.data(), msg.payload.size());
-    if (std::none_of(payload.begin(), payload.end(), IsControl)) {
+    if (!HasControl(payload)) {
       inner_->format(msg, dest);
       return;
     }
@@ -44,7 +66,14 @@ std::string EscapeControlCharacters(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (const char32_t wide = WideControlAt(text.substr(i)); wide != 0) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(wide >> shift) & 0xf];
+      i += wide < 0x100 ? 1 : 2;
+      continue;
+    }
     if (!IsControl(c)) {
       out += c;
       continue;

@@ -55,6 +55,12 @@ class ListenerFixture {
                         gate_.Wait();
                         return Response::Text(200, "released");
                       }});
+    routes.push_back(
+        {"GET", "/open-hold", Lane::kOpen, http::Gate::kAnyone, [this](const Request&) {
+           started_.fetch_add(1);
+           gate_.Wait();
+           return Response::Text(200, "released");
+         }});
     routes.push_back({"GET", "/local", Lane::kWork, http::Gate::kLocalOrClientCertificate,
                       [](const Request&) { return Response::Text(200, "local"); }});
     ListenerOptions options;
@@ -267,6 +273,52 @@ TEST(Listener, BodiesBeyondTheSharedBudgetAre503BeforeTheyAreRead) {
   EXPECT_EQ(second.ReadUntil("\r\n").substr(0, 12), "HTTP/1.1 503");
   first.Send(std::string(2000, 'z'));
   EXPECT_EQ(first.ReadUntil("\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+}
+
+// Any client may send the webhook and the read endpoints: when such requests hold every worker
+// of their lane, kube-scheduler's verbs still find theirs free.
+TEST(Listener, RequestsAnyoneMaySendCannotTakeTheTrustedCallersWorkers) {
+  ListenerLimits limits;
+  limits.open_threads = 1;
+  limits.open_queue = 1;
+  limits.work_threads = 1;
+  ListenerFixture f(limits);
+  ASSERT_TRUE(f.status().ok());
+  RawClient held("127.0.0.1", f.port());
+  held.Send(Get("/open-hold"));
+  for (int i = 0; i < 500 && f.started() == 0; ++i) std::this_thread::sleep_for(milliseconds(2));
+  ASSERT_EQ(f.started(), 1);
+  RawClient echo("127.0.0.1", f.port());
+  echo.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok");
+  EXPECT_NE(echo.ReadUntil("\r\n\r\nok").find("\r\n\r\nok"), std::string::npos);
+  f.gate().Open();
+  EXPECT_NE(held.ReadUntil("released").find("released"), std::string::npos);
+}
+
+// Parsing a few large bodies takes the cores: more at once than allowed are refused unread.
+TEST(Listener, LargeBodiesBeyondTheirShareAre503BeforeTheyAreRead) {
+  ListenerLimits limits;
+  limits.large_body_bytes = 1000;
+  limits.max_large_bodies = 1;
+  ListenerFixture f(limits);
+  ASSERT_TRUE(f.status().ok());
+  RawClient first("127.0.0.1", f.port());
+  first.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n");
+  std::this_thread::sleep_for(milliseconds(100));
+  RawClient second("127.0.0.1", f.port());
+  second.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n");
+  EXPECT_EQ(second.ReadUntil("\r\n").substr(0, 12), "HTTP/1.1 503");
+  RawClient small("127.0.0.1", f.port());
+  small.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" +
+             std::string(500, 's'));
+  EXPECT_EQ(small.ReadUntil("\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+  first.Send(std::string(2000, 'z'));
+  EXPECT_EQ(first.ReadUntil("\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+  // The place is free again once the first is answered.
+  RawClient third("127.0.0.1", f.port());
+  third.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n" +
+             std::string(2000, 't'));
+  EXPECT_EQ(third.ReadUntil("\r\n").substr(0, 15), "HTTP/1.1 200 OK");
 }
 
 TEST(Listener, AtTheConnectionLimitTheLongestIdleConnectionMakesRoom) {

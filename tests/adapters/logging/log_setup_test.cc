@@ -19,6 +19,17 @@ TEST(EscapeControlCharactersTest, WritesControlBytesAsEscapesAndLeavesTheRest) {
   EXPECT_EQ(EscapeControlCharacters("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 untouched
 }
 
+// NEL (U+0085) and the line separators U+2028/U+2029 end a line in some log viewers.
+TEST(EscapeControlCharactersTest, UnicodeLineBreaksAreEscapedToo) {
+  EXPECT_EQ(EscapeControlCharacters("a\xc2\x85"
+                                    "b\xe2\x80\xa8"
+                                    "c\xe2\x80\xa9"
+                                    "d"),
+            "a\\u0085b\\u2028c\\u2029d");
+  EXPECT_EQ(EscapeControlCharacters("\xc2\xa0\xe2\x80\xa7"),
+            "\xc2\xa0\xe2\x80\xa7");  // not controls
+}
+
 // A pod named "p\n[error] forged" once wrote two log lines, the second looking like tessera's.
 TEST(EscapingFormatterTest, ANameWithANewlineStaysOnOneLine) {
   std::ostringstream out;
