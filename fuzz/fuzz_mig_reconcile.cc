@@ -3,7 +3,9 @@
 // or one not provably newer than the ledger entry, never destroys on a GPU an unreadable pod
 // names, never destroys an instance that is not tessera's unless reclaiming is on (and never
 // one at a live pod's placement), never keeps (adopts) an instance the ledger does not prove
-// tessera's, and never forgets an entry of a GPU that was not listed.
+// tessera's, never forgets an entry of a GPU that was not listed, and recreates a lost
+// instance only for its own live pod, from a listed GPU and a complete, recent view, where
+// nothing occupies its slices.
 
 #include <algorithm>
 #include <cstddef>
@@ -97,9 +99,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   input.grace_ms = in.Next() % 16;
   input.reclaim_foreign = in.Next() % 5 == 0;
   const int64_t judged_up_to = std::min(input.now_ms, input.pods.fresh_ms) - input.grace_ms;
+  // Read last, so earlier inputs keep their meaning: lost records, recorded MIG UUIDs, and the
+  // instances' own, and how old a view may be for a recreation.
+  for (auto& e : input.ledger) {
+    e.lost = e.created && in.Next() % 4 == 0;
+    if (e.created && in.Next() % 2 == 0) e.mig_uuid = "MIG-" + std::to_string(in.Next() % 3);
+  }
+  for (auto& d : input.actual) {
+    if (d.has_compute_instance) d.mig_uuid = "MIG-" + std::to_string(in.Next() % 3);
+  }
+  input.recreate_max_view_age_ms = in.Next();
   auto proves = [](const tessera::node::LedgerEntry& e, const tessera::node::DriverMigInstance& d) {
-    return e.gpu_uuid == d.gpu_uuid && e.profile == d.profile && e.placement == d.placement &&
-           (!e.created || e.gpu_instance_id == d.gpu_instance_id);
+    return !e.lost && e.gpu_uuid == d.gpu_uuid && e.profile == d.profile &&
+           e.placement == d.placement &&
+           (!e.created || (e.gpu_instance_id == d.gpu_instance_id &&
+                           (e.mig_uuid.empty() || d.mig_uuid.empty() || e.mig_uuid == d.mig_uuid)));
   };
 
   const tessera::node::ReconcilePlan plan = tessera::node::PlanReconcile(input);
@@ -136,6 +150,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (input.listed_gpus.count(f.gpu_uuid) == 0) std::abort();
     for (const auto& d : input.actual) {
       if (proves(f, d)) std::abort();  // its instance is still there
+    }
+  }
+  // A recreation: a live claim of the entry's own pod at its exact key, a GPU that was listed, a
+  // complete and recent view, and nothing on its slices; its entry is neither forgotten nor
+  // marked lost.
+  for (const auto& r : plan.recreate) {
+    const auto& e = r.entry;
+    if (!input.pods.complete || input.now_ms - input.pods.fresh_ms > input.recreate_max_view_age_ms)
+      std::abort();
+    if (input.listed_gpus.count(e.gpu_uuid) == 0 || r.pod_uid != e.pod_uid) std::abort();
+    if (!e.created && !e.lost) std::abort();  // intents are never recreated
+    bool claimed = false;
+    for (const auto& c : claims.claims) {
+      for (const auto& a : c.allocations) {
+        claimed = claimed || (c.uid == e.pod_uid && a.gpu_uuid == e.gpu_uuid &&
+                              a.profile == e.profile && a.placement == e.placement);
+      }
+    }
+    if (!claimed) std::abort();
+    for (const auto& d : input.actual) {
+      if (d.gpu_uuid == e.gpu_uuid && d.placement.Overlaps(e.placement)) std::abort();
+    }
+    for (const auto& f : plan.forget) {
+      if (f == e) std::abort();
+    }
+    for (const auto& m : plan.mark_lost) {
+      if (m == e) std::abort();
     }
   }
   // Every instance lands in exactly one bucket.

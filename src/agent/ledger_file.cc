@@ -1,7 +1,11 @@
 #include "agent/ledger_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -57,6 +61,8 @@ Result<std::vector<node::LedgerEntry>> LedgerFile::Load() const {
       return Error{s.message()};
     }
     if (auto s = codec::ReadBool(j, "created", where, &e.created); !s) return Error{s.message()};
+    // Absent in ledgers written before lost records existed.
+    if (auto s = codec::ReadBool(j, "lost", where, &e.lost); !s) return Error{s.message()};
     if (e.gpu_uuid.empty() || e.profile.empty()) {
       return Error{where + ": gpuUUID and profile are required"};
     }
@@ -79,7 +85,8 @@ Status LedgerFile::Save(const std::vector<node::LedgerEntry>& entries) const {
                     {"created", e.created},
                     {"gpuInstanceID", e.gpu_instance_id},
                     {"migUUID", e.mig_uuid},
-                    {"writtenMs", e.written_ms}});
+                    {"writtenMs", e.written_ms},
+                    {"lost", e.lost}});
   }
   nlohmann::ordered_json root;
   root["instances"] = list;
@@ -87,6 +94,41 @@ Status LedgerFile::Save(const std::vector<node::LedgerEntry>& entries) const {
   if (auto s = files::WriteFileAtomically(path_, text, 0600); !s) {
     return Error{"MIG ledger " + s.message()};
   }
+  return Status::Ok();
+}
+
+Status LedgerFile::CheckUsable() const {
+  namespace fs = std::filesystem;
+  const fs::path path(path_);
+  if (path_.empty()) return Error{"no path given"};
+  if (!path.is_absolute()) return Error{"not an absolute path"};
+  if (!path.has_filename()) return Error{"names a folder, not a file"};
+  const fs::path folder = path.parent_path();
+  std::error_code ec;
+  const fs::file_status folder_status = fs::status(folder, ec);
+  if (!fs::exists(folder_status)) {
+    return Error{"its folder " + folder.string() + " does not exist" +
+                 (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")"
+                                                                   : std::string())};
+  }
+  if (!fs::is_directory(folder_status)) return Error{folder.string() + " is not a folder"};
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) return Error{"it is a folder, not a file"};
+  if (fs::exists(status)) {
+    if (!fs::is_regular_file(status)) return Error{"it is not a regular file"};
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return Error{std::string("cannot be read and written: ") + std::strerror(errno)};
+    ::close(fd);
+  }
+  // Save writes a temporary file beside the ledger, then renames it: the folder must take a new
+  // file. A probe of its own name never touches a Save in progress.
+  std::string probe = path_ + ".probe-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    return Error{"its folder " + folder.string() + " is not writable: " + std::strerror(errno)};
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
   return Status::Ok();
 }
 

@@ -21,6 +21,11 @@ class LedgerFile {
   Result<std::vector<node::LedgerEntry>> Load() const;
   // Atomic: temporary file, fsync, rename.
   Status Save(const std::vector<node::LedgerEntry>& entries) const;
+  // Whether Save can work: an absolute path (the ledger must stay put whatever the working
+  // directory), in an existing folder that takes new files (the temporary file is made there),
+  // and not a folder itself; an existing ledger must be a file that can be read and written.
+  // The error says what is wrong, without the path (callers name it with the flag or file).
+  Status CheckUsable() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -255,6 +255,98 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   return out;
 }
 
+void MigManager::Recreate(const node::LostInstance& lost, ReconcileReport* report) {
+  auto entry = std::find(ledger_.begin(), ledger_.end(), lost.entry);
+  if (entry == ledger_.end()) return;  // not reached: the plan was made from this ledger
+  const LedgerEntry before = *entry;
+  const std::string what = "pod " + lost.pod + ": recreating its lost MIG instance " +
+                           before.profile + " at " + std::to_string(before.placement.start) + ":" +
+                           std::to_string(before.placement.size) + " on " + before.gpu_uuid;
+  // Whatever goes wrong, the pod keeps a lost record of its placement (retried next pass), or
+  // an intent when the driver may have made something there.
+  auto keep_lost_record = [&](const std::string& why) {
+    auto it = std::find_if(ledger_.begin(), ledger_.end(), [&](const auto& e) {
+      return SameKey(e, before.gpu_uuid, before.profile, before.placement);
+    });
+    if (it != ledger_.end()) {
+      *it = before;
+      it->lost = true;
+    }
+    if (auto s = SaveLedger(); !s) report->errors.push_back(s.message());
+    node::LostInstance failed = lost;
+    failed.message = what + ": " + why;
+    report->lost.push_back(std::move(failed));
+  };
+
+  // Intent before the driver is asked, as for any create: a crash between the two leaves a
+  // record that proves what the driver made.
+  entry->created = false;
+  entry->lost = false;
+  entry->gpu_instance_id = 0;
+  entry->mig_uuid.clear();
+  entry->written_ms = now_ms_();
+  if (auto s = SaveLedger(); !s) {
+    report->errors.push_back(s.message());
+    keep_lost_record(s.message());
+    return;
+  }
+  auto gi = driver_.CreateGpuInstance(before.gpu_uuid, before.profile, before.placement);
+  node::DriverResult<DriverMigInstance> made = gi;
+  if (gi.ok) {
+    ++created_;
+    made = driver_.CreateComputeInstance(gi.value);
+  }
+  if (!made.ok) {
+    // A driver error may come after the driver acted: clear the placement, or, when that is not
+    // provably done, leave the intent, which proves what is there, to the next pass.
+    auto list = Instances(before.gpu_uuid);
+    bool cleared = list.ok;
+    if (list.ok) {
+      for (const auto& inst : list.value) {
+        if (!node::Matches(inst, lost.allocation)) continue;
+        auto gone = driver_.DestroyInstance(inst);
+        if (gone.ok) ++destroyed_;
+        cleared = cleared && gone.ok;
+      }
+    }
+    if (cleared) {
+      keep_lost_record(made.error.message);
+    } else {
+      node::LostInstance failed = lost;
+      failed.message = what + ": " + made.error.message;
+      report->errors.push_back(failed.message + "; the intent stays for the next pass");
+      report->lost.push_back(std::move(failed));
+    }
+    return;
+  }
+  entry = std::find_if(ledger_.begin(), ledger_.end(), [&](const auto& e) {
+    return SameKey(e, before.gpu_uuid, before.profile, before.placement);
+  });
+  entry->created = true;
+  entry->gpu_instance_id = made.value.gpu_instance_id;
+  entry->mig_uuid = made.value.mig_uuid;
+  entry->written_ms = now_ms_();
+  // The instance exists and the entry in memory proves it; a failed save is retried with the
+  // next change, and until then the intent on disk proves it too.
+  if (auto s = SaveLedger(); !s) report->errors.push_back(s.message());
+  RecreatedInstance done{lost.pod, lost.pod_uid, lost.allocation,
+                         lost.allocation.runtime ? lost.allocation.runtime->mig_uuid : "", ""};
+  done.allocation.runtime = codec::MigRuntimeIdentity{
+      made.value.mig_uuid, made.value.gpu_instance_id, made.value.compute_instance_id};
+  done.message = "pod " + lost.pod + ": its MIG instance " + before.profile + " at " +
+                 std::to_string(before.placement.start) + ":" +
+                 std::to_string(before.placement.size) + " on " + before.gpu_uuid +
+                 " was gone (reboot, GPU reset or driver reload) and is recreated there as " +
+                 made.value.mig_uuid;
+  if (!done.previous_mig_uuid.empty()) {
+    // The kubelet keeps the Allocate answer it cached and restarts containers with it.
+    done.message += " (was " + done.previous_mig_uuid + "); containers the kubelet started with " +
+                    done.previous_mig_uuid +
+                    " keep that UUID and cannot use the new instance until the pod is recreated";
+  }
+  report->recreated.push_back(std::move(done));
+}
+
 ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
                                       const node::PodViewFreshness& view,
                                       const ReconcileOptions& options) {
@@ -270,6 +362,7 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
   input.pods = view;
   input.now_ms = now_ms_();
   input.grace_ms = options.grace_ms;
+  input.recreate_max_view_age_ms = options.recreate_max_view_age_ms;
   input.reclaim_foreign = options.reclaim_foreign;
   // The GPUs the ledger names are listed too: one that discovery lost or left out still holds
   // what tessera made on it. A GPU that cannot be listed is left out of the plan, so its
@@ -349,9 +442,21 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
     std::erase(ledger_, gone);
     changed = true;
   }
+  // Gone, but the pod may live: the entry stays as the record of the placement it held, and
+  // from now on proves nothing (the driver reuses GPU instance ids after a reboot).
+  for (const auto& gone : plan.mark_lost) {
+    for (auto& e : ledger_) {
+      if (e == gone) {
+        e.lost = true;
+        changed = true;
+      }
+    }
+  }
   if (changed) {
     if (auto s = SaveLedger(); !s) report.errors.push_back(s.message());
   }
+  report.lost = plan.lost;
+  for (const auto& lost : plan.recreate) Recreate(lost, &report);
   for (const auto& inst : plan.foreign) {
     if (std::find(destroyed.begin(), destroyed.end(), inst) == destroyed.end()) {
       report.foreign.push_back(inst);
@@ -359,7 +464,9 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
   }
   foreign_ = report.foreign;
 
-  // The identities pods should carry: what the driver reports now, per kept instance.
+  // The identities pods should carry: what the driver reports now, per kept or recreated
+  // instance.
+  for (const auto& r : report.recreated) report.identities[r.pod].push_back(r.allocation);
   for (const auto& keep : plan.keep) {
     DriverMigInstance inst = keep.instance;
     auto f = finished.find(keep.instance.gpu_uuid + "/" + keep.instance.profile + "/" +

@@ -2,9 +2,9 @@
 
 // Owns the lifecycle of the MIG instances on one node: Realize (called by Allocate) creates a
 // container's instances at exactly the reserved placements; Reconcile (periodic, and at start)
-// confirms, finishes and destroys by core/node/mig_reconcile.h's rules. Only the ledger proves
-// an instance tessera's, and an entry leaves it only when its instance is provably gone. Both
-// run under one mutex, so a reconcile never sees half of an Allocate (hami-node.md W2), and
+// confirms, finishes, destroys and recreates by core/node/mig_reconcile.h's rules. Only the ledger
+// proves an instance tessera's, and an entry leaves it only when its instance is provably gone.
+// Both run under one mutex, so a reconcile never sees half of an Allocate (hami-node.md W2), and
 // there is one manager per process for its whole life (W1).
 
 #include <atomic>
@@ -29,6 +29,15 @@ struct RealizedInstance {
   bool created = false;             // false: an existing instance was reused
 };
 
+// A live pod's instance, gone after a reboot, GPU reset or driver reload, made again.
+struct RecreatedInstance {
+  std::string pod;  // namespace/name
+  std::string pod_uid;
+  codec::MigAllocation allocation;  // with the new instance's runtime identity
+  std::string previous_mig_uuid;    // the one the pod (and the kubelet) were handed; may be ""
+  std::string message;              // for the pod's Event
+};
+
 struct ReconcileReport {
   int kept = 0;
   int adopted = 0;  // made before a crash: confirmed from the intent written before them
@@ -43,6 +52,10 @@ struct ReconcileReport {
   std::vector<node::DriverMigInstance> foreign;
   std::vector<node::ForeignAtClaim> foreign_at_claims;  // live pods' placements they block
   std::vector<std::string> awaiting_fresher_view;       // destroys held back, one stable line each
+  std::vector<RecreatedInstance> recreated;             // live pods' lost instances, made again
+  // Live pods' lost instances that could not be made again (slices taken, driver error), one
+  // stable message each; retried every pass while their pods live.
+  std::vector<node::LostInstance> lost;
   // Claimed instances whose runtime identity differs from the pod's annotation: pod -> the
   // allocations to record.
   std::map<std::string, std::vector<codec::MigAllocation>> identities;
@@ -51,6 +64,8 @@ struct ReconcileReport {
 struct ReconcileOptions {
   int64_t grace_ms = 0;  // how far a fresh pod view may still lag a change (watch latency)
   bool reclaim_foreign = false;
+  // The oldest pod view a lost instance is recreated from (clock minus freshness).
+  int64_t recreate_max_view_age_ms = node::kRecreateMaxViewAgeMs;
 };
 
 class MigManager {
@@ -85,6 +100,8 @@ class MigManager {
   Status SaveLedger();
   node::DriverResult<std::vector<node::DriverMigInstance>> Instances(const std::string& gpu);
   void Rollback(const std::vector<node::DriverMigInstance>& created, std::string* why);
+  // Makes a live pod's lost instance again at its placement, intent first.
+  void Recreate(const node::LostInstance& lost, ReconcileReport* report);
 
   node::GpuDriver& driver_;
   LedgerFile ledger_file_;

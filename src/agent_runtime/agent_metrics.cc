@@ -43,9 +43,18 @@ AgentMetrics::AgentMetrics()
       reconcile_errors_(Counter(*registry_, "tessera_agent_reconcile_errors_total",
                                 "Errors met by reconcile passes")),
       unhealthy_(Gauge(*registry_, "tessera_agent_unhealthy_gpus", "GPUs marked unhealthy")),
+      xid_unwatched_(Gauge(*registry_, "tessera_agent_xid_unwatched_gpus",
+                           "Registered GPUs whose XID event registration failed (retried with "
+                           "back-off; their XIDs are not seen meanwhile)")),
       foreign_(Gauge(*registry_, "tessera_agent_foreign_mig_instances",
                      "MIG instances tessera did not create (left alone; they occupy their "
-                     "slices)")) {}
+                     "slices)")),
+      recreated_(Counter(*registry_, "tessera_agent_mig_instances_recreated_total",
+                         "Live pods' MIG instances recreated at their placements after a reboot, "
+                         "GPU reset or driver reload")),
+      lost_(Gauge(*registry_, "tessera_agent_lost_mig_instances",
+                  "Live pods' MIG instances gone and not recreated (their slices are taken, or "
+                  "the driver refused)")) {}
 
 void AgentMetrics::NvmlError(const std::string& function, int code) {
   nvml_errors_.Add({{"function", function}, {"code", std::to_string(code)}}).Increment();

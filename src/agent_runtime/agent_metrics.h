@@ -24,7 +24,10 @@ class AgentMetrics {
   void RegistrationPatched() { registrations_.Increment(); }
   void Allocation(bool ok) { (ok ? allocations_ok_ : allocations_failed_).Increment(); }
   void UnhealthyGpus(int n) { unhealthy_.Set(n); }
+  void XidUnwatchedGpus(int n) { xid_unwatched_.Set(n); }
   void ForeignInstances(int n) { foreign_.Set(n); }
+  void InstancesRecreated(int n) { recreated_.Increment(n); }
+  void LostInstances(int n) { lost_.Set(n); }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -40,7 +43,10 @@ class AgentMetrics {
   prometheus::Gauge& reconcile_time_;
   prometheus::Counter& reconcile_errors_;
   prometheus::Gauge& unhealthy_;
+  prometheus::Gauge& xid_unwatched_;
   prometheus::Gauge& foreign_;
+  prometheus::Counter& recreated_;
+  prometheus::Gauge& lost_;
 };
 
 }  // namespace tessera::agent_runtime

@@ -8,7 +8,9 @@
 #include <random>
 #include <sstream>
 
+#include "agent/ledger_file.h"
 #include "core/codec/node_register.h"
+#include "core/common/strings.h"
 #include "core/model/annotations.h"
 #include "core/node/mig_claims.h"
 
@@ -41,6 +43,8 @@ AgentProcess::AgentProcess(node::GpuDriver& driver, agent::NodeApi& api, AgentOp
       mig_(driver, agent::LedgerFile(options_.ledger_path), [this] { return NowMs(); }),
       allocator_(api, mig_, options_.allocator, RandomUuid),
       xid_policy_(options_.xid_disable, options_.xid_enable),
+      publish_backoff_(node::RetryBackoff::kDefaultInitialMs,
+                       std::max<int64_t>(options_.register_interval.count(), 1)),
       health_(options_.health_recovery_ms) {}
 
 AgentProcess::~AgentProcess() {
@@ -52,6 +56,12 @@ AgentProcess::~AgentProcess() {
 int64_t AgentProcess::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t AgentProcess::SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -122,13 +132,25 @@ agent::ReconcileReport AgentProcess::Reconcile() {
     claims = node::ClaimsOnNode(view.value->pods, options_.node_name);
     freshness = {true, view.value->fresh_ms};
   }
-  for (const auto& p : claims.problems) spdlog::warn("MIG claims: {}", p);
+  std::vector<std::string> problems;
+  for (const auto& p : claims.problems) problems.push_back("MIG claims: " + p);
   // Destroys wait for a pod view newer than the ledger entry by the grace period: the view
   // may lag the newest Allocate by the watch latency, or stand still behind a dead watch.
   agent::ReconcileReport report = mig_.Reconcile(
       claims, freshness, {options_.reconcile_grace.count(), options_.reclaim_foreign});
-  for (const auto& e : report.errors) spdlog::warn("MIG reconcile: {}", e);
-  for (const auto& c : report.conflicts) spdlog::warn("MIG reconcile: {}", c);
+  for (const auto& e : report.errors) problems.push_back("MIG reconcile: " + e);
+  for (const auto& c : report.conflicts) problems.push_back("MIG reconcile: " + c);
+  {
+    // The passes keep their period; a problem they all repeat is logged on its back-off.
+    std::lock_guard lock(reported_mu_);
+    for (const auto& line : reconcile_problems_.Admit(problems, SteadyMs())) {
+      if (line.repeats == 0) {
+        spdlog::warn("{}", line.message);
+      } else {
+        spdlog::warn("{} (repeated by {} passes since)", line.message, line.repeats);
+      }
+    }
+  }
   ReportOnce(report, view.ok() ? &view.value->pods : nullptr);
   // Pods whose annotation lacks what the driver now reports (e.g. confirmed after a crash
   // between creation and the pod patch) get their identities recorded.
@@ -157,6 +179,8 @@ agent::ReconcileReport AgentProcess::Reconcile() {
     SyncMigCounters();
     metrics_->InstancesAdopted(report.adopted);
     metrics_->ForeignInstances(static_cast<int>(report.foreign.size()));
+    metrics_->InstancesRecreated(static_cast<int>(report.recreated.size()));
+    metrics_->LostInstances(static_cast<int>(report.lost.size()));
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_->Reconciled(secs, static_cast<double>(NowMs()) / 1000.0,
@@ -187,6 +211,28 @@ void AgentProcess::ReportOnce(const agent::ReconcileReport& report,
     }
   }
   foreign_reported_ = std::move(blocking);
+  // A live pod's instance gone after a reboot, GPU reset or driver reload: a recreation is
+  // recorded on the pod each time, one that fails once for as long as it keeps failing.
+  for (const auto& r : report.recreated) {
+    spdlog::warn("MIG reconcile: {}", r.message);
+    if (pods == nullptr) continue;
+    for (const auto& pod : *pods) {
+      if (pod.uid == r.pod_uid) api_.PodEvent(pod, "MigInstanceRecreated", r.message, true);
+    }
+  }
+  std::set<std::string> lost;
+  for (const auto& l : report.lost) {
+    const std::string key = l.pod_uid + " " + l.entry.gpu_uuid + " " + l.entry.profile + " " +
+                            std::to_string(l.entry.placement.start);
+    lost.insert(key);
+    if (lost_reported_.count(key) > 0) continue;
+    spdlog::warn("MIG reconcile: {}", l.message);
+    if (pods == nullptr) continue;
+    for (const auto& pod : *pods) {
+      if (pod.uid == l.pod_uid) api_.PodEvent(pod, "MigInstanceLost", l.message, true);
+    }
+  }
+  lost_reported_ = std::move(lost);
   std::set<std::string> waiting(report.awaiting_fresher_view.begin(),
                                 report.awaiting_fresher_view.end());
   for (const auto& w : waiting) {
@@ -195,19 +241,80 @@ void AgentProcess::ReportOnce(const agent::ReconcileReport& report,
   waiting_reported_ = std::move(waiting);
 }
 
+void AgentProcess::PauseHealth(int ms) const {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!stopping_ && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void AgentProcess::WatchXidOfRegisteredGpus() {
+  std::vector<std::string> gpus;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& d : registered_) gpus.push_back(d.uuid);
+  }
+  const int64_t now = SteadyMs();
+  std::vector<std::string> failed;
+  int64_t longest_wait_ms = 0;
+  for (const std::string& gpu : xid_watches_.Due(gpus, now)) {
+    auto watched = driver_.WatchXid(gpu);
+    if (watched.ok) {
+      if (xid_watches_.failures(gpu) > 0) {
+        spdlog::info("GPU health: XID events of GPU {} are received now, after {} failed tries",
+                     gpu, xid_watches_.failures(gpu));
+      }
+      xid_watches_.Watched(gpu);
+      continue;
+    }
+    // The GPU keeps its health: a failed registration says nothing about the GPU itself.
+    longest_wait_ms = std::max(longest_wait_ms, xid_watches_.Failed(gpu, now));
+    failed.push_back(gpu + " (try " + std::to_string(xid_watches_.failures(gpu)) +
+                     "): " + watched.error.message);
+  }
+  if (!failed.empty()) {
+    spdlog::warn(
+        "GPU health: cannot receive the XID events of {}; retrying in {} s at the "
+        "latest, the other GPUs' XIDs are handled meanwhile",
+        Join(failed, "; "), (longest_wait_ms + 999) / 1000);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->XidUnwatchedGpus(static_cast<int>(xid_watches_.Unwatched(gpus).size()));
+  }
+}
+
 bool AgentProcess::PollHealth(int timeout_ms) {
   bool changed = false;
-  if (xid_policy_.enabled()) {
-    auto events = driver_.WaitXid(timeout_ms);
-    if (!events.ok) {
-      spdlog::warn("GPU health: {}", events.error.message);
+  if (!xid_policy_.enabled()) {
+    PauseHealth(timeout_ms);  // only recoveries to apply
+  } else {
+    WatchXidOfRegisteredGpus();
+    if (!xid_watches_.any_watched() || !xid_wait_backoff_.Due(SteadyMs())) {
+      // Nothing to wait on yet, or the last wait failed: sleep, never spin.
+      PauseHealth(timeout_ms);
     } else {
-      for (const auto& e : events.value) {
-        if (!xid_policy_.Fatal(e.xid)) continue;
-        std::lock_guard lock(mu_);
-        if (health_.MarkUnhealthy(e.gpu_uuid, NowMs())) {
-          spdlog::warn("GPU {} is unhealthy after XID {}", e.gpu_uuid, e.xid);
-          changed = true;
+      auto events = driver_.WaitXid(timeout_ms);
+      if (!events.ok) {
+        const int64_t delay = xid_wait_backoff_.Failed(SteadyMs());
+        spdlog::warn("GPU health: waiting for XID events: {} (failure {}, retrying in {} s)",
+                     events.error.message, xid_wait_backoff_.failures(), delay / 1000);
+      } else {
+        if (xid_wait_backoff_.failures() > 0) {
+          spdlog::info("GPU health: XID events are received again, after {} failed waits",
+                       xid_wait_backoff_.failures());
+          xid_wait_backoff_.Succeeded();
+        }
+        for (const auto& e : events.value) {
+          const node::XidEffect effect = xid_policy_.Effect(e.xid);
+          if (effect == node::XidEffect::kIgnored) continue;
+          const bool needs_reset = effect == node::XidEffect::kNeedsReset;
+          std::lock_guard lock(mu_);
+          if (health_.MarkUnhealthy(e.gpu_uuid, NowMs(), needs_reset)) {
+            spdlog::warn(
+                "GPU {} is unhealthy after XID {}{}", e.gpu_uuid, e.xid,
+                needs_reset ? " (it needs a GPU reset: unhealthy until the agent restarts)" : "");
+            changed = true;
+          }
         }
       }
     }
@@ -224,9 +331,51 @@ bool AgentProcess::PollHealth(int timeout_ms) {
   return changed;
 }
 
+void AgentProcess::CheckLedger() {
+  bool has_mig_gpus = false;
+  {
+    std::lock_guard lock(mu_);
+    has_mig_gpus = std::any_of(registered_.begin(), registered_.end(),
+                               [](const model::GpuDevice& d) { return d.IsMig(); });
+  }
+  // Only MIG Allocates write the ledger: a node without MIG GPUs does not depend on it.
+  const Status usable =
+      has_mig_gpus ? agent::LedgerFile(options_.ledger_path).CheckUsable() : Status::Ok();
+  const bool blocked = !usable.ok();
+  if (mig_blocked_.exchange(blocked) == blocked) return;
+  if (blocked) {
+    spdlog::error(
+        "MIG ledger {}: {}; no MIG instance can be made, not ready until it can be "
+        "written",
+        options_.ledger_path, usable.message());
+  } else if (has_mig_gpus) {
+    spdlog::info("MIG ledger {} can be written again", options_.ledger_path);
+  }
+}
+
+void AgentProcess::KeepKubeletRegistration(int64_t now_ms) {
+  if (!plugin_ || !kubelet_backoff_.Due(now_ms)) return;
+  const bool was_registered = plugin_->registered() || plugin_->registrations() > 0;
+  auto restarted = plugin_->CheckKubelet();
+  if (!restarted.ok()) {
+    const int64_t delay = kubelet_backoff_.Failed(now_ms);
+    spdlog::warn("{} (failure {}, retrying in {} s)", restarted.error().message,
+                 kubelet_backoff_.failures(), delay / 1000);
+    return;
+  }
+  if (!restarted.value()) return;
+  kubelet_backoff_.Succeeded();
+  if (was_registered) {
+    spdlog::info("the kubelet restarted: registered {} again", options_.plugin.resource_name);
+  } else {
+    spdlog::info("device plugin {} registered with the kubelet", options_.plugin.resource_name);
+  }
+}
+
 Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
   if (auto s = mig_.Start(); !s) return s;
   if (auto s = PublishRegistration(); !s) return s;
+  CheckLedger();
   // Adopt live instances before the first Allocate can arrive.
   for (int i = 0; i < 600 && !pods_synced(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -236,8 +385,9 @@ Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
   if (options_.serve_kubelet) {
     plugin_ = std::make_unique<deviceplugin::DevicePluginServer>(*this, options_.plugin);
     if (auto s = plugin_->Start(); !s) {
-      // No kubelet yet, or one that is starting: Run() keeps trying.
-      spdlog::warn("{} (retrying)", s.message());
+      // No kubelet yet, or one that is starting: Run() keeps trying, with back-off.
+      const int64_t delay = kubelet_backoff_.Failed(SteadyMs());
+      spdlog::warn("{} (retrying in {} s)", s.message(), delay / 1000);
     } else {
       spdlog::info("device plugin {} registered with the kubelet", options_.plugin.resource_name);
     }
@@ -254,40 +404,42 @@ Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
 void AgentProcess::Run(const std::function<bool()>& stop) {
   auto next_register = std::chrono::steady_clock::now() + options_.register_interval;
   auto next_reconcile = std::chrono::steady_clock::now() + options_.reconcile_interval;
-  auto next_register_warning = std::chrono::steady_clock::now();
+  auto next_ledger_check = std::chrono::steady_clock::now();
   while (!stop()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const auto now = std::chrono::steady_clock::now();
+    const int64_t now_ms = SteadyMs();
     bool health_changed = false;
     {
       std::lock_guard lock(mu_);
       std::swap(health_changed, health_changed_);
     }
+    // A health change is published at once; a failed publication is retried after 1 s, 2 s,
+    // ... up to the register interval, one log line each.
     if (health_changed || now >= next_register) {
-      if (auto s = PublishRegistration(); !s) spdlog::warn("registration: {}", s.message());
-      next_register = now + options_.register_interval;
+      if (auto s = PublishRegistration(); !s) {
+        const int64_t delay = publish_backoff_.Failed(now_ms);
+        spdlog::warn("registration: {} (failure {}, retrying in {} s)", s.message(),
+                     publish_backoff_.failures(), delay / 1000);
+        next_register = now + std::chrono::milliseconds(delay);
+      } else {
+        if (publish_backoff_.failures() > 0) {
+          spdlog::info("registration: published again, after {} failures",
+                       publish_backoff_.failures());
+        }
+        publish_backoff_.Succeeded();
+        next_register = now + options_.register_interval;
+      }
     }
     if (reconcile_now_.exchange(false) || now >= next_reconcile) {
       Reconcile();
       next_reconcile = now + options_.reconcile_interval;
     }
-    if (plugin_) {
-      const bool was_registered = plugin_->registered() || plugin_->registrations() > 0;
-      auto restarted = plugin_->CheckKubelet();
-      if (!restarted.ok()) {
-        if (now >= next_register_warning) {
-          spdlog::warn("{} (retrying)", restarted.error().message);
-          next_register_warning = now + std::chrono::seconds(10);
-        }
-      } else if (restarted.value()) {
-        if (was_registered) {
-          spdlog::info("the kubelet restarted: registered {} again", options_.plugin.resource_name);
-        } else {
-          spdlog::info("device plugin {} registered with the kubelet",
-                       options_.plugin.resource_name);
-        }
-      }
+    if (now >= next_ledger_check) {
+      CheckLedger();
+      next_ledger_check = now + std::chrono::milliseconds(kLedgerCheckMs);
     }
+    KeepKubeletRegistration(now_ms);
   }
   stopping_ = true;
 }

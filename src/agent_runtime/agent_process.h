@@ -21,6 +21,7 @@
 #include "core/node/gpu_driver.h"
 #include "core/node/gpu_health.h"
 #include "core/node/registration.h"
+#include "core/node/retry_backoff.h"
 
 namespace tessera::agent_runtime {
 
@@ -42,6 +43,12 @@ struct AgentOptions {
 
 class AgentProcess final : public deviceplugin::DevicePluginBackend {
  public:
+  // A failing kubelet registration is retried at most this far apart: the kubelet may come
+  // back at any moment, and the agent is not ready until it registers.
+  static constexpr int64_t kKubeletRetryMaxMs = 30000;
+  // How often the ledger is checked for readiness.
+  static constexpr int64_t kLedgerCheckMs = 2000;
+
   AgentProcess(node::GpuDriver& driver, agent::NodeApi& api, AgentOptions options,
                AgentMetrics* metrics);
   ~AgentProcess() override;
@@ -55,7 +62,9 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
 
   Status PublishRegistration();
   agent::ReconcileReport Reconcile();
-  // Waits for XID events up to `timeout_ms`; returns whether health changed.
+  // One pass of the health loop: registers the XID events of the registered GPUs not yet
+  // watched (each on its own back-off), waits up to `timeout_ms` for XID events (or sleeps, when
+  // none can be waited for), applies them and the recoveries; returns whether health changed.
   bool PollHealth(int timeout_ms);
 
   std::vector<node::PluginDevice> Devices() override;
@@ -68,8 +77,11 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   // MIG instances tessera did not create, as the last reconcile found them: they occupy their
   // slices, which no pod of tessera's can get.
   std::vector<node::DriverMigInstance> foreign_instances() const { return mig_.ForeignInstances(); }
-  // Started, and registered with the kubelet (when it serves one).
-  bool ready() const { return ready_.load() && (!plugin_ || plugin_->registered()); }
+  // Started, registered with the kubelet (when it serves one), and able to make MIG instances
+  // when the node has MIG GPUs (their ledger can be written).
+  bool ready() const {
+    return ready_.load() && !mig_blocked_.load() && (!plugin_ || plugin_->registered());
+  }
 
  private:
   int32_t NumaOf(const std::string& pci_bus_id) const;
@@ -77,6 +89,16 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   // Logs (and records on the pod) what a reconcile found that needs a person, once each.
   void ReportOnce(const agent::ReconcileReport& report, const std::vector<model::Pod>* pods);
   int64_t NowMs() const;
+  static int64_t SteadyMs();
+  // Registers the XID events of the registered GPUs whose watch is due; one log line per pass
+  // that failed, naming each GPU.
+  void WatchXidOfRegisteredGpus();
+  // Sleeps up to `ms`, waking early when the process stops.
+  void PauseHealth(int ms) const;
+  // Whether the ledger can be written when MIG GPUs need it; readiness follows.
+  void CheckLedger();
+  // The kubelet's registration, retried with back-off after a failure.
+  void KeepKubeletRegistration(int64_t now_ms);
 
   node::GpuDriver& driver_;
   agent::NodeApi& api_;
@@ -86,6 +108,12 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   agent::Allocator allocator_;
   std::unique_ptr<deviceplugin::DevicePluginServer> plugin_;
   node::XidPolicy xid_policy_;
+  // The health thread's own: which GPUs' XIDs are received, and the XID wait's back-off.
+  node::XidWatches xid_watches_;
+  node::RetryBackoff xid_wait_backoff_;
+  // The Run loop's own: back-off for the registration annotation and the kubelet registration.
+  node::RetryBackoff publish_backoff_;
+  node::RetryBackoff kubelet_backoff_{node::RetryBackoff::kDefaultInitialMs, kKubeletRetryMaxMs};
 
   mutable std::mutex mu_;  // the fields below
   node::GpuHealth health_;
@@ -97,10 +125,14 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   uint64_t created_seen_ = 0;
   uint64_t destroyed_seen_ = 0;
   std::mutex reported_mu_;
+  // What reconcile passes log: a problem they repeat, on its back-off.
+  node::RepeatedMessageLimiter reconcile_problems_;
   std::set<std::string> foreign_reported_;  // "<pod uid> <instance>" already reported
   std::set<std::string> waiting_reported_;  // destroys held back, already logged
+  std::set<std::string> lost_reported_;     // "<pod uid> <placement>" lost instances reported
   std::atomic<bool> reconcile_now_{false};
   std::atomic<bool> ready_{false};
+  std::atomic<bool> mig_blocked_{false};  // MIG GPUs, and a ledger that cannot be written
   std::atomic<bool> stopping_{false};
   std::thread health_thread_;
 };

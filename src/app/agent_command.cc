@@ -2,8 +2,11 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -11,6 +14,7 @@
 #include "adapters/kube/config.h"
 #include "adapters/nvml/nvml_gpu_driver.h"
 #include "adapters/yaml/yaml_json.h"
+#include "agent/ledger_file.h"
 #include "agent_runtime/agent_http.h"
 #include "agent_runtime/agent_process.h"
 #include "agent_runtime/kube_node_api.h"
@@ -29,6 +33,94 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+namespace fs = std::filesystem;
+
+Status FlagError(const std::string& flag, const std::string& value, const std::string& why) {
+  return Error{flag + " " + value + ": " + why};
+}
+
+// A file the agent reads: it exists, is a file and can be read. `missing_ok`: a missing file
+// is fine (HAMi's config.json).
+Status CheckReadableFile(const std::string& flag, const std::string& path, bool missing_ok) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) {
+    if (missing_ok && (!ec || ec == std::errc::no_such_file_or_directory)) return Status::Ok();
+    return FlagError(flag, path,
+                     ec && ec != std::errc::no_such_file_or_directory
+                         ? "cannot be read: " + ec.message()
+                         : "does not exist");
+  }
+  if (fs::is_directory(status)) return FlagError(flag, path, "is a folder, not a file");
+  if (::access(path.c_str(), R_OK) != 0) {
+    return FlagError(flag, path, std::string("cannot be read: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// A folder the agent works in: an absolute path to an existing folder; `writable`: where the
+// agent makes files (its device-plugin socket).
+Status CheckFolder(const std::string& flag, const std::string& path, bool writable) {
+  if (!fs::path(path).is_absolute()) return FlagError(flag, path, "not an absolute path");
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) return FlagError(flag, path, "does not exist");
+  if (!fs::is_directory(status)) return FlagError(flag, path, "not a folder");
+  if (writable && ::access(path.c_str(), W_OK | X_OK) != 0) {
+    return FlagError(flag, path, std::string("not writable: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Every path flag, checked before anything starts: a clear error naming the flag instead of an
+// uncaught exception, or an agent that reports ready while every MIG Allocate would fail.
+Status CheckAgentPaths(const AgentCommandOptions& o, const std::string& hook_path) {
+  if (!o.device_config.empty()) {
+    if (auto s = CheckReadableFile("--device-config-file", o.device_config, false); !s) return s;
+  }
+  if (!o.node_config.empty()) {
+    if (auto s = CheckReadableFile("--node-config-file", o.node_config, true); !s) return s;
+  }
+  if (o.discover_only) return Status::Ok();  // reads NVML and the configuration only
+  if (!o.kubeconfig.empty()) {
+    if (auto s = CheckReadableFile("--kubeconfig", o.kubeconfig, false); !s) return s;
+  }
+  const fs::path ledger(o.ledger);
+  if (!ledger.is_absolute()) return FlagError("--ledger", o.ledger, "not an absolute path");
+  std::error_code ec;
+  if (ledger.has_parent_path() && !fs::exists(ledger.parent_path(), ec)) {
+    // As the DaemonSet's DirectoryOrCreate volume would; a folder that cannot be made is an error.
+    if (fs::create_directories(ledger.parent_path(), ec); ec) {
+      return FlagError(
+          "--ledger", o.ledger,
+          "cannot create its folder " + ledger.parent_path().string() + ": " + ec.message());
+    }
+  }
+  if (auto s = agent::LedgerFile(o.ledger).CheckUsable(); !s) {
+    return FlagError("--ledger", o.ledger, s.message());
+  }
+  if (!o.kubelet_socket.empty()) {
+    if (!fs::path(o.plugin_dir).is_absolute()) {
+      return FlagError("--plugin-dir", o.plugin_dir, "not an absolute path");
+    }
+    // The kubelet makes its folder when it starts: a missing one is waited for (the agent
+    // keeps trying to register), anything else that is not a writable folder is an error.
+    if (fs::exists(o.plugin_dir, ec)) {
+      if (auto s = CheckFolder("--plugin-dir", o.plugin_dir, true); !s) return s;
+    } else {
+      spdlog::warn("--plugin-dir {}: does not exist yet; waiting for the kubelet to make it",
+                   o.plugin_dir);
+    }
+  }
+  // The host path of HAMi-core's files, mounted into shared-GPU containers: it need not exist
+  // on a node that runs only MIG pods, but a relative one can never be mounted.
+  if (!fs::path(hook_path).is_absolute()) {
+    return FlagError("--hook-path", hook_path, "not an absolute path");
+  }
+  if (auto s = CheckFolder("--sysfs-root", o.sysfs_root, false); !s) return s;
+  return Status::Ok();
+}
+
 Result<node::NodeDeviceConfig> LoadConfig(const AgentCommandOptions& o, const std::string& node) {
   config::SchedulerConfig cfg;
   if (!o.device_config.empty()) {
@@ -42,7 +134,8 @@ Result<node::NodeDeviceConfig> LoadConfig(const AgentCommandOptions& o, const st
     cfg = std::move(decoded.value());
   }
   node::NodeDeviceConfig base = node::FromDeviceConfig(cfg.nvidia);
-  if (o.node_config.empty() || !std::filesystem::exists(o.node_config)) return base;
+  std::error_code ec;
+  if (o.node_config.empty() || !fs::exists(o.node_config, ec)) return base;
   auto text = adapters::ReadFile(o.node_config);
   if (!text.ok()) return text.error();
   auto json = codec::ParseJson(text.value(), "node config " + o.node_config);
@@ -111,6 +204,12 @@ int RunAgentCommand(const AgentCommandOptions& o) {
     node_name = env != nullptr ? env : "";
   }
   if (node_name.empty() && !o.discover_only) return Fail("--node-name (or NODE_NAME) is required");
+  std::string hook = o.hook_path;
+  if (hook.empty()) {
+    const char* env = std::getenv("HOOK_PATH");
+    hook = env != nullptr ? env : "/usr/local/vgpu";
+  }
+  if (auto s = CheckAgentPaths(o, hook); !s) return Fail(s.message());
   auto config = LoadConfig(o, node_name);
   if (!config.ok()) return Fail(config.error().message);
 
@@ -147,16 +246,12 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   ao.plugin.preferred_allocation = ao.device.preferred_allocation;
   ao.serve_kubelet = !o.kubelet_socket.empty();
   ao.allocator.node_name = node_name;
-  std::string hook = o.hook_path;
-  if (hook.empty()) {
-    const char* env = std::getenv("HOOK_PATH");
-    hook = env != nullptr ? env : "/usr/local/vgpu";
-  }
   ao.allocator.hami_core.hook_path = hook;
   ao.allocator.hami_core.device_memory_scaling = ao.device.device_memory_scaling;
   ao.allocator.hami_core.lib_cuda_log_level = ao.device.lib_cuda_log_level;
   ao.allocator.hami_core.disable_core_limit = ao.device.disable_core_limit;
-  ao.allocator.hami_core.license_present = std::filesystem::exists(hook + "/vgpu/license");
+  std::error_code license_error;
+  ao.allocator.hami_core.license_present = fs::exists(hook + "/vgpu/license", license_error);
   ao.allocator.strategy.envvar = false;
   for (const std::string& s : SplitTrimmed(o.device_list_strategy, ',')) {
     if (s == "envvar") {
@@ -171,7 +266,6 @@ int RunAgentCommand(const AgentCommandOptions& o) {
     }
   }
   ao.allocator.strategy.cdi_annotation_prefix = o.cdi_annotation_prefix;
-  std::filesystem::create_directories(std::filesystem::path(o.ledger).parent_path());
 
   // Stop signals are blocked before any thread starts, so only the waiter below receives them.
   sigset_t stop_signals;

@@ -100,9 +100,11 @@ Sim& TheSim() {
 }
 
 // Runs one API call: counts it for fault injection, requires nvmlInit, then aborts the process
-// afterwards when a rule says so (the state file already holds the call's effect).
+// afterwards when a rule says so (the state file already holds the call's effect). `device`,
+// when the call takes one, lets a rule name its GPU.
 template <class Body>
-nvmlReturn_t Call(const char* function, Body body, bool needs_init = true) {
+nvmlReturn_t Call(const char* function, Body body, bool needs_init = true,
+                  nvmlDevice_t device = nullptr) {
   Sim& sim = TheSim();
   std::unique_lock lock(sim.mu);
   // The fault plan is read when the library is first used and again at each fresh nvmlInit, so
@@ -121,11 +123,14 @@ nvmlReturn_t Call(const char* function, Body body, bool needs_init = true) {
     }
   }
   if (sim.faults_invalid) return NVML_ERROR_UNKNOWN;
-  nvmlReturn_t rc = sim.faults.BeforeCall(function);
+  const std::string gpu_uuid = device != nullptr && device->gpu < sim.state.gpus.size()
+                                   ? sim.state.gpus[device->gpu].uuid
+                                   : std::string();
+  nvmlReturn_t rc = sim.faults.BeforeCall(function, gpu_uuid);
   if (rc == 0) {
     rc = (needs_init && sim.init_count == 0) ? NVML_ERROR_UNINITIALIZED : body(sim);
   }
-  if (sim.faults.AbortAfter(function)) {
+  if (sim.faults.AbortAfter(function, gpu_uuid)) {
     std::fprintf(stderr, "tessera-nvml-sim: abort after %s (fault injection)\n", function);
     std::fflush(stderr);
     std::abort();
@@ -223,6 +228,18 @@ TESSERA_EXPORT nvmlReturn_t nvmlInit_v2(void) {
         if (!state.ok()) {
           std::fprintf(stderr, "tessera-nvml-sim: %s\n", state.error().message.c_str());
           return kDriverNotLoaded;
+        }
+        // "<state>.reboot" stands for a reboot, a GPU reset or a driver reload since the last
+        // process: every GPU and compute instance is gone (MIG mode stays, as it does on the
+        // hardware). Consumed here, by the first nvmlInit after it appeared.
+        const std::string reboot = std::string(path) + ".reboot";
+        if (::access(reboot.c_str(), F_OK) == 0) {
+          for (auto& gpu : state.value().gpus) gpu.gpu_instances.clear();
+          if (auto saved = tessera::nvml_sim::SaveState(path, state.value()); !saved) {
+            std::fprintf(stderr, "tessera-nvml-sim: %s\n", saved.message().c_str());
+            return NVML_ERROR_UNKNOWN;
+          }
+          ::unlink(reboot.c_str());
         }
         sim.path = path;
         sim.state = std::move(state.value());
@@ -722,26 +739,32 @@ TESSERA_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
 
 TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
                                                              unsigned long long* eventTypes) {
-  return Call("nvmlDeviceGetSupportedEventTypes", [&](Sim& sim) -> nvmlReturn_t {
-    if (GpuOf(sim, device) == nullptr || eventTypes == nullptr) {
-      return NVML_ERROR_INVALID_ARGUMENT;
-    }
-    *eventTypes = kNvmlEventTypeXidCriticalError | kNvmlEventTypeDoubleBitEccError |
-                  kNvmlEventTypeSingleBitEccError;
-    return NVML_SUCCESS;
-  });
+  return Call(
+      "nvmlDeviceGetSupportedEventTypes",
+      [&](Sim& sim) -> nvmlReturn_t {
+        if (GpuOf(sim, device) == nullptr || eventTypes == nullptr) {
+          return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        *eventTypes = kNvmlEventTypeXidCriticalError | kNvmlEventTypeDoubleBitEccError |
+                      kNvmlEventTypeSingleBitEccError;
+        return NVML_SUCCESS;
+      },
+      /*needs_init=*/true, device);
 }
 
 TESSERA_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
                                                      unsigned long long eventTypes,
                                                      nvmlEventSet_t set) {
-  return Call("nvmlDeviceRegisterEvents", [&](Sim& sim) -> nvmlReturn_t {
-    if (GpuOf(sim, device) == nullptr || set == nullptr || device->mig) {
-      return NVML_ERROR_INVALID_ARGUMENT;
-    }
-    if ((eventTypes & kNvmlEventTypeXidCriticalError) != 0) set->gpus.push_back(device->gpu);
-    return NVML_SUCCESS;
-  });
+  return Call(
+      "nvmlDeviceRegisterEvents",
+      [&](Sim& sim) -> nvmlReturn_t {
+        if (GpuOf(sim, device) == nullptr || set == nullptr || device->mig) {
+          return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        if ((eventTypes & kNvmlEventTypeXidCriticalError) != 0) set->gpus.push_back(device->gpu);
+        return NVML_SUCCESS;
+      },
+      /*needs_init=*/true, device);
 }
 
 namespace {

@@ -51,6 +51,11 @@ Result<FaultPlan> FaultPlan::Parse(std::string_view text) {
       return Error{where + ": expected fail:FUNCTION:N:CODE or abort-after:FUNCTION:N"};
     }
     rule.function = parts[1];
+    if (const size_t at = rule.function.find('@'); at != std::string::npos) {
+      rule.gpu_uuid = rule.function.substr(at + 1);
+      rule.function.resize(at);
+      if (rule.gpu_uuid.empty()) return Error{where + ": missing GPU UUID after @"};
+    }
     if (rule.function.empty()) return Error{where + ": missing function name"};
     if (parts[2] != "*") {
       auto [end, ec] =
@@ -64,25 +69,28 @@ Result<FaultPlan> FaultPlan::Parse(std::string_view text) {
   return plan;
 }
 
-int FaultPlan::BeforeCall(const std::string& function) {
-  long n = ++calls_[function];
+bool FaultPlan::Matches(const FaultRule& rule, const std::string& function,
+                        const std::string& gpu_uuid) const {
+  if (rule.function != function) return false;
+  if (!rule.gpu_uuid.empty() && rule.gpu_uuid != gpu_uuid) return false;
+  const std::string counter = rule.gpu_uuid.empty() ? function : function + "@" + gpu_uuid;
+  auto it = calls_.find(counter);
+  const long n = it == calls_.end() ? 0 : it->second;
+  return rule.call == 0 || rule.call == n;
+}
+
+int FaultPlan::BeforeCall(const std::string& function, const std::string& gpu_uuid) {
+  ++calls_[function];
+  if (!gpu_uuid.empty()) ++calls_[function + "@" + gpu_uuid];
   for (const auto& r : rules_) {
-    if (r.kind == FaultRule::Kind::kFail && r.function == function &&
-        (r.call == 0 || r.call == n)) {
-      return r.code;
-    }
+    if (r.kind == FaultRule::Kind::kFail && Matches(r, function, gpu_uuid)) return r.code;
   }
   return 0;
 }
 
-bool FaultPlan::AbortAfter(const std::string& function) const {
-  auto it = calls_.find(function);
-  long n = it == calls_.end() ? 0 : it->second;
+bool FaultPlan::AbortAfter(const std::string& function, const std::string& gpu_uuid) const {
   for (const auto& r : rules_) {
-    if (r.kind == FaultRule::Kind::kAbortAfter && r.function == function &&
-        (r.call == 0 || r.call == n)) {
-      return true;
-    }
+    if (r.kind == FaultRule::Kind::kAbortAfter && Matches(r, function, gpu_uuid)) return true;
   }
   return false;
 }

@@ -291,7 +291,174 @@ TEST(MigManagerTest, AnUnreadableClaimHoldsItsGpu) {
   EXPECT_EQ(report.protected_count, 2);
 }
 
+// Issue 38 E: a reboot (GPU reset, driver reload) wipes every instance while pod a still
+// runs. The restarted agent makes them again at the same placements, writing an intent first,
+// and reports the new identities for the pod.
+TEST(MigManagerTest, ALivePodsInstancesLostInARebootAreRecreatedAtTheirPlacements) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  std::set<std::string> old_uuids;
+  {
+    Agent before(sim);
+    auto realized = before.manager.Realize(PodA(), 0, Claims({PodA()}));
+    ASSERT_TRUE(realized.ok()) << realized.error().message;
+    for (const auto& r : *realized) old_uuids.insert(r.allocation.runtime->mig_uuid);
+  }
+  sim.Reboot();
+  Agent agent(sim);
+  ASSERT_TRUE(agent.Instances().empty());
+  auto report = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
+  EXPECT_TRUE(report.errors.empty()) << report.errors.front();
+  EXPECT_EQ(report.forgotten, 0);
+  ASSERT_EQ(report.recreated.size(), 2U);
+  EXPECT_TRUE(report.lost.empty());
+  const auto actual = agent.Instances();
+  EXPECT_EQ(Starts(actual), (std::set<uint32_t>{6, 9}));
+  const auto ledger = agent.manager.LedgerSnapshot();
+  ASSERT_EQ(ledger.size(), 2U);
+  for (const auto& inst : actual) {
+    EXPECT_TRUE(inst.has_compute_instance);
+    EXPECT_EQ(old_uuids.count(inst.mig_uuid), 0U) << inst.mig_uuid;  // a new MIG UUID
+    const auto* entry = node::OwningEntry(ledger, inst);
+    ASSERT_NE(entry, nullptr);
+    EXPECT_TRUE(entry->created);
+    EXPECT_FALSE(entry->lost);
+    EXPECT_EQ(entry->pod_uid, "uid-a");
+    EXPECT_EQ(entry->mig_uuid, inst.mig_uuid);
+  }
+  // The pod is told its new identities.
+  ASSERT_EQ(report.identities["default/a"].size(), 2U);
+  for (const auto& a : report.identities["default/a"]) {
+    auto inst = std::find_if(actual.begin(), actual.end(),
+                             [&](const auto& i) { return node::Matches(i, a); });
+    ASSERT_NE(inst, actual.end());
+    EXPECT_EQ(a.runtime->mig_uuid, inst->mig_uuid);
+  }
+  // The next pass, with the identities recorded on the pod, keeps them.
+  PodMigClaim recorded = PodA();
+  recorded.allocations = report.identities["default/a"];
+  auto again = agent.manager.Reconcile(Claims({recorded}), {true, agent.clock});
+  EXPECT_EQ(again.kept, 2);
+  EXPECT_TRUE(again.recreated.empty());
+  EXPECT_TRUE(again.identities.empty());
+  EXPECT_EQ(agent.Instances(), actual);
+}
+
+// Issue 38 E: after the reboot an operator made an instance at one of pod a's placements. It is
+// not taken over nor destroyed; that instance is reported lost, the other recreated, and once
+// the slices are free again the lost one is recreated too. A pod that ended gets nothing.
+TEST(MigManagerTest, ALostInstanceIsNotRecreatedWhereAForeignInstanceSits) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  {
+    Agent before(sim);
+    ASSERT_TRUE(before.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+    ASSERT_TRUE(before.manager.Realize(PodB(), 0, Claims({PodA(), PodB()})).ok());
+  }
+  sim.Reboot();
+  node::DriverMigInstance foreign;
+  {
+    auto driver = sim.Driver();
+    auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
+    ASSERT_TRUE(gi.ok);
+    auto ci = driver->CreateComputeInstance(gi.value);
+    ASSERT_TRUE(ci.ok);
+    foreign = ci.value;
+  }
+  Agent agent(sim);
+  agent.clock += 1000;  // the view below is newer than pod b's entries: pod b ended
+  auto report = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
+  ASSERT_EQ(report.recreated.size(), 1U);
+  EXPECT_EQ(report.recreated[0].allocation.placement.start, 6U);
+  ASSERT_EQ(report.lost.size(), 1U);
+  EXPECT_EQ(report.lost[0].pod, "default/a");
+  EXPECT_EQ(report.lost[0].allocation.placement.start, 9U);
+  EXPECT_NE(report.lost[0].message.find("cannot be recreated"), std::string::npos)
+      << report.lost[0].message;
+  EXPECT_EQ(report.foreign_at_claims.size(), 1U);
+  EXPECT_EQ(report.kept, 0);
+  EXPECT_EQ(report.forgotten, 2);  // pod b's
+  auto actual = agent.Instances();
+  EXPECT_EQ(Starts(actual), (std::set<uint32_t>{6, 9}));
+  EXPECT_NE(std::find(actual.begin(), actual.end(), foreign), actual.end());  // untouched
+  auto ledger = agent.manager.LedgerSnapshot();
+  ASSERT_EQ(ledger.size(), 2U);
+  EXPECT_EQ(node::OwningEntry(ledger, foreign), nullptr);  // never proven tessera's
+  // The operator removes it: pod a's instance is made there.
+  {
+    auto driver = sim.Driver();
+    ASSERT_TRUE(driver->DestroyInstance(foreign).ok);
+  }
+  auto freed = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
+  ASSERT_EQ(freed.recreated.size(), 1U);
+  EXPECT_EQ(freed.recreated[0].allocation.placement.start, 9U);
+  EXPECT_TRUE(freed.lost.empty());
+  EXPECT_EQ(agent.Instances().size(), 2U);
+}
+
+// A recreation the driver refuses is reported and retried; a stale pod view recreates nothing.
+TEST(MigManagerTest, ARefusedRecreationIsRetriedAndAStaleViewRecreatesNothing) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  {
+    Agent before(sim);
+    ASSERT_TRUE(before.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  }
+  sim.Reboot();
+  SimulatedNvml::SetFaults("fail:nvmlDeviceCreateGpuInstanceWithPlacement:1:UNKNOWN");
+  Agent agent(sim);
+  const int64_t watch_died = agent.clock;
+  agent.clock += node::kRecreateMaxViewAgeMs + 1;
+  auto stale = agent.manager.Reconcile(Claims({PodA()}), {true, watch_died});
+  EXPECT_TRUE(stale.recreated.empty());
+  EXPECT_TRUE(agent.Instances().empty());
+  EXPECT_EQ(stale.forgotten, 0);
+  auto first = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
+  EXPECT_EQ(first.recreated.size(), 1U);
+  ASSERT_EQ(first.lost.size(), 1U);
+  EXPECT_NE(first.lost[0].message.find("recreating its lost MIG instance"), std::string::npos)
+      << first.lost[0].message;
+  EXPECT_EQ(agent.manager.LedgerSnapshot().size(), 2U);
+  auto retried = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
+  EXPECT_EQ(retried.recreated.size(), 1U);
+  EXPECT_TRUE(retried.lost.empty());
+  EXPECT_EQ(Starts(agent.Instances()), (std::set<uint32_t>{6, 9}));
+}
+
 // --- Crash points -------------------------------------------------------------------------
+
+// The agent dies right after a recreation's driver call: the intent written before it proves
+// what the driver made, and the restarted agent finishes it for the pod, leaking nothing.
+TEST(MigManagerTest, ARecreationInterruptedByACrashIsFinishedAfterTheRestart) {
+  GTEST_FLAG_SET(death_test_style, "fast");
+  for (const std::string function :
+       {"nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceCreateComputeInstance"}) {
+    SCOPED_TRACE(function);
+    SimulatedNvml sim("[" + RtxPro6000() + "]");
+    {
+      Agent before(sim);
+      ASSERT_TRUE(before.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+    }
+    sim.Reboot();
+    EXPECT_DEATH(
+        {
+          SimulatedNvml::SetFaults("abort-after:" + function + ":1");
+          Agent agent(sim);
+          (void)agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
+        },
+        "abort after " + function);
+    SimulatedNvml::SetFaults("");
+    Agent restarted(sim);
+    auto report = restarted.manager.Reconcile(Claims({PodA()}), {true, restarted.clock});
+    EXPECT_TRUE(report.errors.empty()) << report.errors.front();
+    const auto actual = restarted.Instances();
+    EXPECT_EQ(Starts(actual), (std::set<uint32_t>{6, 9}));
+    for (const auto& inst : actual) {
+      EXPECT_TRUE(inst.has_compute_instance);
+      const auto* entry = node::OwningEntry(restarted.manager.LedgerSnapshot(), inst);
+      ASSERT_NE(entry, nullptr);
+      EXPECT_EQ(entry->pod_uid, "uid-a");
+    }
+    EXPECT_EQ(report.identities["default/a"].size(), 2U);
+  }
+}
 
 struct CrashPoint {
   std::string function;

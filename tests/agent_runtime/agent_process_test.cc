@@ -1,7 +1,7 @@
 // The agent's reconcile pass end to end (AgentProcess over the simulated NVML and an in-memory
 // API): destroys wait for a pod view provably newer than the ledger, a GPU lost at discovery
-// keeps its ledger entries, and a foreign instance at a pod's placement is reported, counted
-// and never taken over (issue 38).
+// keeps its ledger entries, a foreign instance at a pod's placement is reported, counted and
+// never taken over, and a live pod's instances lost in a reboot are recreated (issue 38).
 
 #include "agent_runtime/agent_process.h"
 
@@ -139,6 +139,14 @@ double Gauge(agent_runtime::AgentMetrics& metrics, const std::string& name) {
   return -1;
 }
 
+double Counter(agent_runtime::AgentMetrics& metrics, const std::string& name) {
+  for (const auto& family : metrics.registry().Collect()) {
+    if (family.name == name && !family.metric.empty()) return family.metric[0].counter.value;
+  }
+  ADD_FAILURE() << name << " not found";
+  return -1;
+}
+
 // Issue 38 A: an instance nvidia-mig-parted (or an operator) made at pod a's reserved placement
 // is not adopted: no ledger entry, no UUID on the pod, kept when pod a ends; it is reported on
 // the pod once, and counted as foreign.
@@ -171,6 +179,94 @@ TEST(AgentProcessTest, AForeignInstanceAtAPodsPlacementIsReportedNotTakenOver) {
   report = process.Reconcile();
   EXPECT_EQ(report.destroyed, 0);
   EXPECT_EQ(InstancesOnTheGpu(sim), 1U);
+}
+
+// Issue 38 E: the node reboots (or the GPU is reset, the driver reloaded) while pod a runs;
+// every instance is gone and the agent restarts. The kubelet will restart pod a's containers
+// without asking again, so the agent makes pod a's instances again at their placements and
+// records the new MIG UUIDs on the pod, with a Warning Event and a count.
+TEST(AgentProcessTest, AfterARebootALivePodsInstancesAreRecreatedAndRecorded) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/30000);
+  FakeNodeApi api;
+  api.pods = {PodA()};
+  std::vector<std::string> before;
+  {
+    auto driver = sim.Driver();
+    AgentProcess process(*driver, api, Options(sim), nullptr);
+    ASSERT_TRUE(process.Start([] { return true; }).ok());  // records pod a's identities
+    auto recorded =
+        codec::DecodeMigAllocations(*api.Pod("a").Annotation(std::string(ann::kMigAllocations)));
+    ASSERT_TRUE(recorded.ok());
+    for (const auto& a : recorded.value()) {
+      ASSERT_TRUE(a.runtime.has_value());
+      before.push_back(a.runtime->mig_uuid);
+    }
+  }
+  sim.Reboot();
+  agent_runtime::AgentMetrics metrics;
+  auto driver = sim.Driver();
+  ASSERT_EQ(driver->ListInstances("GPU-rtx-0").value.size(), 0U);
+  AgentProcess restarted(*driver, api, Options(sim), &metrics);
+  ASSERT_TRUE(restarted.Start([] { return true; }).ok());  // reconciles once
+  auto list = driver->ListInstances("GPU-rtx-0");
+  ASSERT_TRUE(list.ok);
+  ASSERT_EQ(list.value.size(), 2U);
+  auto recorded =
+      codec::DecodeMigAllocations(*api.Pod("a").Annotation(std::string(ann::kMigAllocations)));
+  ASSERT_TRUE(recorded.ok());
+  for (size_t i = 0; i < recorded.value().size(); ++i) {
+    const auto& a = recorded.value()[i];
+    ASSERT_TRUE(a.runtime.has_value());
+    EXPECT_NE(a.runtime->mig_uuid, before[i]);
+    const bool exists = std::any_of(list.value.begin(), list.value.end(), [&](const auto& inst) {
+      return node::Matches(inst, a) && inst.mig_uuid == a.runtime->mig_uuid;
+    });
+    EXPECT_TRUE(exists) << a.runtime->mig_uuid;
+  }
+  ASSERT_EQ(api.events.size(), 2U);
+  EXPECT_NE(api.events[0].find("default/a MigInstanceRecreated"), std::string::npos)
+      << api.events[0];
+  EXPECT_NE(api.events[0].find("(was MIG-"), std::string::npos) << api.events[0];
+  EXPECT_EQ(LedgerSize(sim), 2U);
+  EXPECT_EQ(Counter(metrics, "tessera_agent_mig_instances_recreated_total"), 2.0);
+  // The next pass keeps them.
+  auto report = restarted.Reconcile();
+  EXPECT_EQ(report.kept, 2);
+  EXPECT_EQ(api.events.size(), 2U);
+}
+
+// Issue 38 E: after the reboot an operator made an instance at pod a's placement before the
+// agent came back. It is not taken over (although the driver gave it pod a's old GPU instance
+// id); pod a is told once, loudly, and counted.
+TEST(AgentProcessTest, AfterARebootAPodWhosePlacementWasTakenIsReportedLost) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/30000);
+  sim.Reboot();
+  {
+    auto driver = sim.Driver();
+    auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
+    ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
+  }
+  FakeNodeApi api;
+  api.pods = {PodA()};
+  agent_runtime::AgentMetrics metrics;
+  auto driver = sim.Driver();
+  AgentProcess process(*driver, api, Options(sim), &metrics);
+  ASSERT_TRUE(process.Start([] { return true; }).ok());
+  auto report = process.Reconcile();  // a second pass reports nothing new
+  EXPECT_EQ(report.kept, 1);          // the one at 6, recreated by the first pass
+  ASSERT_EQ(report.lost.size(), 1U);
+  size_t lost_events = 0;
+  for (const auto& e : api.events) {
+    if (e.find("default/a MigInstanceLost") != std::string::npos) {
+      ++lost_events;
+      EXPECT_NE(e.find("at 9:3"), std::string::npos) << e;
+    }
+  }
+  EXPECT_EQ(lost_events, 1U);
+  EXPECT_EQ(Gauge(metrics, "tessera_agent_lost_mig_instances"), 1.0);
+  EXPECT_EQ(process.foreign_instances().size(), 1U);
 }
 
 }  // namespace

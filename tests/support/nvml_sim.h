@@ -64,6 +64,9 @@ class SimulatedNvml {
 
   const std::string& state_path() const { return state_; }
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  // A reboot (or GPU reset, driver reload): every instance is gone for the next process, i.e.
+  // at the next nvmlInit once every earlier driver is closed.
+  void Reboot() const { std::ofstream(state_ + ".reboot") << "\n"; }
   void AppendXid(const std::string& gpu, int xid) const {
     std::ofstream(state_ + ".events", std::ios::app) << gpu << " " << xid << "\n";
   }

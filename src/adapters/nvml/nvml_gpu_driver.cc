@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <thread>
 
 #include "core/node/profile_names.h"
 
@@ -388,38 +390,51 @@ DriverResult<node::Empty> NvmlGpuDriver::DestroyInstance(const DriverMigInstance
   return Ok(node::Empty{});
 }
 
+DriverResult<node::Empty> NvmlGpuDriver::WatchXid(const std::string& gpu_uuid) {
+  using R = DriverResult<node::Empty>;
+  std::lock_guard lock(mu_);
+  if (events_ == nullptr) {
+    if (int rc = lib_->nvmlEventSetCreate(&events_); rc != NVML_SUCCESS) {
+      events_ = nullptr;
+      return R::Fail(Fail("nvmlEventSetCreate", rc, "for " + gpu_uuid));
+    }
+  }
+  auto cached = Gpu(gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  const nvmlDevice_t handle = cached.value->handle;
+  if (registered_.count(handle) > 0) return Ok(node::Empty{});
+  unsigned long long supported = 0;
+  int rc = lib_->nvmlDeviceGetSupportedEventTypes(handle, &supported);
+  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetSupportedEventTypes", rc, gpu_uuid));
+  const unsigned long long mask =
+      supported & (kNvmlEventTypeXidCriticalError | kNvmlEventTypeDoubleBitEccError |
+                   kNvmlEventTypeSingleBitEccError);
+  rc = lib_->nvmlDeviceRegisterEvents(handle, mask, events_);
+  // NOT_SUPPORTED: the GPU reports no such events (HAMi only logs it); nothing to retry.
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
+    return R::Fail(Fail("nvmlDeviceRegisterEvents", rc, gpu_uuid));
+  }
+  registered_[handle] = gpu_uuid;
+  return Ok(node::Empty{});
+}
+
 DriverResult<std::vector<node::XidEvent>> NvmlGpuDriver::WaitXid(int timeout_ms) {
   using R = DriverResult<std::vector<node::XidEvent>>;
   nvmlEventSet_t set = nullptr;
   {
     std::lock_guard lock(mu_);
-    if (events_ == nullptr) {
-      if (int rc = lib_->nvmlEventSetCreate(&events_); rc != NVML_SUCCESS) {
-        events_ = nullptr;
-        return R::Fail(Fail("nvmlEventSetCreate", rc, "all GPUs"));
-      }
-    }
-    for (auto& [uuid, gpu] : gpus_) {  // GPUs discovered since the last call
-      if (registered_.count(gpu.handle) > 0) continue;
-      unsigned long long supported = 0;
-      int rc = lib_->nvmlDeviceGetSupportedEventTypes(gpu.handle, &supported);
-      if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetSupportedEventTypes", rc, uuid));
-      const unsigned long long mask =
-          supported & (kNvmlEventTypeXidCriticalError | kNvmlEventTypeDoubleBitEccError |
-                       kNvmlEventTypeSingleBitEccError);
-      rc = lib_->nvmlDeviceRegisterEvents(gpu.handle, mask, events_);
-      if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
-        return R::Fail(Fail("nvmlDeviceRegisterEvents", rc, uuid));
-      }
-      registered_[gpu.handle] = uuid;
-    }
-    set = events_;
+    if (!registered_.empty()) set = events_;
+  }
+  if (set == nullptr) {
+    // Nothing watched: wait anyway, so a caller's loop never spins.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::max(timeout_ms, 0)));
+    return Ok(std::vector<node::XidEvent>{});
   }
   nvmlEventData_t data{};
   // The wait runs without the driver's lock: MIG calls go on meanwhile.
   int rc = lib_->nvmlEventSetWait_v2(set, &data, static_cast<unsigned>(timeout_ms));
   if (rc == NVML_ERROR_TIMEOUT) return Ok(std::vector<node::XidEvent>{});
-  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlEventSetWait_v2", rc, "all GPUs"));
+  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlEventSetWait_v2", rc, "all watched GPUs"));
   if ((data.eventType & kNvmlEventTypeXidCriticalError) == 0)
     return Ok(std::vector<node::XidEvent>{});
   std::lock_guard lock(mu_);

@@ -31,6 +31,7 @@ class NvmlGpuDriver final : public node::GpuDriver {
   node::DriverResult<node::DriverMigInstance> CreateComputeInstance(
       const node::DriverMigInstance& instance) override;
   node::DriverResult<node::Empty> DestroyInstance(const node::DriverMigInstance& instance) override;
+  node::DriverResult<node::Empty> WatchXid(const std::string& gpu_uuid) override;
   node::DriverResult<std::vector<node::XidEvent>> WaitXid(int timeout_ms) override;
 
   // Called for every failed NVML call (function, code): the agent's error metrics.
@@ -59,7 +60,7 @@ class NvmlGpuDriver final : public node::GpuDriver {
   const mig::GpuModelCatalog* catalog_;
   std::mutex mu_;
   std::map<std::string, GpuCache> gpus_;
-  nvmlEventSet_t events_ = nullptr;                 // created on the first WaitXid
+  nvmlEventSet_t events_ = nullptr;                 // created on the first WatchXid
   std::map<nvmlDevice_t, std::string> registered_;  // GPUs whose XIDs the set receives
   std::function<void(const std::string&, int)> observer_;
 };

@@ -96,7 +96,11 @@ class GpuDriver {
       const DriverMigInstance& instance) = 0;
   // Destroys the compute instances, then the GPU instance. Already gone counts as success.
   virtual DriverResult<Empty> DestroyInstance(const DriverMigInstance& instance) = 0;
-  // Waits up to `timeout_ms` for the next XID event on any GPU; an empty list on timeout.
+  // From now on, WaitXid also receives this GPU's XID events (already watched: success). Each
+  // GPU is registered on its own, so one GPU's failure leaves the others watched.
+  virtual DriverResult<Empty> WatchXid(const std::string& gpu_uuid) = 0;
+  // Waits up to `timeout_ms` for the next XID event on a watched GPU; an empty list on timeout,
+  // and (after the timeout) when no GPU is watched.
   virtual DriverResult<std::vector<XidEvent>> WaitXid(int timeout_ms) = 0;
 };
 

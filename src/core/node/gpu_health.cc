@@ -40,18 +40,43 @@ bool XidPolicy::Fatal(uint64_t xid) const {
   return ignored_.count(xid) == 0;
 }
 
-bool GpuHealth::MarkUnhealthy(const std::string& gpu, int64_t now_ms) {
-  const bool was_healthy = last_fatal_.count(gpu) == 0;
-  last_fatal_[gpu] = now_ms;
+XidEffect XidPolicy::Effect(uint64_t xid) const {
+  if (!Fatal(xid)) return XidEffect::kIgnored;
+  return NeedsGpuReset(xid) ? XidEffect::kNeedsReset : XidEffect::kUnhealthy;
+}
+
+bool XidPolicy::NeedsGpuReset(uint64_t xid) {
+  switch (xid) {
+    case 48:   // double-bit ECC error: memory the GPU cannot correct
+    case 62:   // internal micro-controller halt
+    case 64:   // ECC page retirement or row remapping failed
+    case 74:   // NVLink error
+    case 79:   // the GPU has fallen off the bus
+    case 92:   // high single-bit ECC error rate
+    case 95:   // uncontained ECC error
+    case 119:  // GSP RPC timeout
+    case 120:  // GSP error
+    case 140:  // unrecovered ECC error
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool GpuHealth::MarkUnhealthy(const std::string& gpu, int64_t now_ms, bool needs_reset) {
+  auto [it, was_healthy] = faults_.try_emplace(gpu);
+  it->second.last_fatal_ms = now_ms;
+  it->second.needs_reset = it->second.needs_reset || needs_reset;
   return was_healthy;
 }
 
 std::set<std::string> GpuHealth::Recover(int64_t now_ms) {
   std::set<std::string> recovered;
-  for (auto it = last_fatal_.begin(); it != last_fatal_.end();) {
-    if (recovery_ms_ > 0 && now_ms - it->second >= recovery_ms_) {
+  for (auto it = faults_.begin(); it != faults_.end();) {
+    const Fault& f = it->second;
+    if (recovery_ms_ > 0 && !f.needs_reset && now_ms - f.last_fatal_ms >= recovery_ms_) {
       recovered.insert(it->first);
-      it = last_fatal_.erase(it);
+      it = faults_.erase(it);
     } else {
       ++it;
     }
@@ -61,7 +86,40 @@ std::set<std::string> GpuHealth::Recover(int64_t now_ms) {
 
 std::set<std::string> GpuHealth::Unhealthy() const {
   std::set<std::string> out;
-  for (const auto& [gpu, t] : last_fatal_) out.insert(gpu);
+  for (const auto& [gpu, fault] : faults_) out.insert(gpu);
+  return out;
+}
+
+std::vector<std::string> XidWatches::Due(const std::vector<std::string>& gpus,
+                                         int64_t now_ms) const {
+  std::vector<std::string> due;
+  for (const auto& gpu : gpus) {
+    if (watched_.count(gpu) > 0) continue;
+    auto it = failing_.find(gpu);
+    if (it == failing_.end() || it->second.Due(now_ms)) due.push_back(gpu);
+  }
+  return due;
+}
+
+void XidWatches::Watched(const std::string& gpu) {
+  watched_.insert(gpu);
+  failing_.erase(gpu);
+}
+
+int64_t XidWatches::Failed(const std::string& gpu, int64_t now_ms) {
+  return failing_[gpu].Failed(now_ms);
+}
+
+int64_t XidWatches::failures(const std::string& gpu) const {
+  auto it = failing_.find(gpu);
+  return it == failing_.end() ? 0 : it->second.failures();
+}
+
+std::vector<std::string> XidWatches::Unwatched(const std::vector<std::string>& gpus) const {
+  std::vector<std::string> out;
+  for (const auto& gpu : gpus) {
+    if (watched_.count(gpu) == 0) out.push_back(gpu);
+  }
   return out;
 }
 

@@ -11,9 +11,16 @@ bool SameKey(const DriverMigInstance& i, const LedgerEntry& e) {
 }
 
 // An intent was written before the driver was asked, so whatever sits at its key may be what
-// that call made; a confirmed entry names the GPU instance id the driver gave it.
+// that call made; a confirmed entry names the GPU instance id the driver gave it and, once it
+// had a compute instance, its MIG UUID: after a reboot the driver hands the same GPU instance
+// id out again (on the hardware it follows from the placement), but never the same MIG UUID.
+// A GPU instance without a compute instance (a destroy interrupted between the two) has no MIG
+// UUID to compare, and its id has to do.
 bool Proves(const LedgerEntry& e, const DriverMigInstance& i) {
-  return SameKey(i, e) && (!e.created || e.gpu_instance_id == i.gpu_instance_id);
+  if (e.lost || !SameKey(i, e)) return false;
+  if (!e.created) return true;
+  return e.gpu_instance_id == i.gpu_instance_id &&
+         (e.mig_uuid.empty() || i.mig_uuid.empty() || e.mig_uuid == i.mig_uuid);
 }
 
 std::string At(const model::Placement& p) {
@@ -146,13 +153,54 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
     plan.destroy.push_back(inst);
   }
 
+  // A recreation trusts the view to say the pod still lives: it must be complete and recent.
+  const bool view_is_recent =
+      input.pods.complete && input.now_ms - input.pods.fresh_ms <= input.recreate_max_view_age_ms;
   for (const auto& e : input.ledger) {
     // Only a complete listing of the entry's GPU shows its instance gone; otherwise the entry is
     // the one record that the instance may exist.
     if (input.listed_gpus.count(e.gpu_uuid) == 0) continue;
     const bool exists = std::any_of(input.actual.begin(), input.actual.end(),
                                     [&](const auto& inst) { return Proves(e, inst); });
-    if (!exists) plan.forget.push_back(e);
+    if (exists) continue;
+    if (!e.created && !e.lost) {  // an intent whose create never took effect
+      plan.forget.push_back(e);
+      continue;
+    }
+    // A confirmed instance is gone: a reboot, a GPU reset or a driver reload. Does its pod
+    // still hold the placement?
+    const PodMigClaim* owner = nullptr;
+    const codec::MigAllocation* held = nullptr;
+    for (const auto& c : claims.claims) {
+      if (c.uid != e.pod_uid) continue;
+      for (const auto& a : c.allocations) {
+        if (a.gpu_uuid == e.gpu_uuid && a.profile == e.profile && a.placement == e.placement) {
+          owner = &c;
+          held = &a;
+        }
+      }
+    }
+    if (owner != nullptr && view_is_recent) {
+      LostInstance lost{owner->pod, owner->uid, *held, e, ""};
+      auto blocker = std::find_if(input.actual.begin(), input.actual.end(), [&](const auto& i) {
+        return i.gpu_uuid == e.gpu_uuid && i.placement.Overlaps(e.placement);
+      });
+      if (blocker == input.actual.end()) {
+        plan.recreate.push_back(std::move(lost));
+        continue;
+      }
+      lost.message = "pod " + owner->pod + ": its MIG instance " + e.profile + " at " +
+                     At(e.placement) + " on " + e.gpu_uuid +
+                     (e.mig_uuid.empty() ? "" : " (" + e.mig_uuid + ")") +
+                     " is gone (reboot, GPU reset or driver reload) and cannot be recreated: " +
+                     DescribeInstance(*blocker) + " occupies its slices";
+      plan.lost.push_back(std::move(lost));
+    } else if (owner == nullptr && input.pods.complete && e.written_ms < judged_up_to) {
+      plan.forget.push_back(e);  // a view newer than the entry shows its pod gone
+      continue;
+    }
+    // Kept, proving nothing, until the pod is seen gone or its instance is made again.
+    if (!e.lost) plan.mark_lost.push_back(e);
   }
   return plan;
 }

@@ -5,7 +5,8 @@
 // instances it created, and how fresh the pod view provably is, say what to keep, finish,
 // destroy, forget and leave alone. Rules (docs/agent.md, "Reconcile"):
 // - ownership is proven, never guessed: an instance is tessera's only when a ledger entry for
-//   it was written before it was created (an intent, or the record of this very GPU instance).
+//   it was written before it was created (an intent, or the record of this very GPU instance:
+//   its id and MIG UUID, since ids are handed out again after a reboot).
 //   A placement match with a pod's claim proves nothing: an instance made by an operator or
 //   another tool at a pod's reserved placement is foreign, left alone and reported, and the
 //   pod's instance cannot be made there;
@@ -20,6 +21,12 @@
 // - an instance on a GPU named by a pod whose annotation cannot be read is never destroyed;
 // - a ledger entry is forgotten only when a complete listing of its GPU shows its instance
 //   gone; a GPU that could not be listed keeps every entry (a destroy removes its own entry);
+// - a live pod's instance that a complete listing shows gone (a reboot, a GPU reset or a
+//   driver reload wipes every instance) is recreated at the same placement, but only when the
+//   pod view is complete and recent (a stale view may still show a pod that ended) and nothing
+//   sits on its slices; otherwise the entry is kept as a lost record, which proves nothing, and
+//   the pod is reported while its slices are taken. It is forgotten once a view newer than the
+//   entry shows its pod gone;
 // - any instance that is not tessera's is left alone, unless reclaiming is configured and no
 //   live pod claims its placement.
 
@@ -46,8 +53,18 @@ struct LedgerEntry {
   uint32_t gpu_instance_id = 0;
   std::string mig_uuid;
   int64_t written_ms = 0;  // when the entry was last written (agent clock)
+  // Its instance vanished (reboot, GPU reset, driver reload) while its pod may still live: the
+  // record that the pod held this placement, so it can be recreated. It proves nothing: after
+  // a reboot the driver hands out the same GPU instance ids again, to anyone.
+  bool lost = false;
   bool operator==(const LedgerEntry&) const = default;
 };
+
+// How old (clock minus freshness) a pod view may be for a recreation: a pod that ended since
+// could still be in it. A healthy watch delivers a bookmark about every minute and a silent
+// one is restarted after two (kube_node_api.cc), so a view older than 150 s is behind a watch
+// that has not been restarted yet.
+inline constexpr int64_t kRecreateMaxViewAgeMs = 150'000;
 
 // The pod view a reconcile judges by.
 struct PodViewFreshness {
@@ -63,6 +80,7 @@ struct ReconcileInput {
   PodViewFreshness pods;
   int64_t now_ms = 0;    // agent clock
   int64_t grace_ms = 0;  // how far a fresh view may still lag a change (watch latency)
+  int64_t recreate_max_view_age_ms = kRecreateMaxViewAgeMs;
   bool reclaim_foreign = false;
 };
 
@@ -80,6 +98,15 @@ struct ForeignAtClaim {
   std::string message;
 };
 
+// A live pod's instance that a complete listing of its GPU shows gone.
+struct LostInstance {
+  std::string pod;  // namespace/name
+  std::string pod_uid;
+  codec::MigAllocation allocation;  // as the pod records it: `runtime` is what it was handed
+  LedgerEntry entry;                // the pod's ledger entry for it
+  std::string message;              // why it cannot be recreated (ReconcilePlan::lost)
+};
+
 struct ReconcilePlan {
   std::vector<Adoption> keep;                 // claimed instances of tessera's, with their entries
   std::vector<DriverMigInstance> finish;      // kept, but without a compute instance
@@ -93,12 +120,20 @@ struct ReconcilePlan {
   std::vector<std::string> conflicts;      // a claim that another instance of tessera's blocks
   std::vector<DriverMigInstance> foreign;  // every listed instance that is not tessera's
   std::vector<ForeignAtClaim> foreign_at_claims;  // claims a foreign instance blocks
+  // Live pods' instances gone from a complete listing, to be made again at their placements
+  // (intent first). Their entries are neither forgotten nor marked lost here.
+  std::vector<LostInstance> recreate;
+  // Live pods' instances gone whose slices something else now occupies: reported, not made.
+  std::vector<LostInstance> lost;
+  // Entries whose instance is gone but whose pod may live: kept as lost records.
+  std::vector<LedgerEntry> mark_lost;
 };
 
 ReconcilePlan PlanReconcile(const ReconcileInput& input);
 
 // The ledger entry proving tessera created `instance`: same GPU, profile and placement, and
-// either an intent (written before the driver was asked) or the record of this GPU instance id.
+// either an intent (written before the driver was asked) or the record of this GPU instance id
+// and, when it recorded one, this MIG UUID; never a lost record.
 // nullptr: the instance is not tessera's, whatever sits at its placement.
 const LedgerEntry* OwningEntry(const std::vector<LedgerEntry>& ledger,
                                const DriverMigInstance& instance);

@@ -120,10 +120,14 @@ TEST(NvmlGpuDriverTest, AMissingLibraryOrSymbolIsAClearError) {
 namespace tessera {
 namespace {
 
-TEST(NvmlGpuDriverTest, WaitsForXidEventsOfDiscoveredGpus) {
+TEST(NvmlGpuDriverTest, WaitsForXidEventsOfWatchedGpus) {
   testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]");
   auto driver = sim.Driver();
   ASSERT_TRUE(driver->Discover().ok);
+  auto unwatched = driver->WaitXid(10);  // nothing watched yet: an empty wait, not an error
+  ASSERT_TRUE(unwatched.ok) << unwatched.error.message;
+  ASSERT_TRUE(driver->WatchXid("GPU-rtx-0").ok);
+  ASSERT_TRUE(driver->WatchXid("GPU-rtx-0").ok);  // again: already watched
   auto none = driver->WaitXid(10);
   ASSERT_TRUE(none.ok) << none.error.message;
   EXPECT_TRUE(none.value.empty());
@@ -133,6 +137,38 @@ TEST(NvmlGpuDriverTest, WaitsForXidEventsOfDiscoveredGpus) {
   ASSERT_EQ(got.value.size(), 1U);
   EXPECT_EQ(got.value[0].gpu_uuid, "GPU-rtx-0");
   EXPECT_EQ(got.value[0].xid, 48U);
+}
+
+// Each GPU is registered on its own (issue 38 D): GPU-a's registration fails, GPU-b's XIDs
+// still arrive.
+TEST(NvmlGpuDriverTest, OneGpusFailedRegistrationLeavesTheOthersWatched) {
+  testing::SimulatedNvml sim(
+      "[" + testing::RtxPro6000("GPU-a") + "," + testing::RtxPro6000("GPU-b") + "]",
+      "fail:nvmlDeviceRegisterEvents@GPU-a:*:UNKNOWN");
+  auto driver = sim.Driver();
+  ASSERT_TRUE(driver->Discover().ok);
+  auto a = driver->WatchXid("GPU-a");
+  ASSERT_FALSE(a.ok);
+  EXPECT_EQ(a.error.function, "nvmlDeviceRegisterEvents");
+  EXPECT_NE(a.error.message.find("GPU-a"), std::string::npos) << a.error.message;
+  ASSERT_TRUE(driver->WatchXid("GPU-b").ok);
+  sim.AppendXid("GPU-b", 79);
+  auto got = driver->WaitXid(1000);
+  ASSERT_TRUE(got.ok) << got.error.message;
+  ASSERT_EQ(got.value.size(), 1U);
+  EXPECT_EQ(got.value[0].gpu_uuid, "GPU-b");
+  EXPECT_FALSE(driver->WatchXid("GPU-a").ok);  // every try on GPU-a fails, as configured
+}
+
+TEST(NvmlGpuDriverTest, AFailedEventSetIsAnErrorOfTheWatchNotACrash) {
+  testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]",
+                             "fail:nvmlEventSetCreate:1:UNKNOWN");
+  auto driver = sim.Driver();
+  ASSERT_TRUE(driver->Discover().ok);
+  auto first = driver->WatchXid("GPU-rtx-0");
+  ASSERT_FALSE(first.ok);
+  EXPECT_EQ(first.error.function, "nvmlEventSetCreate");
+  EXPECT_TRUE(driver->WatchXid("GPU-rtx-0").ok);  // the next try creates the set
 }
 
 }  // namespace

@@ -226,5 +226,142 @@ TEST(MigReconcileTest, AnEndedPodsInstanceIsNotHandedToTheNextClaimant) {
   EXPECT_EQ(plan.conflicts.size(), 1U);
 }
 
+// Issue 38 E: a reboot, GPU reset or driver reload wipes every instance; the kubelet restarts a
+// live pod's containers without asking again. The pod's instance is recreated at its placement,
+// but only from a complete listing and a complete, recent pod view.
+TEST(MigReconcileTest, ALivePodsInstanceGoneFromACompleteListingIsRecreated) {
+  NodeClaims claims;
+  claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}};
+  claims.claims[0].allocations[0].runtime = codec::MigRuntimeIdentity{"MIG-3", 3, 0};
+  ReconcileInput in = Input(claims);
+  LedgerEntry entry = Entry(9, "uid-a", 3);
+  entry.mig_uuid = "MIG-3";
+  in.ledger = {entry};
+  auto plan = PlanReconcile(in);
+  ASSERT_EQ(plan.recreate.size(), 1U);
+  EXPECT_EQ(plan.recreate[0].pod, "ns/a");
+  EXPECT_EQ(plan.recreate[0].pod_uid, "uid-a");
+  EXPECT_EQ(plan.recreate[0].allocation.placement.start, 9U);
+  EXPECT_EQ(plan.recreate[0].allocation.runtime->mig_uuid, "MIG-3");  // what the pod was handed
+  EXPECT_EQ(plan.recreate[0].entry, entry);
+  EXPECT_TRUE(plan.forget.empty());  // the entry becomes the recreation's intent
+  EXPECT_TRUE(plan.mark_lost.empty());
+  EXPECT_TRUE(plan.lost.empty());
+
+  // The GPU could not be listed: nothing is known to be gone.
+  in.listed_gpus.clear();
+  plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.recreate.empty());
+  EXPECT_TRUE(plan.forget.empty());
+  EXPECT_TRUE(plan.mark_lost.empty());
+  in.listed_gpus = {"GPU-0"};
+
+  // An incomplete or old view may show a pod that ended: the entry is kept as a lost record.
+  for (PodViewFreshness view :
+       {PodViewFreshness{false, 100}, PodViewFreshness{true, 100 - kRecreateMaxViewAgeMs - 1}}) {
+    in.pods = view;
+    plan = PlanReconcile(in);
+    EXPECT_TRUE(plan.recreate.empty());
+    EXPECT_TRUE(plan.forget.empty());
+    ASSERT_EQ(plan.mark_lost.size(), 1U);
+    EXPECT_EQ(plan.mark_lost[0], entry);
+  }
+  in.pods = {true, 100 - kRecreateMaxViewAgeMs};
+  EXPECT_EQ(PlanReconcile(in).recreate.size(), 1U);
+
+  // A lost record is recreated as well, once the view allows it.
+  in.ledger[0].lost = true;
+  plan = PlanReconcile(in);
+  EXPECT_EQ(plan.recreate.size(), 1U);
+  EXPECT_TRUE(plan.mark_lost.empty());
+
+  // An intent's create never took effect: it is forgotten, not recreated (Allocate retries).
+  in.ledger = {Intent(9, "uid-a")};
+  plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.recreate.empty());
+  EXPECT_EQ(plan.forget.size(), 1U);
+}
+
+TEST(MigReconcileTest, ALostInstanceWhoseSlicesAreTakenIsReportedNotRecreated) {
+  NodeClaims claims;
+  claims.claims = {{"ns/a", "uid-a", {Alloc(9), Alloc(0, 1)}}};
+  ReconcileInput in = Input(claims);
+  in.ledger = {Entry(9, "uid-a", 3), Entry(0, "uid-a", 1)};
+  in.actual = {Inst(9, 5)};  // made by an operator after the reboot, at pod a's placement
+  auto plan = PlanReconcile(in);
+  ASSERT_EQ(plan.recreate.size(), 1U);  // the one at 0 is free
+  EXPECT_EQ(plan.recreate[0].allocation.placement.start, 0U);
+  ASSERT_EQ(plan.lost.size(), 1U);
+  EXPECT_EQ(plan.lost[0].pod_uid, "uid-a");
+  EXPECT_EQ(plan.lost[0].allocation.placement.start, 9U);
+  EXPECT_NE(plan.lost[0].message.find("GPU-0 1g.24gb at 9:3 (GPU instance 5) occupies its slices"),
+            std::string::npos)
+      << plan.lost[0].message;
+  EXPECT_EQ(plan.foreign_at_claims.size(), 1U);
+  EXPECT_TRUE(plan.keep.empty());
+  EXPECT_TRUE(plan.destroy.empty());
+  // Kept as a lost record, so it is recreated once the slices are free again.
+  EXPECT_TRUE(plan.forget.empty());
+  ASSERT_EQ(plan.mark_lost.size(), 1U);
+  EXPECT_EQ(plan.mark_lost[0].placement.start, 9U);
+
+  // Overlapping slices block it too.
+  in.actual = {DriverMigInstance{"GPU-0", 7, "2g.48gb", {6, 6}, true, 0, "MIG-x"}};
+  plan = PlanReconcile(in);
+  ASSERT_EQ(plan.lost.size(), 1U);
+  EXPECT_NE(plan.lost[0].message.find("2g.48gb at 6:6"), std::string::npos);
+}
+
+// After a reboot the driver hands out the same GPU instance ids again: a lost record proves
+// nothing, and a confirmed one only the instance with its MIG UUID, whatever sits at its
+// placement with its old id.
+TEST(MigReconcileTest, ALostRecordProvesNothing) {
+  NodeClaims claims;
+  claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}};
+  ReconcileInput in = Input(claims);
+  LedgerEntry record = Entry(9, "uid-a", 3);
+  record.lost = true;
+  in.ledger = {record};
+  in.actual = {Inst(9, 3)};
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.keep.empty());
+  EXPECT_EQ(plan.foreign_at_claims.size(), 1U);
+  EXPECT_EQ(plan.lost.size(), 1U);
+  EXPECT_EQ(OwningEntry(in.ledger, in.actual[0]), nullptr);
+  // Nor does a confirmed entry on the first pass after the reboot: same id, another MIG UUID.
+  record.lost = false;
+  record.mig_uuid = "MIG-before-the-reboot";
+  in.ledger = {record};
+  plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.keep.empty());
+  EXPECT_EQ(plan.foreign_at_claims.size(), 1U);
+  EXPECT_EQ(plan.lost.size(), 1U);
+  EXPECT_EQ(plan.mark_lost.size(), 1U);
+  EXPECT_EQ(OwningEntry(in.ledger, in.actual[0]), nullptr);
+  in.ledger[0].mig_uuid = "MIG-3";  // the very instance it recorded
+  EXPECT_EQ(OwningEntry(in.ledger, in.actual[0]), &in.ledger[0]);
+  EXPECT_EQ(PlanReconcile(in).keep.size(), 1U);
+}
+
+// An entry whose instance is gone and whose pod the view does not show is forgotten only when
+// the view is newer than the entry: a pod that raced the pod list (W2) keeps its record.
+TEST(MigReconcileTest, AGoneEntryIsForgottenOnlyWhenAViewNewerThanItShowsItsPodGone) {
+  NodeClaims claims;  // pod a is not in the view
+  ReconcileInput in = Input(claims);
+  const LedgerEntry entry = Entry(9, "uid-a", 3, /*written=*/50);
+  in.ledger = {entry};
+  in.pods = {true, 40};  // taken before the entry was written
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.forget.empty());
+  ASSERT_EQ(plan.mark_lost.size(), 1U);
+  in.pods = {false, 100};
+  EXPECT_TRUE(PlanReconcile(in).forget.empty());
+  in.pods = {true, 100};
+  plan = PlanReconcile(in);
+  EXPECT_EQ(plan.forget.size(), 1U);
+  EXPECT_TRUE(plan.mark_lost.empty());
+  EXPECT_TRUE(plan.recreate.empty());
+}
+
 }  // namespace
 }  // namespace tessera::node
