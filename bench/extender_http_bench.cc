@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench_cluster.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/scheduler_service.h"
 #include "scheduler_runtime/embedded_cluster.h"
 #include "scheduler_runtime/http_server.h"
 
@@ -61,7 +61,7 @@ double Percentile(std::vector<double> v, double p) {
 // side by side), served over loopback HTTP.
 struct Served {
   scheduler_runtime::EmbeddedCluster cluster;
-  scheduler::ExtenderService svc{config::SchedulerConfig{}, scheduler::ServiceOptions{}, cluster};
+  scheduler::SchedulerService svc{config::SchedulerConfig{}, scheduler::ServiceOptions{}, cluster};
   std::vector<std::string> names;
   std::unique_ptr<scheduler_runtime::HttpServer> server;
   std::thread thread;
@@ -69,15 +69,15 @@ struct Served {
   Served(int nodes, Kind kind) {
     for (int i = 0; i < nodes; ++i) {
       names.push_back(NodeName(i));
-      svc.UpsertNodeModel(MakeNode(names.back(), kind));
+      svc.view.UpsertNodeModel(MakeNode(names.back(), kind));
     }
-    svc.SetSynced(true);
+    svc.view.SetSynced(true);
     int filled = 0;
     for (int i = 0; i < nodes; ++i) {
       for (int k = 0; k < i % 5; ++k) {
         model::Pod p = MakePod("fill-" + std::to_string(filled++), kind);
         Json args = {{"Pod", PodJson(p)}, {"NodeNames", {names[static_cast<size_t>(i)]}}};
-        Json r = Json::parse(svc.Filter(args.dump()));
+        Json r = Json::parse(svc.verbs.Filter(args.dump()));
         if (!r["NodeNames"].is_array()) break;
       }
     }
@@ -107,7 +107,7 @@ struct Served {
 
 void Run(int nodes, Kind kind, int probes) {
   Served served(nodes, kind);
-  scheduler::ExtenderService& svc = served.svc;
+  scheduler::SchedulerService& svc = served.svc;
   const std::vector<std::string>& names = served.names;
   httplib::Client client = served.Client();
   std::vector<double> http_ms;
@@ -124,12 +124,12 @@ void Run(int nodes, Kind kind, int probes) {
       std::exit(1);
     }
     http_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    svc.DeletePod(pod);
+    svc.view.DeletePod(pod);
     auto t2 = std::chrono::steady_clock::now();
-    (void)svc.Filter(body);
+    (void)svc.verbs.Filter(body);
     auto t3 = std::chrono::steady_clock::now();
     direct_ms.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
-    svc.DeletePod(pod);
+    svc.view.DeletePod(pod);
   }
   std::printf(
       "%-7s %5d nodes  HTTP p50 %7.2f  p90 %7.2f  p99 %7.2f  max %7.2f ms | in-process "
@@ -149,8 +149,8 @@ void RunPolled(int nodes, Kind kind, double seconds) {
   Served served(nodes, kind);
   model::Pod stuck = MakePod("stuck", kind);
   stuck.containers[0].limits["nvidia.com/gpumem"] = "900000";  // larger than any GPU
-  served.svc.UpsertPodModel(stuck);
-  (void)served.svc.Filter(
+  served.svc.view.UpsertPodModel(stuck);
+  (void)served.svc.verbs.Filter(
       Json{{"Pod", PodJson(stuck)}, {"Nodes", nullptr}, {"NodeNames", served.names}}.dump());
   std::printf("%-7s %5d nodes, filters for %.0f s while polled every:\n",
               kind == Kind::kSharing ? "sharing" : "mig", nodes, seconds);
@@ -210,7 +210,7 @@ void RunPolled(int nodes, Kind kind, double seconds) {
         std::exit(1);
       }
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      served.svc.DeletePod(pod);
+      served.svc.view.DeletePod(pod);
     }
     stop = true;
     poller.join();

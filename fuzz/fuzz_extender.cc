@@ -1,5 +1,5 @@
 // The extender's HTTP bodies: ExtenderArgs (filter, prioritize), ExtenderBindingArgs (bind) and
-// AdmissionReview (webhook), decoded and answered by a live service over a small cluster. Any
+// AdmissionReview (webhook), decoded and answered by the extender verbs over a small cluster. Any
 // input must give an answer, never a crash, and leave no reservation behind a failed filter.
 #include <cstddef>
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 #include "core/codec/node_register.h"
 #include "core/extender/extender_args_decoder.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/extender_verbs.h"
 
 namespace {
 
@@ -26,11 +26,16 @@ class NullWriter : public tessera::scheduler::ClusterWriter {
   Status UnlockNode(const std::string&, const PodRef&) override { return Status::Ok(); }
 };
 
-tessera::scheduler::ExtenderService& Service() {
-  static NullWriter writer;
-  static tessera::scheduler::ExtenderService* service = [] {
-    auto* s =
-        new tessera::scheduler::ExtenderService(tessera::config::SchedulerConfig{}, {}, writer);
+// The cluster view over one node, and the verbs over it: built once, as in production.
+struct Served {
+  NullWriter writer;
+  tessera::scheduler::ClusterView view{tessera::config::SchedulerConfig{}, {}, writer};
+  tessera::scheduler::ExtenderVerbs verbs{view, writer};
+};
+
+Served& Service() {
+  static Served* served = [] {
+    auto* s = new Served;
     tessera::model::GpuDevice gpu;
     gpu.uuid = "GPU-0";
     gpu.count = 10;
@@ -41,14 +46,14 @@ tessera::scheduler::ExtenderService& Service() {
     tessera::model::Node node;
     node.name = "n1";
     node.annotations["hami.io/node-nvidia-register"] = tessera::codec::EncodeNodeRegister({gpu});
-    s->UpsertNodeModel(node);
-    s->SetSynced(true);
+    s->view.UpsertNodeModel(node);
+    s->view.SetSynced(true);
     return s;
   }();
-  return *service;
+  return *served;
 }
 
-// The on-demand decoder the service uses must decode exactly as DecodeExtenderArgs does.
+// The on-demand decoder the verbs use must decode exactly as DecodeExtenderArgs does.
 void CheckDecodersAgree(const std::string& body) {
   static tessera::extender::ExtenderArgsDecoder decoder;
   auto fast = decoder.Decode(body);
@@ -69,23 +74,24 @@ void CheckDecodersAgree(const std::string& body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  auto& service = Service();
+  Served& served = Service();
+  auto& verbs = served.verbs;
   switch (data[0] % 4) {
     case 0:
       CheckDecodersAgree(body);
-      (void)service.Filter(body);
+      (void)verbs.Filter(body);
       break;
     case 1:
-      (void)service.Bind(body);
+      (void)verbs.Bind(body);
       break;
     case 2:
-      (void)service.Prioritize(body);
+      (void)verbs.Prioritize(body);
       break;
     default:
-      (void)service.Webhook(body);
+      (void)verbs.Webhook(body);
       break;
   }
   // Keep the cluster from filling up: every reservation goes, whatever the input was.
-  service.ReplacePods({});
+  served.view.ReplacePods({});
   return 0;
 }

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "core/mig/catalog.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/scheduler_service.h"
 #include "scheduler_runtime/embedded_cluster.h"
 #include "scheduler_runtime/http_server.h"
 #include "sim/scenario.h"
@@ -48,8 +48,8 @@ int ServerPort() {
     static EmbeddedCluster cluster;
     tessera::scheduler::ServiceOptions so;
     so.ready_wait = std::chrono::milliseconds(1);
-    static auto* service = new tessera::scheduler::ExtenderService(scenario->config, so, cluster);
-    EmbeddedCluster::Load(*scenario, *service);
+    static auto* service = new tessera::scheduler::SchedulerService(scenario->config, so, cluster);
+    EmbeddedCluster::Load(*scenario, service->view);
     HttpOptions options;
     options.bind = "127.0.0.1:0";
     options.limits.request_deadline = std::chrono::milliseconds(500);

@@ -10,7 +10,8 @@
 #include "core/mig/catalog.h"
 #include "core/model/pod.h"
 #include "core/sched/explain.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/cluster_view.h"
+#include "scheduler/read_views.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 
@@ -112,13 +113,13 @@ int ExplainCluster(const ExplainOptions& o) {
   auto quotas = List(client, "/api/v1/resourcequotas");
   if (!quotas.ok()) return Fail(quotas.error().message);
   ReadOnlyCluster writer;
-  scheduler::ExtenderService service(std::move(config.value()), so, writer);
-  service.ReplaceNodes(*nodes);
-  service.ReplaceQuotas(*quotas);
-  service.ReplacePods(*pods);
-  service.SetSynced(true);
-  const auto answer = service.Explain(o.pod, o.output == "json", o.node);
-  if (answer.status != 200) return Fail(answer.body);
+  scheduler::ClusterView view(std::move(config.value()), so, writer);
+  view.ReplaceNodes(*nodes);
+  view.ReplaceQuotas(*quotas);
+  view.ReplacePods(*pods);
+  view.SetSynced(true);
+  const auto answer = scheduler::ReadViews(view).Explain(o.pod, o.output == "json", o.node);
+  if (answer.outcome != scheduler::ExplainResult::Outcome::kOk) return Fail(answer.body);
   std::cout << answer.body;
   return 0;
 }

@@ -23,7 +23,7 @@
 #include "core/config/config_codec.h"
 #include "core/mig/catalog.h"
 #include "core/sched/preferences.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/scheduler_service.h"
 #include "scheduler_runtime/embedded_cluster.h"
 #include "scheduler_runtime/http_server.h"
 #include "scheduler_runtime/kube_cluster.h"
@@ -247,19 +247,20 @@ Result<ClusterSource> OpenClusterSource(const ServeOptions& options, const Serve
 // Serves until SIGINT or SIGTERM, with the periodic work (reservation expiry, node liveness,
 // requeues) once a second; then stops the cluster source first (a held lease goes at once, so a
 // standby takes over fast) and the servers.
-void ServeUntilStopped(sigset_t stop_signals, scheduler::ExtenderService& service,
+void ServeUntilStopped(sigset_t stop_signals, scheduler::Housekeeping& housekeeping,
                        Listeners& listeners, scheduler_runtime::KubeCluster* kube) {
   std::atomic<bool> stopping{false};
   std::vector<scheduler_runtime::HttpServer*> servers{listeners.http.get()};
   if (listeners.extender) servers.push_back(listeners.extender.get());
   if (listeners.metrics) servers.push_back(listeners.metrics.get());
   std::vector<std::thread> server_threads;
+  server_threads.reserve(servers.size());
   for (auto* server : servers) server_threads.emplace_back([server] { server->Serve(); });
   std::thread expiry_thread([&] {
     while (!stopping.load()) {
-      service.ExpireReservations();
-      service.CheckNodeLiveness();  // every second: a scan of the nodes seen at 0 only
-      service.RequeueWaitingPods();
+      housekeeping.ExpireReservations();
+      housekeeping.CheckNodeLiveness();  // every second: a scan of the nodes seen at 0 only
+      housekeeping.RequeueWaitingPods();
       for (int i = 0; i < 10 && !stopping.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
@@ -295,20 +296,20 @@ int RunServeCommand(const ServeOptions& options) {
     filter_pool.emplace(static_cast<size_t>(options.filter_threads));
     setup->service.filter_runner = &*filter_pool;
   }
-  scheduler::ExtenderService service(setup->config, setup->service, *source->writer);
+  scheduler::SchedulerService service(setup->config, setup->service, *source->writer);
   auto listeners =
       OpenListeners(options, service, source->kube ? &source->kube->client() : nullptr);
   if (!listeners.ok()) return Fail(listeners.error().message);
 
   if (source->embedded != nullptr) {
-    const size_t adopted = scheduler_runtime::EmbeddedCluster::Load(*setup->scenario, service);
+    const size_t adopted = scheduler_runtime::EmbeddedCluster::Load(*setup->scenario, service.view);
     spdlog::info("embedded cluster from {}: {} nodes, {} placed pods", options.cluster,
                  setup->scenario->nodes.size(), adopted);
   } else {
-    source->kube->Start(service);
+    source->kube->Start(service.view);
   }
   LogListening(options, *listeners);
-  ServeUntilStopped(stop_signals, service, *listeners, source->kube);
+  ServeUntilStopped(stop_signals, service.housekeeping, *listeners, source->kube);
   return 0;
 }
 

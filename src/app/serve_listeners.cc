@@ -110,7 +110,7 @@ bool IsLoopbackBind(const std::string& bind) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-Result<Listeners> OpenListeners(const ServeOptions& options, scheduler::ExtenderService& service,
+Result<Listeners> OpenListeners(const ServeOptions& options, scheduler::SchedulerService& service,
                                 kube::Client* api) {
   Listeners out;
   auto limits = ResolveLimits(options);

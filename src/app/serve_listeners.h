@@ -4,7 +4,7 @@
 
 #include "app/serve_command.h"
 #include "core/common/result.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/scheduler_service.h"
 #include "scheduler_runtime/http_server.h"
 
 namespace tessera::kube {
@@ -34,7 +34,7 @@ struct Listeners {
 
 // `api`: the API server's client when there is one (not with --cluster); it answers the
 // delegated read checks and must outlive the listeners. Errors name the flag.
-Result<Listeners> OpenListeners(const ServeOptions& options, scheduler::ExtenderService& service,
+Result<Listeners> OpenListeners(const ServeOptions& options, scheduler::SchedulerService& service,
                                 kube::Client* api);
 
 // Logged once the cluster is loaded or watched: a client waiting for this line may send requests.

@@ -53,7 +53,7 @@ class ServiceMetrics {
 };
 
 // tessera_client_keyed_entries{map}: the size of each map keyed by client input (pod keys named
-// by filter and bind requests, their node lists), from ExtenderService::ClientKeyedEntries.
+// by filter and bind requests, their node lists), from ClusterView::ClientKeyedEntries.
 prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& entries);
 
 // HAMi-compatible GPU usage gauges (hami-protocol.md 10.3) computed from the state, so that

@@ -32,17 +32,17 @@ void EmbeddedCluster::RecordEvent(const scheduler::PodRef& pod, bool warning,
   spdlog::info("event {} {} {}: {}", warning ? "Warning" : "Normal", pod.Key(), reason, message);
 }
 
-size_t EmbeddedCluster::Load(const sim::Scenario& scenario, scheduler::ExtenderService& service) {
-  for (const auto& node : scenario.nodes) service.UpsertNodeModel(node);
-  for (const auto& quota : scenario.quotas) service.UpsertQuotaModel(quota);
+size_t EmbeddedCluster::Load(const sim::Scenario& scenario, scheduler::ClusterView& view) {
+  for (const auto& node : scenario.nodes) view.UpsertNodeModel(node);
+  for (const auto& quota : scenario.quotas) view.UpsertQuotaModel(quota);
   size_t adopted = 0;
   for (const auto& step : scenario.steps) {
     if (step.kind != sim::ScenarioStep::Kind::kCreate) continue;
     if (step.pod.node_name.empty()) continue;  // only pods already placed are part of the cluster
-    service.UpsertPodModel(step.pod);
+    view.UpsertPodModel(step.pod);
     ++adopted;
   }
-  service.SetSynced(true);
+  view.SetSynced(true);
   return adopted;
 }
 

@@ -5,14 +5,14 @@
 #include <string>
 
 #include "core/common/result.h"
+#include "scheduler/cluster_view.h"
 #include "scheduler/cluster_writer.h"
-#include "scheduler/extender_service.h"
 #include "sim/scenario.h"
 
 namespace tessera::scheduler_runtime {
 
 // `serve --cluster SCENARIO.yaml`: an in-memory cluster, so the extender can be tried with curl
-// with no Kubernetes at all. Writes land in memory; the service's own state is the truth.
+// with no Kubernetes at all. Writes land in memory; the cluster view's own state is the truth.
 class EmbeddedCluster : public scheduler::ClusterWriter {
  public:
   Status PatchPodAnnotations(const scheduler::PodRef& pod,
@@ -23,9 +23,9 @@ class EmbeddedCluster : public scheduler::ClusterWriter {
   Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
   Status UnlockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
 
-  // Feeds the scenario's nodes, and its pods that already carry a placement, to the service.
+  // Feeds the scenario's nodes, and its pods that already carry a placement, to the view.
   // Returns how many pods were adopted.
-  static size_t Load(const sim::Scenario& scenario, scheduler::ExtenderService& service);
+  static size_t Load(const sim::Scenario& scenario, scheduler::ClusterView& view);
 
   // What has been written, for tests and the debug view.
   std::map<std::string, std::string> Annotations(const std::string& pod_key) const;

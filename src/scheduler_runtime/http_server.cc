@@ -52,7 +52,21 @@ http::Handler Guarded(const ReadAccessCheck& check, http::Handler handler) {
   };
 }
 
-http::Response Explain(const scheduler::ExtenderService& svc, const http::Request& request) {
+// The HTTP status of an /explain outcome.
+int ExplainStatus(scheduler::ExplainResult::Outcome outcome) {
+  using Outcome = scheduler::ExplainResult::Outcome;
+  switch (outcome) {
+    case Outcome::kOk:
+      return 200;
+    case Outcome::kBadRequest:
+      return 400;
+    case Outcome::kNotFound:
+      return 404;
+  }
+  return 500;
+}
+
+http::Response Explain(const scheduler::ReadViews& reads, const http::Request& request) {
   for (const auto& [name, value] : request.query) {
     if (name != "pod" && name != "format" && name != "node") {
       return http::Response::Text(
@@ -72,20 +86,27 @@ http::Response Explain(const scheduler::ExtenderService& svc, const http::Reques
   if (format != "text" && format != "json") {
     return http::Response::Text(400, "format: expected text or json, got \"" + format + "\"\n");
   }
-  auto answer = svc.Explain(request.Param("pod"), format == "json", node);
-  http::Response response = http::Response::Text(answer.status, std::move(answer.body));
-  response.content_type = answer.content_type;
+  auto answer = reads.Explain(request.Param("pod"), format == "json", node);
+  http::Response response =
+      http::Response::Text(ExplainStatus(answer.outcome), std::move(answer.body));
+  response.content_type = answer.json ? kJson : "text/plain";
   return response;
 }
 
-http::Response UiState(const scheduler::ExtenderService& svc, const http::Request& request) {
+// Names a /ui/state body: it changes whenever the body does, and differs between processes.
+std::string UiStateETag(const scheduler::UiStateBody& state) {
+  return "\"" + std::to_string(state.instance) + "-" + std::to_string(state.version) + "\"";
+}
+
+http::Response UiState(const scheduler::ReadViews& reads, const http::Request& request) {
   if (auto refused = RefuseQuery(request)) return *refused;
-  const auto state = svc.UiState();
+  const auto state = reads.UiState();
+  const std::string etag = UiStateETag(state);
   http::Response response;
   // The page polls; an unchanged state costs a 304 and no body.
   response.headers.emplace_back("Cache-Control", "no-cache");
-  response.headers.emplace_back("ETag", state.etag);
-  if (request.if_none_match == state.etag) {
+  response.headers.emplace_back("ETag", etag);
+  if (request.if_none_match == etag) {
     response.status = 304;
     return response;
   }
@@ -137,7 +158,7 @@ std::vector<prometheus::MetricFamily> ListenerFamilies(const http::ListenerCount
   return {refused, open};
 }
 
-std::vector<http::Route> Routes(scheduler::ExtenderService& svc, const HttpOptions& options,
+std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOptions& options,
                                 const HttpServer* server) {
   using http::Gate;
   using http::Lane;
@@ -147,7 +168,7 @@ std::vector<http::Route> Routes(scheduler::ExtenderService& svc, const HttpOptio
                       [](const http::Request&) { return http::Response::Text(200, "ok"); }});
     routes.push_back({"GET", "/readyz", Lane::kProbe, Gate::kAnyone, [&svc](const http::Request&) {
                         std::string why;
-                        if (svc.Ready(&why)) return http::Response::Text(200, "ok");
+                        if (svc.view.Ready(&why)) return http::Response::Text(200, "ok");
                         return http::Response::Text(503, why);
                       }});
   }
@@ -159,14 +180,14 @@ std::vector<http::Route> Routes(scheduler::ExtenderService& svc, const HttpOptio
     routes.push_back(
         {"GET", "/metrics", Lane::kProbe, Gate::kAnyone,
          Guarded(options.read_access, [&svc, legacy, server, flag](const http::Request&) {
-           std::vector<prometheus::MetricFamily> usage = svc.StateFamilies();
+           std::vector<prometheus::MetricFamily> usage = svc.reads.StateFamilies();
            if (legacy) {
              auto old_names = scheduler::LegacyGpuUsageFamilies(usage);
              usage.insert(usage.end(), old_names.begin(), old_names.end());
            }
            const auto own = ListenerFamilies(server->counters(), flag);
            usage.insert(usage.end(), own.begin(), own.end());
-           http::Response response = http::Response::Text(200, svc.metrics().Render(usage));
+           http::Response response = http::Response::Text(200, svc.view.metrics().Render(usage));
            response.content_type = "text/plain; version=0.0.4";
            return response;
          })});
@@ -182,32 +203,32 @@ std::vector<http::Route> Routes(scheduler::ExtenderService& svc, const HttpOptio
                       }});
     routes.push_back({"GET", "/ui/state", Lane::kWork, Gate::kAnyone,
                       Guarded(options.read_access, [&svc](const http::Request& request) {
-                        return UiState(svc, request);
+                        return UiState(svc.reads, request);
                       })});
     routes.push_back({"GET", "/explain", Lane::kWork, Gate::kAnyone,
                       Guarded(options.read_access, [&svc](const http::Request& request) {
-                        return Explain(svc, request);
+                        return Explain(svc.reads, request);
                       })});
   }
   if (e.extender_verbs) {
     const Gate local = Gate::kLocalOrClientCertificate;
     routes.push_back({"POST", "/filter", Lane::kWork, local,
-                      Post([&svc](const std::string& b) { return svc.Filter(b); })});
+                      Post([&svc](const std::string& b) { return svc.verbs.Filter(b); })});
     routes.push_back({"POST", "/prioritize", Lane::kWork, local,
-                      Post([&svc](const std::string& b) { return svc.Prioritize(b); })});
+                      Post([&svc](const std::string& b) { return svc.verbs.Prioritize(b); })});
     routes.push_back({"POST", "/bind", Lane::kWork, local,
-                      Post([&svc](const std::string& b) { return svc.Bind(b); })});
+                      Post([&svc](const std::string& b) { return svc.verbs.Bind(b); })});
   }
   if (e.webhook) {
     routes.push_back({"POST", "/webhook", Lane::kWork, Gate::kAnyone,
-                      Post([&svc](const std::string& b) { return svc.Webhook(b); })});
+                      Post([&svc](const std::string& b) { return svc.verbs.Webhook(b); })});
   }
   return routes;
 }
 
 }  // namespace
 
-HttpServer::HttpServer(scheduler::ExtenderService& service, HttpOptions options) {
+HttpServer::HttpServer(scheduler::SchedulerService& service, HttpOptions options) {
   http::ListenerOptions lo;
   lo.bind = options.bind;
   lo.flag = options.flag;

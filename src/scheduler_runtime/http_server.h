@@ -8,7 +8,7 @@
 
 #include "adapters/http/listener.h"
 #include "core/common/result.h"
-#include "scheduler/extender_service.h"
+#include "scheduler/scheduler_service.h"
 
 namespace tessera::scheduler_runtime {
 
@@ -49,11 +49,11 @@ struct HttpOptions {
 };
 
 // The scheduler's HTTP(S) endpoints over an http::Listener: the routes, their lanes and gates,
-// read access, status codes and ETags. Malformed bodies get a 400 or an Error field, never a
-// crash.
+// read access, status codes and ETags (the scheduler's parts know no HTTP). Malformed bodies get
+// a 400 or an Error field, never a crash.
 class HttpServer {
  public:
-  HttpServer(scheduler::ExtenderService& service, HttpOptions options);
+  HttpServer(scheduler::SchedulerService& service, HttpOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

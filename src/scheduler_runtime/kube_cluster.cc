@@ -68,42 +68,42 @@ KubeCluster::KubeCluster(KubeClusterOptions options, kube::ClusterConfig config,
 
 KubeCluster::~KubeCluster() { Stop(); }
 
-void KubeCluster::Start(scheduler::ExtenderService& service) {
+void KubeCluster::Start(scheduler::ClusterView& view) {
   // spdlog creates its registry on first use; doing that here, before any thread starts, keeps
   // the threads below from racing on it (the library is not instrumented for TSan).
   spdlog::default_logger_raw();
-  service.SetSynced(false);
-  service.SetLeader(options_.leader_election == LeaderElectionMode::kNone);
+  view.SetSynced(false);
+  view.SetLeader(options_.leader_election == LeaderElectionMode::kNone);
   kube::InformerHandlers node_handlers;
-  node_handlers.on_replace = [&service](const std::vector<Json>& objects) {
-    service.ReplaceNodes(objects);
+  node_handlers.on_replace = [&view](const std::vector<Json>& objects) {
+    view.ReplaceNodes(objects);
   };
-  node_handlers.on_upsert = [&service](const Json& o) { service.UpsertNode(o); };
-  node_handlers.on_delete = [&service](const Json& o) { service.DeleteNode(o); };
+  node_handlers.on_upsert = [&view](const Json& o) { view.UpsertNode(o); };
+  node_handlers.on_delete = [&view](const Json& o) { view.DeleteNode(o); };
   nodes_ = std::make_unique<kube::Informer>(client_, "/api/v1/nodes", node_handlers);
 
   kube::InformerHandlers pod_handlers;
-  pod_handlers.on_replace = [&service](const std::vector<Json>& objects) {
-    service.ReplacePods(objects);
+  pod_handlers.on_replace = [&view](const std::vector<Json>& objects) {
+    view.ReplacePods(objects);
   };
-  pod_handlers.on_upsert = [&service](const Json& o) { service.UpsertPod(o); };
-  pod_handlers.on_delete = [&service](const Json& o) { service.DeletePod(o); };
+  pod_handlers.on_upsert = [&view](const Json& o) { view.UpsertPod(o); };
+  pod_handlers.on_delete = [&view](const Json& o) { view.DeletePod(o); };
   kube::InformerOptions pod_options;
   // Finished pods hold nothing; when a pod finishes, the watch reports it as deleted.
   pod_options.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
   pods_ = std::make_unique<kube::Informer>(client_, "/api/v1/pods", pod_handlers, pod_options);
   kube::InformerHandlers quota_handlers;
-  quota_handlers.on_replace = [&service](const std::vector<Json>& objects) {
-    service.ReplaceQuotas(objects);
+  quota_handlers.on_replace = [&view](const std::vector<Json>& objects) {
+    view.ReplaceQuotas(objects);
   };
-  quota_handlers.on_upsert = [&service](const Json& o) { service.UpsertQuota(o); };
-  quota_handlers.on_delete = [&service](const Json& o) { service.DeleteQuota(o); };
+  quota_handlers.on_upsert = [&view](const Json& o) { view.UpsertQuota(o); };
+  quota_handlers.on_delete = [&view](const Json& o) { view.DeleteQuota(o); };
   quotas_ = std::make_unique<kube::Informer>(client_, "/api/v1/resourcequotas", quota_handlers);
   nodes_->Start();
   pods_->Start();
   quotas_->Start();
   events_->Start();
-  sync_thread_ = std::thread([this, &service] { WatchSync(service); });
+  sync_thread_ = std::thread([this, &view] { WatchSync(view); });
 
   if (options_.leader_election == LeaderElectionMode::kCampaign) {
     kube::LeaderElectionOptions lo;
@@ -112,27 +112,27 @@ void KubeCluster::Start(scheduler::ExtenderService& service) {
     lo.identity = options_.identity;
     elector_ = std::make_unique<kube::LeaderElector>(
         client_, lo,
-        [&service, id = options_.identity] {
+        [&view, id = options_.identity] {
           spdlog::info("leader election: {} now leads", id);
-          service.SetLeader(true);
+          view.SetLeader(true);
         },
-        [&service, id = options_.identity] {
+        [&view, id = options_.identity] {
           spdlog::warn("leader election: {} stopped leading", id);
-          service.SetLeader(false);
+          view.SetLeader(false);
         });
     elector_->Start();
   } else if (options_.leader_election == LeaderElectionMode::kFollow) {
-    follow_thread_ = std::thread([this, &service] { FollowLease(service); });
+    follow_thread_ = std::thread([this, &view] { FollowLease(view); });
   }
 }
 
-void KubeCluster::WatchSync(scheduler::ExtenderService& service) {
+void KubeCluster::WatchSync(scheduler::ClusterView& view) {
   bool reported = false;
   while (!stopping_.load()) {
     const bool synced = nodes_->HasSynced() && pods_->HasSynced() && quotas_->HasSynced();
     if (synced && !reported) {
       spdlog::info("informers synced");
-      service.SetSynced(true);
+      view.SetSynced(true);
       reported = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -141,7 +141,7 @@ void KubeCluster::WatchSync(scheduler::ExtenderService& service) {
 
 // Serve while the kube-scheduler next to us holds its Lease: its holderIdentity starts with our
 // pod's hostname, and the record was renewed within the lease duration by our own clock.
-void KubeCluster::FollowLease(scheduler::ExtenderService& service) {
+void KubeCluster::FollowLease(scheduler::ClusterView& view) {
   const std::string path = "/apis/coordination.k8s.io/v1/namespaces/" + options_.lease_namespace +
                            "/leases/" + options_.lease_name;
   std::string last_record;
@@ -176,7 +176,7 @@ void KubeCluster::FollowLease(scheduler::ExtenderService& service) {
       leading = lead;
       spdlog::info("leader election (follow {}): {}", options_.lease_name,
                    lead ? "our kube-scheduler leads" : "our kube-scheduler does not lead");
-      service.SetLeader(lead);
+      view.SetLeader(lead);
     }
     for (int i = 0; i < 20 && !stopping_.load(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

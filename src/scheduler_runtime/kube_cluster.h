@@ -11,8 +11,8 @@
 #include "adapters/kube/leader_election.h"
 #include "adapters/kube/object_writes.h"
 #include "core/common/result.h"
+#include "scheduler/cluster_view.h"
 #include "scheduler/cluster_writer.h"
-#include "scheduler/extender_service.h"
 
 namespace tessera::scheduler_runtime {
 
@@ -34,7 +34,7 @@ struct KubeClusterOptions {
   kube::ClientOptions client;
 };
 
-// A real cluster through the API server: informers feed the service, writes are merge patches,
+// A real cluster through the API server: informers feed the cluster view, writes are merge patches,
 // bindings and events, and the Lease decides which replica serves.
 class KubeCluster : public scheduler::ClusterWriter {
  public:
@@ -45,8 +45,8 @@ class KubeCluster : public scheduler::ClusterWriter {
                                                  kube::ClientOptions client_options = {});
   ~KubeCluster() override;
 
-  // Starts the informers (and leader election); the service turns ready once both have listed.
-  void Start(scheduler::ExtenderService& service);
+  // Starts the informers (and leader election); the view turns ready once both have listed.
+  void Start(scheduler::ClusterView& view);
   void Stop();
   // The API client (serve's delegated read checks share its connection and rate limit).
   kube::Client& client() { return client_; }
@@ -62,8 +62,8 @@ class KubeCluster : public scheduler::ClusterWriter {
  private:
   KubeCluster(KubeClusterOptions options, kube::ClusterConfig config,
               kube::ClientOptions client_options);
-  void WatchSync(scheduler::ExtenderService& service);
-  void FollowLease(scheduler::ExtenderService& service);
+  void WatchSync(scheduler::ClusterView& view);
+  void FollowLease(scheduler::ClusterView& view);
 
   KubeClusterOptions options_;
   kube::Client client_;

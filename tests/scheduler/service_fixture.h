@@ -1,7 +1,7 @@
 #pragma once
 
-// The extender service's test fixture: a service over a recording ClusterWriter and a manual
-// clock, with helpers that speak the extender's JSON.
+// The scheduler's test fixture: a SchedulerService (the cluster view and its front ends) over a
+// recording ClusterWriter and a manual clock, with helpers that speak the extender's JSON.
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/extender_service.h"
+#include "scheduler/scheduler_service.h"
 #include "support/builders.h"
 #include "support/k8s_json.h"
 
@@ -22,7 +22,7 @@ using codec::Json;
 using testing::NodeJson;
 using testing::PodJson;
 
-// Records what the service writes; can be told to fail.
+// Records what the scheduler writes; can be told to fail.
 class FakeWriter : public ClusterWriter {
  public:
   Status PatchPodAnnotations(const PodRef& pod, const AnnotationChanges& changes) override {
@@ -80,18 +80,19 @@ class ServiceTest : public ::testing::Test {
     clocks.unix_seconds = [] { return int64_t{1767225600}; };
   }
 
-  ExtenderService& Make() {
-    service = std::make_unique<ExtenderService>(config::SchedulerConfig{}, options, writer, clocks);
+  SchedulerService& Make() {
+    service =
+        std::make_unique<SchedulerService>(config::SchedulerConfig{}, options, writer, clocks);
     return *service;
   }
 
-  // A service over these nodes, listed and ready.
-  ExtenderService& MakeSynced(const std::vector<model::Node>& nodes) {
+  // A scheduler over these nodes, listed and ready.
+  SchedulerService& MakeSynced(const std::vector<model::Node>& nodes) {
     auto& s = Make();
     std::vector<Json> objects;
     for (const auto& n : nodes) objects.push_back(NodeJson(n));
-    s.ReplaceNodes(objects);
-    s.SetSynced(true);
+    s.view.ReplaceNodes(objects);
+    s.view.SetSynced(true);
     return s;
   }
 
@@ -105,14 +106,14 @@ class ServiceTest : public ::testing::Test {
   }
 
   Json Filter(const model::Pod& pod, const std::vector<std::string>& nodes) {
-    return Json::parse(service->Filter(FilterBody(pod, nodes)));
+    return Json::parse(service->verbs.Filter(FilterBody(pod, nodes)));
   }
   std::string Bind(const model::Pod& pod, const std::string& node) {
-    return Json::parse(service->Bind(BindBody(pod, node)))["Error"].get<std::string>();
+    return Json::parse(service->verbs.Bind(BindBody(pod, node)))["Error"].get<std::string>();
   }
   bool Holds(const std::string& key) {
     bool held = false;
-    service->WithState([&](const state::ClusterState& s) { held = s.pod(key) != nullptr; });
+    service->view.WithState([&](const state::ClusterState& s) { held = s.pod(key) != nullptr; });
     return held;
   }
 
@@ -120,7 +121,7 @@ class ServiceTest : public ::testing::Test {
   ServiceClocks clocks;
   ManualClock clock;
   FakeWriter writer;
-  std::unique_ptr<ExtenderService> service;
+  std::unique_ptr<SchedulerService> service;
 };
 
 inline Json QuotaJson(const std::string& ns, const std::string& name, const Json& hard) {

@@ -42,8 +42,8 @@ class ServerFixture {
     EXPECT_TRUE(scenario.ok()) << scenario.error().message;
     scheduler::ServiceOptions so;
     so.ready_wait = std::chrono::milliseconds(10);
-    service_ = std::make_unique<scheduler::ExtenderService>(scenario->config, so, cluster_);
-    EmbeddedCluster::Load(*scenario, *service_);
+    service_ = std::make_unique<scheduler::SchedulerService>(scenario->config, so, cluster_);
+    EmbeddedCluster::Load(*scenario, service_->view);
     options.bind = "127.0.0.1:0";
     server_ = std::make_unique<HttpServer>(*service_, options);
     listen_status_ = server_->Listen();
@@ -60,7 +60,7 @@ class ServerFixture {
 
  private:
   EmbeddedCluster cluster_;
-  std::unique_ptr<scheduler::ExtenderService> service_;
+  std::unique_ptr<scheduler::SchedulerService> service_;
   std::unique_ptr<HttpServer> server_;
   Status listen_status_;
   std::thread thread_;
@@ -231,7 +231,7 @@ TEST(HttpServer, NoLegacyMetricNamesByDefault) {
 TEST(HttpServer, BadMetricsAddressNamesItsFlag) {
   scheduler::ServiceOptions so;
   EmbeddedCluster cluster;
-  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  scheduler::SchedulerService svc(config::SchedulerConfig{}, so, cluster);
   HttpOptions o;
   o.bind = "9395";
   o.metrics_only = true;
@@ -253,7 +253,7 @@ TEST(HttpServer, ASecondServerOnATakenPortFailsToStart) {
   EXPECT_EQ(health->status, 200);
   scheduler::ServiceOptions so;
   EmbeddedCluster cluster;
-  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  scheduler::SchedulerService svc(config::SchedulerConfig{}, so, cluster);
   HttpOptions o;
   o.bind = "127.0.0.1:" + std::to_string(first.port());
   HttpServer second(svc, o);
@@ -267,7 +267,7 @@ TEST(HttpServer, ASecondServerOnATakenPortFailsToStart) {
 TEST(HttpServer, BadBindAddressIsAClearError) {
   scheduler::ServiceOptions so;
   EmbeddedCluster cluster;
-  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, cluster);
+  scheduler::SchedulerService svc(config::SchedulerConfig{}, so, cluster);
   HttpOptions o;
   o.bind = "127.0.0.1:notaport";
   HttpServer server(svc, o);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "adapters/kube/fake_api_server.h"
+#include "scheduler/scheduler_service.h"
 #include "support/builders.h"
 #include "support/k8s_json.h"
 
@@ -190,17 +191,17 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
   auto cluster = ClusterFor(api);
   scheduler::ServiceOptions so;
   so.ready_wait = std::chrono::milliseconds(10);
-  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, *cluster);
+  scheduler::SchedulerService svc(config::SchedulerConfig{}, so, *cluster);
   std::string why;
-  EXPECT_FALSE(svc.Ready(&why));
-  cluster->Start(svc);
-  ASSERT_TRUE(Eventually([&] { return svc.Ready(&why); })) << why;
+  EXPECT_FALSE(svc.view.Ready(&why));
+  cluster->Start(svc.view);
+  ASSERT_TRUE(Eventually([&] { return svc.view.Ready(&why); })) << why;
   auto pods = api.Requests("GET", "/api/v1/pods");
   ASSERT_FALSE(pods.empty());
   EXPECT_EQ(pods[0].Param("fieldSelector"), "status.phase!=Succeeded,status.phase!=Failed");
   auto pod = testing::PodBuilder("ns/p").Container(1, 1000).Build();
-  Json r =
-      Json::parse(svc.Filter(Json{{"Pod", testing::PodJson(pod)}, {"NodeNames", {"n1"}}}.dump()));
+  Json r = Json::parse(
+      svc.verbs.Filter(Json{{"Pod", testing::PodJson(pod)}, {"NodeNames", {"n1"}}}.dump()));
   EXPECT_EQ(r["NodeNames"], Json::parse(R"(["n1"])")) << r.dump();
   auto patches = api.Requests("PATCH", "/api/v1/namespaces/ns/pods/p");
   ASSERT_EQ(patches.size(), 1u);
@@ -208,7 +209,7 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
   // The ResourceQuota informer fed the namespace's GPU quota.
   auto limited = testing::PodBuilder("limited/q").Container(1, 1000).Build();
   Json q = Json::parse(
-      svc.Filter(Json{{"Pod", testing::PodJson(limited)}, {"NodeNames", {"n1"}}}.dump()));
+      svc.verbs.Filter(Json{{"Pod", testing::PodJson(limited)}, {"NodeNames", {"n1"}}}.dump()));
   EXPECT_EQ(q["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit") << q.dump();
   cluster->Stop();
 }
@@ -246,16 +247,16 @@ TEST(KubeCluster, FollowModeServesOnlyWhileOurKubeSchedulerLeads) {
   o.identity = "my-pod_";
   auto cluster = ClusterFor(api, o);
   scheduler::ServiceOptions so;
-  scheduler::ExtenderService svc(config::SchedulerConfig{}, so, *cluster);
-  cluster->Start(svc);
+  scheduler::SchedulerService svc(config::SchedulerConfig{}, so, *cluster);
+  cluster->Start(svc.view);
   std::string why;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_FALSE(svc.Ready(&why));
+  EXPECT_FALSE(svc.view.Ready(&why));
   {
     std::lock_guard lock(mu);
     holder = "my-pod_5678";
   }
-  EXPECT_TRUE(Eventually([&] { return svc.Ready(&why); })) << why;
+  EXPECT_TRUE(Eventually([&] { return svc.view.Ready(&why); })) << why;
   cluster->Stop();
 }
 

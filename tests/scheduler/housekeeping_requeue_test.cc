@@ -1,8 +1,9 @@
-// The requeue pass (ServiceOptions::requeue_after): pods the filter refused are asked about
-// again only when kube-scheduler will not ask on its own and they now fit.
+// Housekeeping's requeue pass (ServiceOptions::requeue_after): pods the filter refused are asked
+// about again only when kube-scheduler will not ask on its own and they now fit.
+#include "scheduler/housekeeping.h"
+
 #include <gtest/gtest.h>
 
-#include "scheduler/extender_service.h"
 #include "scheduler/service_fixture.h"
 #include "support/builders.h"
 #include "support/k8s_json.h"
@@ -37,9 +38,9 @@ class RequeueTest : public ServiceTest {
 
   // The common start: n1 with one 8000 MiB GPU, `holder` running there with 6000 MiB, and
   // `waiting` (4000 MiB) refused by the filter. The holder's deletion then lets it fit.
-  ExtenderService& RefusedBehindTheHolder() {
+  SchedulerService& RefusedBehindTheHolder() {
     auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-    s.UpsertPod(PodJson(holder));
+    s.view.UpsertPod(PodJson(holder));
     const Json r = Filter(waiting, {"n1"});
     EXPECT_EQ(r["FailedNodes"]["n1"], "1/1 CardInsufficientMemory") << r.dump();
     return s;
@@ -50,9 +51,9 @@ class RequeueTest : public ServiceTest {
 
   // Two passes, `requeue_after` apart: the first sees the change, the second acts.
   size_t PassesAfterTheDelay() {
-    size_t n = service->RequeueWaitingPods();
+    size_t n = service->housekeeping.RequeueWaitingPods();
     clock.now += options.requeue_after;
-    return n + service->RequeueWaitingPods();
+    return n + service->housekeeping.RequeueWaitingPods();
   }
 
   bool Requeued(const std::string& key) {
@@ -73,24 +74,25 @@ class RequeueTest : public ServiceTest {
 TEST_F(RequeueTest, APodRefusedBeforeADeletionThisViewSawLateIsRequeuedOnce) {
   auto& s = RefusedBehindTheHolder();
   EXPECT_EQ(PassesAfterTheDelay(), 0u) << "nothing changed since the refusal";
-  s.DeletePod(PodJson(holder));
-  EXPECT_EQ(s.RequeueWaitingPods(), 0u) << "kube-scheduler gets requeue_after to ask itself";
+  s.view.DeletePod(PodJson(holder));
+  EXPECT_EQ(s.housekeeping.RequeueWaitingPods(), 0u)
+      << "kube-scheduler gets requeue_after to ask itself";
   clock.now += std::chrono::seconds(4);
-  EXPECT_EQ(s.RequeueWaitingPods(), 0u);
+  EXPECT_EQ(s.housekeeping.RequeueWaitingPods(), 0u);
   clock.now += std::chrono::seconds(1);
-  EXPECT_EQ(s.RequeueWaitingPods(), 1u);
+  EXPECT_EQ(s.housekeeping.RequeueWaitingPods(), 1u);
   EXPECT_TRUE(Requeued("ns/waiting"));
   EXPECT_EQ(writer.annotations["ns/waiting"][kRequeuedAt], "1767225600");
   EXPECT_EQ(RequeueEvents(), 1);
   clock.now += std::chrono::seconds(60);
-  EXPECT_EQ(s.RequeueWaitingPods(), 0u) << "once per change";
+  EXPECT_EQ(s.housekeeping.RequeueWaitingPods(), 0u) << "once per change";
   EXPECT_FALSE(Holds("ns/waiting")) << "the pass reserves nothing: kube-scheduler's filter does";
   EXPECT_EQ(Filter(waiting, {"n1"})["NodeNames"][0], "n1");
 }
 
 TEST_F(RequeueTest, APodKubeSchedulerAskedAboutAfterTheChangeIsLeftToIt) {
   auto& s = RefusedBehindTheHolder();
-  s.DeletePod(PodJson(holder));
+  s.view.DeletePod(PodJson(holder));
   ASSERT_EQ(Filter(waiting, {"n1"})["NodeNames"][0], "n1");
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
   EXPECT_FALSE(Requeued("ns/waiting"));
@@ -100,12 +102,12 @@ TEST_F(RequeueTest, AChangeThatDoesNotAdmitThePodRequeuesNothing) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
   const model::Pod big = Running("ns/big", 5000);
   const model::Pod small = Running("ns/small", 1000);
-  s.UpsertPod(PodJson(big));
-  s.UpsertPod(PodJson(small));
+  s.view.UpsertPod(PodJson(big));
+  s.view.UpsertPod(PodJson(small));
   ASSERT_TRUE(Filter(waiting, {"n1"})["NodeNames"].is_null());
-  s.DeletePod(PodJson(small));  // 3000 MiB free: still not enough
+  s.view.DeletePod(PodJson(small));  // 3000 MiB free: still not enough
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
-  s.DeletePod(PodJson(big));
+  s.view.DeletePod(PodJson(big));
   EXPECT_EQ(PassesAfterTheDelay(), 1u);
   EXPECT_TRUE(Requeued("ns/waiting"));
 }
@@ -113,9 +115,9 @@ TEST_F(RequeueTest, AChangeThatDoesNotAdmitThePodRequeuesNothing) {
 TEST_F(RequeueTest, OnlyTheNodesOfItsLastFilterCount) {
   auto& s = MakeSynced(
       {NodeWith("n1", {SharingGpu("GPU-0", 8000)}), NodeWith("n2", {SharingGpu("GPU-9", 2000)})});
-  s.UpsertPod(PodJson(holder));
+  s.view.UpsertPod(PodJson(holder));
   ASSERT_TRUE(Filter(waiting, {"n2"})["NodeNames"].is_null());  // kube-scheduler offered n2 only
-  s.DeletePod(PodJson(holder));                                 // room on n1, not on n2
+  s.view.DeletePod(PodJson(holder));                            // room on n1, not on n2
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
 }
 
@@ -123,10 +125,10 @@ TEST_F(RequeueTest, OnlyTheNodesOfItsLastFilterCount) {
 // pod only at its 5-minute flush.
 TEST_F(RequeueTest, ARaisedQuotaRequeuesThePodItHeldBack) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 16000)})});
-  s.ReplaceQuotas({QuotaJson("team", "gpu", {{"limits.nvidia.com/gpumem", "4000"}})});
+  s.view.ReplaceQuotas({QuotaJson("team", "gpu", {{"limits.nvidia.com/gpumem", "4000"}})});
   const model::Pod pod = PodBuilder("team/p").Container(1, 8000).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit");
-  s.UpsertQuota(QuotaJson("team", "gpu", {{"limits.nvidia.com/gpumem", "16000"}}));
+  s.view.UpsertQuota(QuotaJson("team", "gpu", {{"limits.nvidia.com/gpumem", "16000"}}));
   EXPECT_EQ(PassesAfterTheDelay(), 1u);
   EXPECT_TRUE(Requeued("team/p"));
 }
@@ -139,10 +141,10 @@ TEST_F(RequeueTest, AnExpiredReservationRequeuesThePodItHeldBack) {
   ASSERT_EQ(Filter(first, {"n1"})["NodeNames"][0], "n1");  // never bound
   const model::Pod second = PodBuilder("ns/second").Container(1, 6000).Build();
   // The informer shows it: a pod only filters named would be forgotten with the reservation.
-  s.UpsertPod(PodJson(second));
+  s.view.UpsertPod(PodJson(second));
   ASSERT_TRUE(Filter(second, {"n1"})["NodeNames"].is_null());
   clock.now += std::chrono::seconds(31);
-  ASSERT_EQ(s.ExpireReservations(), 1u);
+  ASSERT_EQ(s.housekeeping.ExpireReservations(), 1u);
   EXPECT_EQ(PassesAfterTheDelay(), 1u);
   EXPECT_TRUE(Requeued("ns/second"));
   EXPECT_FALSE(Requeued("ns/first"));
@@ -150,8 +152,8 @@ TEST_F(RequeueTest, AnExpiredReservationRequeuesThePodItHeldBack) {
 
 TEST_F(RequeueTest, APodBoundOrDeletedMeanwhileIsForgotten) {
   auto& s = RefusedBehindTheHolder();
-  s.DeletePod(PodJson(waiting));
-  s.DeletePod(PodJson(holder));
+  s.view.DeletePod(PodJson(waiting));
+  s.view.DeletePod(PodJson(holder));
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
   EXPECT_EQ(writer.patches, 0);
 }
@@ -159,39 +161,39 @@ TEST_F(RequeueTest, APodBoundOrDeletedMeanwhileIsForgotten) {
 TEST_F(RequeueTest, AFollowerAndAZeroDelayWriteNothing) {
   {
     auto& s = RefusedBehindTheHolder();
-    s.SetLeader(false);
-    s.DeletePod(PodJson(holder));
+    s.view.SetLeader(false);
+    s.view.DeletePod(PodJson(holder));
     EXPECT_EQ(PassesAfterTheDelay(), 0u);
-    s.SetLeader(true);  // leading again: the change is still there to act on
+    s.view.SetLeader(true);  // leading again: the change is still there to act on
     EXPECT_EQ(PassesAfterTheDelay(), 1u);
   }
   options.requeue_after = std::chrono::seconds(0);
   auto& s = RefusedBehindTheHolder();
-  s.DeletePod(PodJson(holder));
+  s.view.DeletePod(PodJson(holder));
   clock.now += std::chrono::hours(1);
-  EXPECT_EQ(s.RequeueWaitingPods(), 0u);
+  EXPECT_EQ(s.housekeeping.RequeueWaitingPods(), 0u);
 }
 
 TEST_F(RequeueTest, AFailedWriteIsLoggedAndCountsNothing) {
   auto& s = RefusedBehindTheHolder();
-  s.DeletePod(PodJson(holder));
+  s.view.DeletePod(PodJson(holder));
   writer.fail_patch = true;
   EXPECT_EQ(PassesAfterTheDelay(), 0u);
   EXPECT_EQ(RequeueEvents(), 0);
-  const std::string metrics = s.metrics().Render({});
+  const std::string metrics = s.view.metrics().Render({});
   EXPECT_NE(metrics.find("tessera_requeued_pods_total 0"), std::string::npos) << metrics;
 }
 
 TEST_F(RequeueTest, TheMetricCountsRequeuedPods) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-0", 8000)})});
-  s.UpsertPod(PodJson(holder));
+  s.view.UpsertPod(PodJson(holder));
   ASSERT_TRUE(Filter(PodBuilder("ns/a").Container(1, 1000).Build(), {"n1"})["NodeNames"][0] ==
               "n1");
   ASSERT_TRUE(Filter(PodBuilder("ns/b").Container(1, 3000).Build(), {"n1"})["NodeNames"].is_null());
   ASSERT_TRUE(Filter(PodBuilder("ns/c").Container(1, 3000).Build(), {"n1"})["NodeNames"].is_null());
-  s.DeletePod(PodJson(holder));
+  s.view.DeletePod(PodJson(holder));
   EXPECT_EQ(PassesAfterTheDelay(), 2u);
-  const std::string metrics = s.metrics().Render({});
+  const std::string metrics = s.view.metrics().Render({});
   EXPECT_NE(metrics.find("tessera_requeued_pods_total 2"), std::string::npos) << metrics;
 }
 

@@ -1,0 +1,270 @@
+#include "scheduler/cluster_view.h"
+
+#include <utility>
+
+#include "core/sched/admission.h"
+#include "scheduler/placement_annotations.h"
+
+namespace tessera::scheduler {
+
+ClusterView::ClusterView(config::SchedulerConfig config, ServiceOptions options,
+                         ClusterWriter& writer, ServiceClocks clocks)
+    : config_(config),
+      options_(std::move(options)),
+      writer_(writer),
+      clocks_(std::move(clocks)),
+      state_(std::move(config)),
+      scheduler_(state_, options_.policy),
+      reservations_(state_, options_.reservation_timeout),
+      filter_only_(options_.max_filter_only_pods),
+      liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {
+  scheduler_.set_filter_runner(options_.filter_runner);
+}
+
+// ---- readiness ----------------------------------------------------------------------------
+
+void ClusterView::SetSynced(bool synced) {
+  {
+    std::lock_guard lock(mu_);
+    synced_ = synced;
+  }
+  ready_cv_.notify_all();
+}
+
+void ClusterView::SetLeader(bool leader) {
+  {
+    std::lock_guard lock(mu_);
+    leader_ = leader;
+  }
+  ready_cv_.notify_all();
+}
+
+bool ClusterView::Ready(std::string* why) const {
+  std::lock_guard lock(mu_);
+  if (!synced_) {
+    if (why) *why = "the cluster view has not synced yet";
+    return false;
+  }
+  if (!leader_) {
+    if (why) *why = "this replica is not the leader";
+    return false;
+  }
+  return true;
+}
+
+bool ClusterView::WaitReady(std::string* why) {
+  std::unique_lock lock(mu_);
+  // Waiting helps only a replica that is starting up; a follower answers at once, so that a
+  // misrouted call does not stall kube-scheduler.
+  if (leader_) ready_cv_.wait_for(lock, options_.ready_wait, [&] { return synced_ || !leader_; });
+  if (synced_ && leader_) return true;
+  *why = !synced_ ? "tessera is not ready: the cluster view has not synced yet"
+                  : "tessera is not ready: this replica is not the leader";
+  return false;
+}
+
+// ---- filter -------------------------------------------------------------------------------
+
+ClusterView::Scheduled ClusterView::Schedule(const model::Pod& pod,
+                                             const std::vector<std::string>* candidates) {
+  Scheduled out;
+  sched::Decision& decision = out.decision;
+  std::lock_guard lock(mu_);
+  NamedByFilterLocked(pod);
+  if (pod.node_name.empty()) unbound_[pod.Key()] = pod;
+  // Pods created without the webhook get the same resource defaults it would have applied.
+  auto admitted = sched::ApplyAdmissionDefaults(pod, config_.nvidia);
+  if (!admitted.ok()) {
+    decision.outcome = sched::Outcome::kInvalidRequest;
+    decision.message = "pod " + pod.Key() + ": " + admitted.error().message;
+  } else {
+    decision = scheduler_.Schedule(admitted->pod, candidates, clocks_.unix_seconds());
+  }
+  if (decision.scheduled() || decision.passthrough()) {
+    waiting_.erase(pod.Key());
+  } else {
+    waiting_[pod.Key()] = decision.message;
+  }
+  if (decision.outcome == sched::Outcome::kUnschedulable && pod.node_name.empty()) {
+    refused_.Refused(pod.Key(), candidates);
+  } else {
+    refused_.Forget(pod.Key());
+  }
+  RecordAnswerLocked(pod, decision, candidates);
+  if (decision.passthrough()) {
+    reservations_.AssumePassthrough(pod.Key());
+  } else if (decision.scheduled()) {
+    out.serial = reservations_.Assume(
+        pod, decision.node, clocks_.steady(),
+        options_.write_placement_in_bind ? PlacementAnnotations(decision) : AnnotationChanges{});
+    metrics_.SetPending(reservations_.awaiting_bind());
+  }
+  return out;
+}
+
+void ClusterView::NamedByFilterLocked(const model::Pod& pod) {
+  const std::string key = pod.Key();
+  // Pods the feed shows unbound are in unbound_ and not filter-only; any other is only this
+  // request's word (or not yet seen by the informers: they forget it when they show it).
+  auto fed = unbound_.find(key);
+  if (fed != unbound_.end() && fed->second.uid == pod.uid && !filter_only_.Contains(key)) return;
+  for (const std::string& dropped : filter_only_.Named(key, clocks_.steady())) {
+    ForgetFilterOnlyPodLocked(dropped);
+  }
+}
+
+void ClusterView::ForgetFilterOnlyPodLocked(const std::string& key) {
+  filter_only_.Forget(key);
+  unbound_.erase(key);
+  waiting_.erase(key);
+  refused_.Forget(key);
+  filter_answers_.Forget(key);
+  reservations_.DropPassthrough(key);
+}
+
+void ClusterView::RecordAnswerLocked(const model::Pod& pod, const sched::Decision& decision,
+                                     const std::vector<std::string>* candidates) {
+  const std::string key = pod.Key();
+  if (decision.scheduled()) {
+    filter_answers_.Placed(key, pod.uid, decision.node);
+  } else if (decision.passthrough() && candidates != nullptr) {
+    filter_answers_.PassedThrough(key, pod.uid, *candidates);
+  } else {
+    filter_answers_.Forget(key);  // no node offered
+  }
+}
+
+void ClusterView::ReleaseReservation(const std::string& key, uint64_t serial) {
+  std::lock_guard lock(mu_);
+  if (reservations_.Undo(key, serial)) {
+    filter_answers_.Forget(key);  // the placement it offered is gone: filter again
+    metrics_.SetPending(reservations_.awaiting_bind());
+    refused_.ViewChanged();
+  }
+}
+
+// ---- bind, prioritize, webhook ------------------------------------------------------------
+
+ClusterView::BindStart ClusterView::StartBind(const std::string& key, const std::string& uid,
+                                              const std::string& node) {
+  BindStart start;
+  std::lock_guard lock(mu_);
+  start.answer = filter_answers_.ForBind(key, uid, node);
+  // Nothing starts for a bind the pod's last filter did not offer, or for a pod bound already.
+  if (start.answer.verdict == FilterAnswers::Verdict::kOffered) {
+    start.ticket = reservations_.BeginBind(key, node);
+  }
+  return start;
+}
+
+void ClusterView::FinishBind(const std::string& key, const std::string& uid,
+                             const std::string& node, uint64_t serial) {
+  std::lock_guard lock(mu_);
+  reservations_.BindDone(key, serial);
+  filter_answers_.Bound(key, uid, node);
+  metrics_.SetPending(reservations_.awaiting_bind());
+}
+
+sched::Decision ClusterView::Preview(const model::Pod& pod,
+                                     const std::vector<std::string>* candidates) {
+  std::lock_guard lock(mu_);
+  return scheduler_.Preview(pod, candidates, clocks_.unix_seconds());
+}
+
+std::optional<state::QuotaHeadroom> ClusterView::QuotaHeadroom(const std::string& ns) const {
+  std::lock_guard lock(mu_);
+  return state_.quotas().HeadroomFor(ns);
+}
+
+// ---- housekeeping -------------------------------------------------------------------------
+
+std::vector<state::ReservationCache::Expired> ClusterView::ExpireReservations() {
+  std::lock_guard lock(mu_);
+  // Pods only filters named, not named again for as long as a reservation waits, are forgotten
+  // (their reservations, if any, expire just below).
+  for (const std::string& key :
+       filter_only_.Expire(clocks_.steady(), options_.reservation_timeout)) {
+    ForgetFilterOnlyPodLocked(key);
+  }
+  std::vector<state::ReservationCache::Expired> expired = reservations_.Expire(clocks_.steady());
+  metrics_.SetPending(reservations_.awaiting_bind());
+  if (!expired.empty()) refused_.ViewChanged();  // only this process knows of these
+  return expired;
+}
+
+std::vector<PodRef> ClusterView::WaitingPodsThatNowFit() {
+  std::vector<PodRef> fit;
+  std::lock_guard lock(mu_);
+  if (!synced_ || !leader_) return fit;
+  for (const RefusedPods::Due& due :
+       refused_.TakeDue(clocks_.steady(), options_.requeue_after, options_.requeue_batch)) {
+    auto it = unbound_.find(due.key);
+    if (it == unbound_.end()) {
+      refused_.Forget(due.key);
+      continue;
+    }
+    auto admitted = sched::ApplyAdmissionDefaults(it->second, config_.nvidia);
+    if (!admitted.ok() || !scheduler_.WouldPlace(admitted->pod, due.candidates.get())) continue;
+    fit.push_back({it->second.ns, it->second.name, it->second.uid});
+  }
+  return fit;
+}
+
+// ---- reads --------------------------------------------------------------------------------
+
+ClusterView::ExplainSubject ClusterView::PrepareExplanation(const std::string& key,
+                                                            const std::string& detail_node) const {
+  ExplainSubject subject;
+  std::lock_guard lock(mu_);
+  if (const state::PodReservation* r = state_.pod(key); r != nullptr) {
+    subject.placed_on = r->node;  // bound, or filtered and waiting for its bind
+  } else if (auto it = unbound_.find(key); it != unbound_.end()) {
+    auto admitted = sched::ApplyAdmissionDefaults(it->second, config_.nvidia);
+    sched::ExplainLimits limits;
+    limits.detail_node = detail_node;
+    subject.draft = sched::PrepareExplanation(state_, admitted.ok() ? admitted->pod : it->second,
+                                              options_.policy, limits);
+  }
+  return subject;
+}
+
+UiStateEncoder::Snapshot ClusterView::CollectUiState() const {
+  std::lock_guard lock(mu_);
+  return ui_encoder_.Collect(state_, waiting_);
+}
+
+void ClusterView::ReadForMetrics(const std::function<void(const MetricsReading&)>& fn) const {
+  std::lock_guard lock(mu_);
+  fn(MetricsReading{state_, scheduler_.mig_demand_mix(), reservations_.OldestWait(clocks_.steady()),
+                    ClientKeyedEntriesLocked()});
+}
+
+void ClusterView::WithState(const std::function<void(const state::ClusterState&)>& fn) const {
+  std::lock_guard lock(mu_);
+  fn(state_);
+}
+
+std::map<std::string, size_t> ClusterView::ClientKeyedEntries() const {
+  std::lock_guard lock(mu_);
+  return ClientKeyedEntriesLocked();
+}
+
+std::map<std::string, size_t> ClusterView::ClientKeyedEntriesLocked() const {
+  return {{"unbound", unbound_.size()},
+          {"waiting", waiting_.size()},
+          {"refused", refused_.size()},
+          {"refused_names", refused_.held_names()},
+          {"passthrough", reservations_.passthrough_pods()},
+          {"filter_answers", filter_answers_.size()},
+          {"filter_answer_names", filter_answers_.held_names()},
+          {"filter_only", filter_only_.size()},
+          {"ui_strings", ui_encoder_.strings_size()},
+          {"problems", reported_problems_.size()}};
+}
+
+size_t ClusterView::pending_reservations() const {
+  std::lock_guard lock(mu_);
+  return reservations_.awaiting_bind();
+}
+
+}  // namespace tessera::scheduler

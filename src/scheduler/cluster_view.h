@@ -1,0 +1,204 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/codec/json_util.h"
+#include "core/common/result.h"
+#include "core/config/scheduler_config.h"
+#include "core/model/pod.h"
+#include "core/sched/explain.h"
+#include "core/sched/scheduler.h"
+#include "core/state/cluster_state.h"
+#include "core/state/node_liveness.h"
+#include "core/state/quota_book.h"
+#include "core/state/reservation_cache.h"
+#include "scheduler/cluster_writer.h"
+#include "scheduler/filter_answers.h"
+#include "scheduler/filter_only_pods.h"
+#include "scheduler/refused_pods.h"
+#include "scheduler/service_metrics.h"
+#include "scheduler/service_options.h"
+#include "scheduler/ui_state.h"
+
+namespace tessera::scheduler {
+
+// The scheduler's view of the cluster and everything kept under its one lock: the cluster state
+// and the scheduling core over it, the reservations between filter and bind, the feed of nodes,
+// pods and quotas (informers or the embedded cluster), readiness, node liveness, and the maps
+// keyed by what clients send (unbound, waiting and refused pods, filter answers, pods only
+// filters named). The front ends (ExtenderVerbs, Housekeeping, ReadViews) call its operations,
+// which hold the lock for in-memory work only; the front ends decode, encode and write to the
+// cluster outside it. Thread-safe: every operation may be called from any thread at once.
+class ClusterView {
+ public:
+  ClusterView(config::SchedulerConfig config, ServiceOptions options, ClusterWriter& writer,
+              ServiceClocks clocks = {});
+
+  // Fixed after construction: read without the lock.
+  const config::SchedulerConfig& config() const { return config_; }
+  const ServiceOptions& options() const { return options_; }
+  const ServiceClocks& clocks() const { return clocks_; }
+  ServiceMetrics& metrics() { return metrics_; }
+
+  // ---- the cluster feed (cluster_view_feed.cc) ----------------------------------------------
+  // Replace* delivers a complete (re)list; objects missing from it are gone. A malformed object
+  // is logged through the metrics' decode-error counter and skipped: it never poisons other
+  // nodes or pods.
+  void ReplaceNodes(const std::vector<codec::Json>& nodes);
+  void UpsertNode(const codec::Json& node);
+  void DeleteNode(const codec::Json& node);
+  void ReplacePods(const std::vector<codec::Json>& pods);
+  void UpsertPod(const codec::Json& pod);
+  void DeletePod(const codec::Json& pod);
+  void UpsertNodeModel(const model::Node& node);
+  void UpsertPodModel(const model::Pod& pod);
+  // ResourceQuotas: their GPU limits (limits.nvidia.com/gpumem, limits.nvidia.com/gpucores).
+  void ReplaceQuotas(const std::vector<codec::Json>& quotas);
+  void UpsertQuota(const codec::Json& quota);
+  void DeleteQuota(const codec::Json& quota);
+  void UpsertQuotaModel(const model::ResourceQuota& quota);
+
+  // ---- readiness ----------------------------------------------------------------------------
+  // The cluster view is complete, and (with leader election) this replica leads.
+  void SetSynced(bool synced);
+  void SetLeader(bool leader);
+  bool Ready(std::string* why) const;
+  // Ready, after waiting up to ServiceOptions::ready_wait for the first sync (a follower does
+  // not wait). `why` names what is missing.
+  bool WaitReady(std::string* why);
+
+  // ---- for the extender verbs ---------------------------------------------------------------
+  // Nodes in the state, read without the lock (the verbs' candidate limit).
+  size_t known_nodes() const { return known_nodes_.load(); }
+
+  struct Scheduled {
+    sched::Decision decision;
+    uint64_t serial = 0;  // the reservation the decision made (0: none)
+  };
+  // Filter's decision for `pod` among `candidates` (nullptr: every node), and what follows from
+  // it: the pod's reservation (held until its bind, or expiry), its filter answer for bind, and
+  // whether it waits. Pods the cluster feed has not shown are remembered as filter-only.
+  Scheduled Schedule(const model::Pod& pod, const std::vector<std::string>* candidates);
+  // A write for the reservation with this serial failed: its devices are released and the pod
+  // must be filtered again.
+  void ReleaseReservation(const std::string& key, uint64_t serial);
+
+  struct BindStart {
+    FilterAnswers::Check answer;  // what the pod's last filter said about the node
+    // Only where the answer offered the node: the reservation's bind begins (expiry leaves it
+    // alone from now on), or why it cannot.
+    std::optional<Result<state::ReservationCache::BindTicket>> ticket;
+  };
+  BindStart StartBind(const std::string& key, const std::string& uid, const std::string& node);
+  // The bind with this serial went through: the pod is bound to `node`.
+  void FinishBind(const std::string& key, const std::string& uid, const std::string& node,
+                  uint64_t serial);
+  // Prioritize: where filter would place `pod` (its admission defaults already applied), with
+  // its own reservation set aside; reserves nothing.
+  sched::Decision Preview(const model::Pod& pod, const std::vector<std::string>* candidates);
+  // The webhook: what the namespace's GPU quota leaves (nullopt: no quota).
+  std::optional<state::QuotaHeadroom> QuotaHeadroom(const std::string& ns) const;
+
+  // ---- for housekeeping ---------------------------------------------------------------------
+  // Forgets pods only filters named that none has named for reservation_timeout, and releases
+  // the reservations no bind confirmed in time; returns those released.
+  std::vector<state::ReservationCache::Expired> ExpireReservations();
+  struct LivenessPass {
+    size_t not_live = 0;  // nodes not live now
+    // Nodes whose verdict changed, with the new reason ("": live again).
+    std::vector<std::pair<std::string, std::string>> changed;
+  };
+  // Nodes whose allocatable GPU count has been 0 for node_liveness_grace become unusable, and
+  // usable again once it is not (cluster_view_feed.cc).
+  LivenessPass CheckNodeLiveness();
+  // Waiting pods kube-scheduler will not ask about again on its own and that now fit on a node
+  // of their last filter (ServiceOptions::requeue_after, requeue_batch). None on a replica that
+  // is not synced and leading: a follower writes nothing.
+  std::vector<PodRef> WaitingPodsThatNowFit();
+
+  // ---- for the read views -------------------------------------------------------------------
+  struct ExplainSubject {
+    std::string placed_on;                     // the pod holds devices there (bound, or reserved)
+    std::optional<sched::ExplainDraft> draft;  // a pending pod: its explanation, to finish
+  };
+  // What /explain needs of pod `key`, copied under the lock; `detail_node` is shown in full.
+  // Neither set: not a pod this view knows.
+  ExplainSubject PrepareExplanation(const std::string& key, const std::string& detail_node) const;
+  // /ui/state: the nodes that changed since the last call encoded, the rest reused.
+  UiStateEncoder::Snapshot CollectUiState() const;
+  // What /metrics derives from the view, all read under one hold of the lock.
+  struct MetricsReading {
+    const state::ClusterState& state;
+    const sched::MigDemandMix& mig_demand_mix;
+    std::chrono::duration<double> oldest_reservation_wait;  // zero when none waits
+    std::map<std::string, size_t> client_keyed_entries;
+  };
+  void ReadForMetrics(const std::function<void(const MetricsReading&)>& fn) const;
+  // Runs `fn` on the state under the lock (debug views, tests).
+  void WithState(const std::function<void(const state::ClusterState&)>& fn) const;
+  // Entries of every map keyed by what clients send (pod keys of filter and bind requests,
+  // their node lists), by map name: what tessera_client_keyed_entries{map} shows.
+  std::map<std::string, size_t> ClientKeyedEntries() const;
+  size_t pending_reservations() const;
+
+ private:
+  void NamedByFilterLocked(const model::Pod& pod);
+  // What the view keeps about a pod only filter requests named (not its devices: a reservation
+  // expires by itself).
+  void ForgetFilterOnlyPodLocked(const std::string& key);
+  // What the pod's filter answered, for bind to check.
+  void RecordAnswerLocked(const model::Pod& pod, const sched::Decision& decision,
+                          const std::vector<std::string>* candidates);
+  std::map<std::string, size_t> ClientKeyedEntriesLocked() const;
+  void ApplyPodLocked(const model::Pod& pod);
+  void ForgetPodLocked(const std::string& key);
+  // What the view keeps about a pod besides its devices (the waiting list, reported problems),
+  // dropped when the pod is gone. `held_uid`: the uid its devices were held under.
+  void ForgetPodViewsLocked(const std::string& key, const std::string& held_uid);
+  void UpsertNodeLocked(const model::Node& node);
+  void RemoveNodeLocked(const std::string& name);
+  // Why the node may not take pods whatever its annotations say (not selected, not live); empty
+  // when it may.
+  std::string BlockReasonLocked(const std::string& node) const;
+
+  config::SchedulerConfig config_;
+  ServiceOptions options_;
+  ClusterWriter& writer_;  // events about unreadable pods only (queued, never blocks)
+  ServiceClocks clocks_;
+  ServiceMetrics metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable ready_cv_;
+  state::ClusterState state_;
+  sched::Scheduler scheduler_;
+  // Reservations between filter and bind, pass-through pods, adoption of pods seen.
+  state::ReservationCache reservations_;
+  // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
+  std::map<std::string, model::Pod> unbound_;
+  // Pods only filters named: they expire and are capped (ServiceOptions::max_filter_only_pods).
+  FilterOnlyPods filter_only_;
+  // Each pod's last filter answer: bind goes only where it said.
+  FilterAnswers filter_answers_;
+  std::atomic<size_t> known_nodes_{0};          // nodes in state_, read without the lock
+  std::map<std::string, std::string> waiting_;  // unbound pods the last filter placed nowhere: why
+  RefusedPods refused_;  // the same pods: whether kube-scheduler will ask about them again
+  mutable UiStateEncoder ui_encoder_;
+  state::NodeLiveness liveness_;
+  std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
+  std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin
+  std::set<std::string> reported_problems_;  // "<uid>/<problem>": unreadable annotations, once
+  bool synced_ = false;
+  bool leader_ = true;
+};
+
+}  // namespace tessera::scheduler

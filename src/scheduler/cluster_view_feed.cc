@@ -1,0 +1,317 @@
+// The cluster feed of ClusterView: nodes (with the label selector and node liveness), pods and
+// ResourceQuotas, as informers or the embedded cluster deliver them.
+#include "scheduler/cluster_view.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "core/codec/k8s_objects.h"
+#include "scheduler/object_name.h"
+
+namespace tessera::scheduler {
+
+using codec::Json;
+
+namespace {
+
+// Decodes a (re)list; an object that does not decode is counted, logged and skipped.
+template <class Decode>
+auto DecodeAll(const std::vector<Json>& objects, const std::string& kind, Decode decode,
+               ServiceMetrics& metrics) {
+  std::vector<std::decay_t<decltype(decode(objects.front()).value())>> out;
+  for (const auto& o : objects) {
+    auto d = decode(o);
+    if (!d.ok()) {
+      metrics.DecodeError(kind);
+      spdlog::warn("skipping {} {}: {}", kind, ObjectName(o), d.error().message);
+      continue;
+    }
+    out.push_back(std::move(d.value()));
+  }
+  return out;
+}
+
+bool Selected(const model::Node& node, const std::map<std::string, std::string>& selector) {
+  for (const auto& [key, value] : selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---- nodes --------------------------------------------------------------------------------
+
+void ClusterView::UpsertNodeModel(const model::Node& node) {
+  std::lock_guard lock(mu_);
+  UpsertNodeLocked(node);
+}
+
+std::string ClusterView::BlockReasonLocked(const std::string& node) const {
+  if (unselected_.count(node) > 0) return "node unregistered";
+  if (not_live_.count(node) > 0) return liveness_.Verdict(node, clocks_.steady());
+  return "";
+}
+
+void ClusterView::UpsertNodeLocked(const model::Node& node) {
+  if (Selected(node, options_.node_selector)) {
+    unselected_.erase(node.name);
+  } else {
+    unselected_.insert(node.name);
+  }
+  liveness_.Observe(node, clocks_.steady());
+  // A node whose plugin came back is live at once; one that went away waits for the next pass.
+  if (!liveness_.ZeroSince(node.name)) not_live_.erase(node.name);
+  const state::NodeState* before = state_.node(node.name);
+  const bool was_usable = before != nullptr && before->usable();
+  const uint64_t signature = before != nullptr ? before->signature : 0;
+  state_.SetNodeBlocked(node.name, BlockReasonLocked(node.name));
+  state_.UpsertNode(node);
+  known_nodes_ = state_.nodes().size();
+  const state::NodeState* after = state_.node(node.name);
+  // A heartbeat changes neither: only a node that may take more than before counts.
+  if (after != nullptr && after->usable() && (!was_usable || after->signature != signature)) {
+    refused_.ViewChanged();
+  }
+}
+
+ClusterView::LivenessPass ClusterView::CheckNodeLiveness() {
+  LivenessPass pass;
+  std::lock_guard lock(mu_);
+  const auto now = clocks_.steady();
+  // Only nodes seen at 0, or marked before, can change (cheap at any cluster size).
+  std::set<std::string> candidates = not_live_;
+  for (const auto& [name, since] : liveness_.zero_since()) candidates.insert(name);
+  for (const auto& name : candidates) {
+    if (state_.node(name) == nullptr) continue;
+    const bool was = not_live_.count(name) > 0;
+    const bool is = !liveness_.Verdict(name, now).empty();
+    pass.not_live += is ? 1 : 0;
+    if (was != is) pass.changed.emplace_back(name, is ? liveness_.Verdict(name, now) : "");
+  }
+  for (const auto& [name, reason] : pass.changed) {
+    if (reason.empty()) {
+      not_live_.erase(name);
+      refused_.ViewChanged();  // kube-scheduler saw the node's update before the grace ended
+    } else {
+      not_live_.insert(name);
+    }
+    state_.SetNodeBlocked(name, BlockReasonLocked(name));
+  }
+  return pass;
+}
+
+void ClusterView::UpsertNode(const Json& node) {
+  auto decoded = codec::DecodeNode(node);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("node");
+    spdlog::warn("skipping node {}: {}", ObjectName(node), decoded.error().message);
+    return;
+  }
+  UpsertNodeModel(*decoded);
+}
+
+void ClusterView::DeleteNode(const Json& node) {
+  auto decoded = codec::DecodeNode(node);
+  std::string name = decoded.ok() ? decoded->name : ObjectName(node);
+  std::lock_guard lock(mu_);
+  RemoveNodeLocked(name);
+}
+
+void ClusterView::RemoveNodeLocked(const std::string& name) {
+  state_.RemoveNode(name);
+  known_nodes_ = state_.nodes().size();
+  state_.SetNodeBlocked(name, "");
+  liveness_.Forget(name);
+  unselected_.erase(name);
+  not_live_.erase(name);
+}
+
+void ClusterView::ReplaceNodes(const std::vector<Json>& nodes) {
+  std::vector<model::Node> decoded = DecodeAll(nodes, "node", codec::DecodeNode, metrics_);
+  std::lock_guard lock(mu_);
+  std::set<std::string> present;
+  for (const auto& n : decoded) {
+    present.insert(n.name);
+    UpsertNodeLocked(n);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [name, ns] : state_.nodes()) {
+    if (present.count(name) == 0) gone.push_back(name);
+  }
+  for (const auto& name : gone) RemoveNodeLocked(name);
+}
+
+// ---- quotas -------------------------------------------------------------------------------
+
+void ClusterView::UpsertQuotaModel(const model::ResourceQuota& quota) {
+  std::vector<std::string> problems;
+  {
+    std::lock_guard lock(mu_);
+    problems = state_.UpsertQuota(quota);
+    refused_.ViewChanged();  // kube-scheduler does not watch ResourceQuotas
+  }
+  for (const auto& p : problems) {
+    metrics_.DecodeError("resourcequota");
+    spdlog::warn("{}", p);
+  }
+}
+
+void ClusterView::UpsertQuota(const Json& quota) {
+  auto decoded = codec::DecodeResourceQuota(quota);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("resourcequota");
+    spdlog::warn("skipping resourcequota {}: {}", ObjectName(quota), decoded.error().message);
+    return;
+  }
+  UpsertQuotaModel(*decoded);
+}
+
+void ClusterView::DeleteQuota(const Json& quota) {
+  auto decoded = codec::DecodeResourceQuota(quota);
+  if (!decoded.ok()) return;
+  std::lock_guard lock(mu_);
+  state_.RemoveQuota(decoded->ns, decoded->name);
+  refused_.ViewChanged();
+}
+
+void ClusterView::ReplaceQuotas(const std::vector<Json>& quotas) {
+  std::vector<model::ResourceQuota> decoded =
+      DecodeAll(quotas, "resourcequota", codec::DecodeResourceQuota, metrics_);
+  std::set<std::pair<std::string, std::string>> present;
+  for (const auto& q : decoded) {
+    present.emplace(q.ns, q.name);
+    UpsertQuotaModel(q);
+  }
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [ns, entry] : state_.quotas().namespaces()) {
+    for (const auto& [name, limits] : entry.quotas) {
+      if (present.count({ns, name}) == 0) gone.emplace_back(ns, name);
+    }
+  }
+  for (const auto& [ns, name] : gone) state_.RemoveQuota(ns, name);
+  if (!gone.empty()) refused_.ViewChanged();
+}
+
+// ---- pods ---------------------------------------------------------------------------------
+
+void ClusterView::UpsertPodModel(const model::Pod& pod) {
+  std::lock_guard lock(mu_);
+  ApplyPodLocked(pod);
+}
+
+void ClusterView::UpsertPod(const Json& pod) {
+  auto decoded = codec::DecodePod(pod);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("pod");
+    spdlog::warn("skipping pod {}: {}", ObjectName(pod), decoded.error().message);
+    return;
+  }
+  UpsertPodModel(*decoded);
+}
+
+void ClusterView::DeletePod(const Json& pod) {
+  auto decoded = codec::DecodePod(pod);
+  const std::string key = decoded.ok() ? decoded->Key() : ObjectName(pod);
+  std::lock_guard lock(mu_);
+  ForgetPodLocked(key);
+}
+
+void ClusterView::ReplacePods(const std::vector<Json>& pods) {
+  std::vector<model::Pod> decoded = DecodeAll(pods, "pod", codec::DecodePod, metrics_);
+  std::lock_guard lock(mu_);
+  std::set<std::string> present;
+  for (const auto& p : decoded) {
+    present.insert(p.Key());
+    ApplyPodLocked(p);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [key, r] : state_.pods()) {
+    if (present.count(key) == 0) gone.push_back(key);
+  }
+  for (const auto& key : gone) ForgetPodLocked(key);
+  // Answers of pods the feed no longer shows; those only filters named expire on their own.
+  filter_answers_.ForgetIf([&](const std::string& key) {
+    return present.count(key) == 0 && !filter_only_.Contains(key);
+  });
+  std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
+  std::erase_if(waiting_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
+  refused_.KeepOnly(waiting_);
+}
+
+void ClusterView::ForgetPodLocked(const std::string& key) {
+  std::optional<state::PodReservation> gone = reservations_.Forget(key);
+  if (gone) refused_.ViewChanged();
+  ForgetPodViewsLocked(key, gone ? gone->uid : "");
+  metrics_.SetPending(reservations_.awaiting_bind());
+}
+
+void ClusterView::ForgetPodViewsLocked(const std::string& key, const std::string& held_uid) {
+  if (!held_uid.empty()) {
+    std::erase_if(reported_problems_,
+                  [&](const std::string& p) { return p.rfind(held_uid + "/", 0) == 0; });
+  }
+  unbound_.erase(key);
+  waiting_.erase(key);
+  refused_.Forget(key);
+  filter_only_.Forget(key);
+  filter_answers_.Forget(key);
+}
+
+void ClusterView::ApplyPodLocked(const model::Pod& pod) {
+  using Adoption = state::ReservationCache::Adoption;
+  const std::string key = pod.Key();
+  const bool held = state_.pod(key) != nullptr;
+  state::ReservationCache::Observed seen = reservations_.Observe(pod, clocks_.steady());
+  metrics_.SetPending(reservations_.awaiting_bind());
+  // A pod that finished, was replaced or gave its devices back freed them.
+  if (seen.forgotten || (held && state_.pod(key) == nullptr)) refused_.ViewChanged();
+  if (seen.forgotten || seen.adoption == Adoption::kGone) {
+    ForgetPodViewsLocked(key, seen.forgotten ? seen.forgotten->uid : "");
+  }
+  if (seen.adoption == Adoption::kGone) return;
+  filter_only_.Forget(key);  // the feed shows it: kept until the feed deletes it
+  if (!pod.uid.empty()) filter_answers_.ForgetOtherUid(key, pod.uid);
+  if (pod.node_name.empty()) {
+    unbound_[key] = pod;
+  } else {
+    unbound_.erase(key);
+    waiting_.erase(key);
+    refused_.Forget(key);
+    filter_answers_.Bound(key, pod.uid, pod.node_name);
+    reservations_.DropPassthrough(key);
+  }
+  // Placed by a filter before a restart (or by another replica): bind may take it there.
+  if (seen.adoption == Adoption::kUnbound && !seen.placed_node.empty() &&
+      !filter_answers_.Contains(key)) {
+    filter_answers_.Placed(key, pod.uid, seen.placed_node);
+  }
+  if (seen.adoption == Adoption::kUnreadable) {
+    metrics_.DecodeError("pod");
+    spdlog::warn("pod {}: {}", key, seen.error);
+    return;
+  }
+  if (!seen.problem.empty() && reported_problems_.insert(pod.uid + "/" + seen.problem).second) {
+    // Once per pod and problem: the GPUs it names stay unusable until it goes away.
+    metrics_.DecodeError("pod");
+    std::string gpus;
+    for (const auto& g : seen.held_gpus) gpus += (gpus.empty() ? "" : ", ") + g;
+    const std::string message =
+        seen.problem + "; GPUs " + (gpus.empty() ? "(none named)" : gpus) +
+        " are held whole and not offered to other pods until this pod goes away";
+    spdlog::warn("{}", message);
+    writer_.RecordEvent(PodRef{pod.ns, pod.name, pod.uid}, true, "UnreadableGPUAllocation",
+                        message);
+  }
+  if (seen.adoption == Adoption::kBound && pod.node_name != seen.placed_node) {
+    spdlog::warn("pod {} is bound to {} but its placement names {}; trusting the placement", key,
+                 pod.node_name, seen.placed_node);
+  }
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,350 @@
+#include "scheduler/extender_verbs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/codec/k8s_objects.h"
+#include "core/extender/admission_review.h"
+#include "core/extender/extender_args_decoder.h"
+#include "core/extender/extender_protocol.h"
+#include "core/model/annotations.h"
+#include "core/sched/admission.h"
+#include "scheduler/object_name.h"
+#include "scheduler/placement_annotations.h"
+
+namespace tessera::scheduler {
+
+namespace ann = model::annotations;
+using codec::Json;
+
+namespace {
+
+// One decoder per thread: it keeps its parser's buffers from one request to the next.
+extender::ExtenderArgsDecoder& ArgsDecoder() {
+  thread_local extender::ExtenderArgsDecoder decoder;
+  return decoder;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// FilteringFailed's message in HAMi's shape: "<n> nodes <Reason>(<nodes>)" per reason.
+// "2/2 CardInsufficientMemory, 1/2 CardNotHealth" -> {CardInsufficientMemory, CardNotHealth}.
+std::set<std::string> ReasonWords(const std::string& reason) {
+  std::set<std::string> words;
+  size_t pos = 0;
+  while (pos < reason.size()) {
+    size_t end = reason.find(", ", pos);
+    std::string part = reason.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (size_t sp = part.find(' '); sp != std::string::npos && part.find('/') < sp) {
+      part = part.substr(sp + 1);
+    }
+    words.insert(part);
+    if (end == std::string::npos) break;
+    pos = end + 2;
+  }
+  return words;
+}
+
+std::string FailureSummary(const std::map<std::string, std::string>& failed) {
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& [node, reason] : failed) {
+    // Each reason word counts once per node.
+    for (const auto& w : ReasonWords(reason)) by_reason[w].push_back(node);
+  }
+  std::string out;
+  for (const auto& [reason, nodes] : by_reason) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(nodes.size()) + " nodes " + reason + "(";
+    for (size_t i = 0; i < nodes.size(); ++i) out += (i ? "," : "") + nodes[i];
+    out += ")";
+  }
+  return out;
+}
+
+// What filter tells kube-scheduler about `decision` among `candidates` (the request's names).
+extender::FilterResult FilterAnswer(const extender::ExtenderArgs& args,
+                                    const std::vector<std::string>& candidates,
+                                    const sched::Decision& decision) {
+  extender::FilterResult result;
+  if (decision.passthrough()) {
+    result.node_names = args.node_names;
+    result.nodes = args.nodes;
+    return result;
+  }
+  if (decision.invalid_request()) {
+    // Preemption cannot fix a malformed request: every node is unresolvable, with the reason.
+    for (const auto& n : candidates) result.failed_and_unresolvable[n] = decision.message;
+    if (candidates.empty()) result.error = decision.message;
+    return result;
+  }
+  if (!decision.scheduled()) {
+    // Nodes where evicting pods cannot make room go where kube-scheduler's preemption skips them
+    // (HAMi puts every node in FailedNodes, so preemption may evict pods for nothing).
+    for (const auto& [node, reason] : decision.failed_nodes) {
+      (decision.unresolvable_nodes.contains(node) ? result.failed_and_unresolvable
+                                                  : result.failed_nodes)[node] = reason;
+    }
+    if (result.failed_nodes.empty() && result.failed_and_unresolvable.empty()) {
+      // No candidate at all: kube-scheduler needs a reason somewhere.
+      result.error = decision.message.empty() ? "no nodes to choose from" : decision.message;
+    }
+    return result;
+  }
+  if (args.node_names || !args.nodes) {
+    result.node_names = std::vector<std::string>{decision.node};
+  } else {
+    for (const auto& n : *args.nodes) {
+      const Json* meta = codec::FindKey(n, "metadata");
+      const Json* name = meta != nullptr ? codec::FindKey(*meta, "name") : nullptr;
+      if (name != nullptr && name->is_string() && name->get<std::string>() == decision.node) {
+        result.nodes = std::vector<Json>{n};
+      }
+    }
+  }
+  return result;
+}
+
+// Why bind must not go ahead, from the pod's last filter answer; empty when it may. Sets
+// `already_bound` when the pod is bound to that node already.
+std::string BindRefusal(const extender::BindingArgs& args, const FilterAnswers::Check& check,
+                        bool* already_bound) {
+  using Verdict = FilterAnswers::Verdict;
+  const std::string key = args.PodKey();
+  switch (check.verdict) {
+    case Verdict::kOffered:
+      return "";
+    case Verdict::kAlreadyBound:
+      *already_bound = true;
+      return "";
+    case Verdict::kBoundElsewhere:
+      return "pod " + key + " is already bound to node " + check.bound_node + ", not " + args.node;
+    case Verdict::kNotOffered:
+      return "node " + args.node + " was not offered by the last filter of pod " + key +
+             "; it must be filtered again";
+    case Verdict::kOtherUid:
+      return "pod " + key + " (uid " + args.pod_uid +
+             ") is not the pod its last filter was for; it must be filtered again";
+    case Verdict::kNoAnswer:
+      break;
+  }
+  return "pod " + key +
+         " has no filter answer here (never filtered by this replica, or too long "
+         "ago); it must be filtered again";
+}
+
+}  // namespace
+
+size_t ExtenderVerbs::candidate_limit() const {
+  return std::max(2 * view_.known_nodes(), kMinCandidateLimit);
+}
+
+size_t ExtenderVerbs::DecodeBuffersRetainedOnThisThread() {
+  return ArgsDecoder().retained_capacity();
+}
+
+// ---- filter -------------------------------------------------------------------------------
+
+std::string ExtenderVerbs::Filter(std::string_view body) {
+  const auto start = std::chrono::steady_clock::now();
+  ServiceMetrics& metrics = view_.metrics();
+  extender::FilterResult result;
+  auto args = ArgsDecoder().Decode(body, candidate_limit());
+  if (!args.ok()) {
+    result.error = args.error().message;
+    metrics.FilterDone("error", SecondsSince(start));
+    return extender::EncodeFilterResult(result);
+  }
+  auto pod = codec::DecodePod(args->pod);
+  if (!pod.ok()) {
+    result.error = "ExtenderArgs.Pod: " + pod.error().message;
+    metrics.FilterDone("error", SecondsSince(start));
+    return extender::EncodeFilterResult(result);
+  }
+  std::string why;
+  if (!view_.WaitReady(&why)) {
+    result.error = why;
+    metrics.FilterDone("error", SecondsSince(start));
+    return extender::EncodeFilterResult(result);
+  }
+  // Names as sent (nodeCacheCapable), not copied; node objects give theirs.
+  std::vector<std::string> names_of_nodes;
+  if (!args->node_names) names_of_nodes = extender::CandidateNames(*args);
+  const std::vector<std::string>& candidates =
+      args->node_names ? *args->node_names : names_of_nodes;
+  const bool have_candidates = args->node_names.has_value() || args->nodes.has_value();
+  ClusterView::Scheduled scheduled = view_.Schedule(*pod, have_candidates ? &candidates : nullptr);
+  const sched::Decision& decision = scheduled.decision;
+  result = FilterAnswer(*args, candidates, decision);
+  const PodRef ref{pod->ns, pod->name, pod->uid};
+  std::string outcome;
+  switch (decision.outcome) {
+    case sched::Outcome::kPassthrough:
+      outcome = "passthrough";
+      break;
+    case sched::Outcome::kInvalidRequest:
+      outcome = "invalid";
+      writer_.RecordEvent(ref, true, "FilteringFailed", decision.message);
+      break;
+    case sched::Outcome::kUnschedulable: {
+      outcome = "unschedulable";
+      writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
+      std::set<std::string> words;
+      for (const auto& [node, reason] : decision.failed_nodes) words.merge(ReasonWords(reason));
+      metrics.Unschedulable(words);
+      break;
+    }
+    case sched::Outcome::kScheduled: {
+      Status written = view_.options().write_placement_in_bind
+                           ? Status::Ok()
+                           : writer_.PatchPodAnnotations(ref, PlacementAnnotations(decision));
+      if (!written.ok()) {
+        // Nothing may stay reserved for a placement the pod does not carry.
+        view_.ReleaseReservation(ref.Key(), scheduled.serial);
+        result = {};
+        result.error = "writing the placement of pod " + ref.Key() + ": " + written.message();
+        outcome = "error";
+        spdlog::warn("filter {}: {}", ref.Key(), result.error);
+      } else {
+        outcome = "scheduled";
+        writer_.RecordEvent(ref, false, "FilteringSucceed",
+                            "Successfully filtered to node " + decision.node);
+      }
+      break;
+    }
+  }
+  metrics.FilterDone(outcome, SecondsSince(start));
+  return extender::EncodeFilterResult(result);
+}
+
+// ---- bind ---------------------------------------------------------------------------------
+
+std::string ExtenderVerbs::Bind(std::string_view body) {
+  const auto start = std::chrono::steady_clock::now();
+  ServiceMetrics& metrics = view_.metrics();
+  auto args = extender::DecodeBindingArgs(body);
+  if (!args.ok()) {
+    metrics.BindDone("error", SecondsSince(start));
+    return extender::EncodeBindingResult(args.error().message);
+  }
+  const std::string key = args->PodKey();
+  const PodRef ref{args->pod_namespace, args->pod_name, args->pod_uid};
+  std::string why;
+  if (!view_.WaitReady(&why)) {
+    metrics.BindDone("error", SecondsSince(start));
+    return extender::EncodeBindingResult(why);
+  }
+  // Nothing is written for a bind the pod's last filter did not offer, or for a pod bound
+  // already.
+  ClusterView::BindStart begun = view_.StartBind(key, args->pod_uid, args->node);
+  bool already_bound = false;
+  const std::string refusal = BindRefusal(*args, begun.answer, &already_bound);
+  if (already_bound) {
+    metrics.BindDone("bound", SecondsSince(start));
+    return extender::EncodeBindingResult("");
+  }
+  if (!refusal.empty()) {
+    spdlog::debug("bind {} to {}: {}", key, args->node, refusal);
+    metrics.BindDone("error", SecondsSince(start));
+    return extender::EncodeBindingResult(refusal);
+  }
+  auto& ticket = *begun.ticket;  // started: the last filter offered this node
+  if (!ticket.ok()) {
+    metrics.BindDone("error", SecondsSince(start));
+    return extender::EncodeBindingResult(ticket.error().message);
+  }
+  const uint64_t serial = ticket->serial;
+  const bool reserved = ticket->reserved;
+  AnnotationChanges placement = std::move(ticket->to_write);
+  auto fail = [&](const std::string& message) {
+    if (reserved) view_.ReleaseReservation(key, serial);
+    writer_.RecordEvent(ref, true, "BindingFailed", message);
+    metrics.BindDone("error", SecondsSince(start));
+    spdlog::warn("bind {} to {}: {}", key, args->node, message);
+    return extender::EncodeBindingResult(message);
+  };
+  const bool lock_node = view_.options().hami_node_lock && reserved;
+  if (lock_node) {
+    if (Status s = writer_.LockNode(args->node, ref); !s.ok()) return fail(s.message());
+  }
+  if (reserved) {
+    AnnotationChanges phase = std::move(placement);
+    phase[std::string(ann::kBindPhase)] = "allocating";
+    phase[std::string(ann::kBindTime)] = std::to_string(view_.clocks().unix_seconds());
+    if (Status s = writer_.PatchPodAnnotations(ref, phase); !s.ok()) {
+      if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+      return fail(s.message());
+    }
+  }
+  if (Status s = writer_.BindPod(ref, args->node); !s.ok()) {
+    if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+    return fail(s.message());
+  }
+  view_.FinishBind(key, args->pod_uid, args->node, serial);
+  writer_.RecordEvent(ref, false, "BindingSucceed",
+                      "Successfully binding node [" + args->node + "] to " + key);
+  metrics.BindDone("bound", SecondsSince(start));
+  return extender::EncodeBindingResult("");
+}
+
+// ---- prioritize ---------------------------------------------------------------------------
+
+std::string ExtenderVerbs::Prioritize(std::string_view body) {
+  auto args = ArgsDecoder().Decode(body, candidate_limit());
+  std::vector<extender::HostPriority> out;
+  if (!args.ok()) return extender::EncodeHostPriorityList(out);
+  auto pod = codec::DecodePod(args->pod);
+  // Names as sent (nodeCacheCapable), not copied, as in the filter.
+  std::vector<std::string> names_of_nodes;
+  if (!args->node_names) names_of_nodes = extender::CandidateNames(*args);
+  const std::vector<std::string>& candidates =
+      args->node_names ? *args->node_names : names_of_nodes;
+  std::string chosen;
+  if (pod.ok()) {
+    auto admitted = sched::ApplyAdmissionDefaults(*pod, view_.config().nvidia);
+    if (admitted.ok()) {
+      // The node filter would choose scores highest: its own reservation (the filter's) is not
+      // in its way, so a pod scored after its filter gets the filter's node.
+      sched::Decision d = view_.Preview(admitted->pod, &candidates);
+      if (d.scheduled()) chosen = d.node;
+    }
+  }
+  for (const auto& n : candidates) {
+    out.push_back({n, n == chosen ? extender::kMaxPriority : 0});
+  }
+  return extender::EncodeHostPriorityList(out);
+}
+
+// ---- webhook ------------------------------------------------------------------------------
+
+std::string ExtenderVerbs::Webhook(std::string_view body) {
+  ServiceMetrics& metrics = view_.metrics();
+  auto request = extender::DecodeAdmissionReview(body);
+  if (!request.ok()) {
+    metrics.WebhookDone("error");
+    return extender::EncodeAdmissionError("", "", request.error().message);
+  }
+  std::string ns = request->ns;
+  if (ns.empty()) {
+    const Json* meta = codec::FindKey(request->object, "metadata");
+    const Json* n = meta != nullptr ? codec::FindKey(*meta, "namespace") : nullptr;
+    ns = n != nullptr && n->is_string() ? n->get<std::string>() : "default";
+  }
+  const std::optional<state::QuotaHeadroom> quota = view_.QuotaHeadroom(ns);
+  extender::AdmissionVerdict verdict =
+      extender::ReviewPod(request->object, view_.options().webhook, view_.config().nvidia, quota);
+  metrics.WebhookDone(!verdict.allowed ? "denied" : verdict.patch.empty() ? "allowed" : "patched");
+  if (!verdict.allowed)
+    spdlog::info("webhook denied {}: {}", ObjectName(request->object), verdict.message);
+  return extender::EncodeAdmissionReview(*request, verdict);
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,76 @@
+#include "scheduler/read_views.h"
+
+#include <iterator>
+#include <optional>
+#include <utility>
+
+#include "core/model/pod.h"
+#include "scheduler/service_metrics.h"
+
+namespace tessera::scheduler {
+
+ReadViews::ReadViews(const ClusterView& view)
+    : view_(view),
+      instance_(static_cast<int64_t>(view.clocks().steady().time_since_epoch().count())) {}
+
+ExplainResult ReadViews::Explain(std::string_view pod_key, bool json,
+                                 const std::string& node) const {
+  ExplainResult result;
+  if (auto valid = model::ValidatePodKey(pod_key); !valid.ok()) {
+    result.outcome = ExplainResult::Outcome::kBadRequest;
+    result.body = "pod: " + valid.message() + "\n";
+    return result;
+  }
+  const std::string key(pod_key);
+  ClusterView::ExplainSubject subject = view_.PrepareExplanation(key, node);
+  if (!subject.draft) {
+    if (subject.placed_on.empty()) {
+      result.outcome = ExplainResult::Outcome::kNotFound;
+      result.body = "pod " + key + ": not a pending pod this scheduler knows\n";
+    } else {
+      result.body = "pod " + key + ": placed on node " + subject.placed_on + "\n";
+    }
+    return result;
+  }
+  // The remedy search runs on the draft's own copies, outside the lock.
+  const sched::Explanation e = sched::FinishExplanation(std::move(*subject.draft));
+  if (json) {
+    result.json = true;
+    result.body = sched::ExplanationToJson(e).dump() + "\n";
+  } else {
+    result.body = sched::FormatExplanation(e);
+  }
+  return result;
+}
+
+UiStateBody ReadViews::UiState() const {
+  const UiStateEncoder::Snapshot snap = view_.CollectUiState();
+  std::lock_guard lock(ui_mu_);
+  if (!ui_body_ || ui_version_ != snap.version) {
+    ui_body_ = std::make_shared<const std::string>(snap.Join());
+    ui_version_ = snap.version;
+  }
+  return UiStateBody{ui_body_, snap.version, instance_};
+}
+
+std::vector<prometheus::MetricFamily> ReadViews::StateFamilies() const {
+  std::vector<prometheus::MetricFamily> families;
+  view_.ReadForMetrics([&](const ClusterView::MetricsReading& r) {
+    families = GpuUsageFamilies(r.state);
+    const sched::MigWeights weights(r.mig_demand_mix, view_.options().policy.mig_prior);
+    auto placement = PlacementFamilies(r.state, weights);
+    families.insert(families.end(), std::make_move_iterator(placement.begin()),
+                    std::make_move_iterator(placement.end()));
+    prometheus::ClientMetric age;
+    age.gauge.value = r.oldest_reservation_wait.count();
+    families.push_back(prometheus::MetricFamily{
+        "tessera_oldest_pending_reservation_age_seconds",
+        "Age of the oldest reservation made by filter and not yet bound (0 when none)",
+        prometheus::MetricType::Gauge,
+        {age}});
+    families.push_back(ClientKeyedFamily(r.client_keyed_entries));
+  });
+  return families;
+}
+
+}  // namespace tessera::scheduler

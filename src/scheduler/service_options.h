@@ -1,0 +1,69 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "core/common/task_runner.h"
+#include "core/extender/admission_review.h"
+#include "core/sched/scheduler.h"
+#include "scheduler/filter_only_pods.h"
+
+namespace tessera::scheduler {
+
+// How `tessera serve` runs the scheduler (its flags): read by the cluster view and its front
+// ends alike, fixed once they are built.
+struct ServiceOptions {
+  sched::PolicyDefaults policy;
+  extender::WebhookOptions webhook;
+  // A reservation made by filter that no bind confirms within this time is released.
+  std::chrono::milliseconds reservation_timeout{std::chrono::seconds(60)};
+  // How long filter waits for the first sync before answering with an Error.
+  std::chrono::milliseconds ready_wait{std::chrono::seconds(10)};
+  bool hami_node_lock = false;
+  // Where the placement annotations are written. In filter (HAMi's behaviour, the default) the
+  // pod carries its placement from the start and a restart between filter and bind rebuilds the
+  // reservation from it. In bind, one merge patch carries placement and bind-phase together,
+  // taking an API round trip off kube-scheduler's one-pod-at-a-time cycle; a restart between
+  // filter and bind then costs that pod one more filter (docs/serve.md).
+  bool write_placement_in_bind = false;
+  // --node-label-selector (key=value,...): only matching nodes are registered; the others fail
+  // with "node unregistered", as in HAMi's register loop. Empty: every node.
+  std::map<std::string, std::string> node_selector{};
+  // A registered node whose allocatable GPU count (nvidia.com/gpu) has been 0 this long gets no
+  // new GPU pods (its device plugin is gone, hami-protocol.md 9). Zero turns the check off.
+  std::chrono::seconds node_liveness_grace{60};
+  // --requeue-after: a pod the filter placed nowhere is asked about again by kube-scheduler after
+  // any cluster event, but kube-scheduler may see the event first and ask while this view still
+  // holds the departed pod, and some changes it never sees (a quota raised, a reservation
+  // expired, a node live again). A waiting pod refused before such a change, not filtered since
+  // for this long, that now fits on a node of its last filter, gets tessera.io/requeued-at: an
+  // update kube-scheduler answers by trying it again. Zero turns it off.
+  std::chrono::milliseconds requeue_after{std::chrono::seconds(5)};
+  // The most waiting pods one requeue pass evaluates (each is a filter without reasons).
+  size_t requeue_batch = 32;
+  // Threads for the filter phase (--filter-threads); nullptr: the request's own thread. Must
+  // outlive the cluster view.
+  TaskRunner* filter_runner = nullptr;
+  // Pods only filter requests named (the cluster feed has not shown them) are remembered until
+  // no filter has named them for reservation_timeout, and at most this many, the least recently
+  // named forgotten first (docs/serve.md, "Limits").
+  size_t max_filter_only_pods = FilterOnlyPods::kDefaultMaxPods;
+};
+
+// Clocks are injectable so that tests can drive reservation expiry.
+struct ServiceClocks {
+  std::function<std::chrono::steady_clock::time_point()> steady = [] {
+    return std::chrono::steady_clock::now();
+  };
+  std::function<int64_t()> unix_seconds = [] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  };
+};
+
+}  // namespace tessera::scheduler
