@@ -195,17 +195,17 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
   if (e.read_endpoints) {
     // The page is static (no cluster data): it opens for anyone and asks for a token when its
     // state is refused.
-    routes.push_back({"GET", "/ui", Lane::kWork, Gate::kAnyone, [](const http::Request& request) {
+    routes.push_back({"GET", "/ui", Lane::kOpen, Gate::kAnyone, [](const http::Request& request) {
                         if (auto refused = RefuseQuery(request)) return *refused;
                         http::Response response = http::Response::Text(200, UiPageHtml());
                         response.content_type = "text/html; charset=utf-8";
                         return response;
                       }});
-    routes.push_back({"GET", "/ui/state", Lane::kWork, Gate::kAnyone,
+    routes.push_back({"GET", "/ui/state", Lane::kOpen, Gate::kAnyone,
                       Guarded(options.read_access, [&svc](const http::Request& request) {
                         return UiState(svc.reads, request);
                       })});
-    routes.push_back({"GET", "/explain", Lane::kWork, Gate::kAnyone,
+    routes.push_back({"GET", "/explain", Lane::kOpen, Gate::kAnyone,
                       Guarded(options.read_access, [&svc](const http::Request& request) {
                         return Explain(svc.reads, request);
                       })});
@@ -220,7 +220,7 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
                       Post([&svc](const std::string& b) { return svc.verbs.Bind(b); })});
   }
   if (e.webhook) {
-    routes.push_back({"POST", "/webhook", Lane::kWork, Gate::kAnyone,
+    routes.push_back({"POST", "/webhook", Lane::kOpen, Gate::kAnyone,
                       Post([&svc](const std::string& b) { return svc.verbs.Webhook(b); })});
   }
   return routes;
