@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs every test: format and layering checks, a release build with warnings as
-# errors, the end-to-end tests, clang-tidy, one clang ASan+UBSan tree for the tests and the
-# libFuzzer targets (run for a short time each), and a TSan tree for the programs that start
-# threads. scripts/ci-timing.sh times it from a fresh clone (docs/development.md).
+# errors, the adversarial suite against `tessera serve` (tests/adversarial), the end-to-end tests,
+# clang-tidy, one clang ASan+UBSan tree for the tests and the libFuzzer targets (run for a short
+# time each), and a TSan tree for the programs that start threads. scripts/ci-timing.sh times it
+# from a fresh clone (docs/development.md).
 # Usage: scripts/run-tests.sh            (FUZZ_SECONDS=N to change the fuzzing time per target)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -107,6 +108,19 @@ e2e_real() {  # real etcd, kube-apiserver and kube-scheduler around `tessera ser
   summary=$(grep -E '^e2e-real: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   if [ -n "$summary" ]; then
     CASES_PASSED=$(echo "$summary" | sed -E 's/^e2e-real: ([0-9]+) passed.*/\1/')
+    CASES_FAILED=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  fi
+  return "$rc"
+}
+
+adversarial() {  # tests/adversarial/run.py --quick on the release tree's program; prints its table
+  local log=build/adversarial.log
+  python3 tests/adversarial/run.py --tessera build/release/src/tessera --quick 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local summary
+  summary=$(grep -E '^adversarial: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  if [ -n "$summary" ]; then
+    CASES_PASSED=$(echo "$summary" | sed -E 's/^adversarial: ([0-9]+) passed.*/\1/')
     CASES_FAILED=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
   fi
   return "$rc"
@@ -231,6 +245,8 @@ stage "layering" check_layers
 # The demo's tree (scripts/run-demo.sh) is this one without tests and benchmarks.
 stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Release \
   -DTESSERA_TEST_COMPILE_OPTIONS=-O1 -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_BENCH=ON
+# Before clang-tidy starts in the background: the suite asserts latencies on 2 cores.
+stage "adversarial (tessera serve under attack, --quick)" adversarial
 start_lint
 stage "end-to-end (real kube-apiserver, kube-scheduler, etcd)" e2e_real
 stage "lint (clang-tidy; ran beside the end-to-end stage)" lint
