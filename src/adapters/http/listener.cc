@@ -340,6 +340,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     if (ec == bhttp::error::body_limit) {
       listener_.too_large.fetch_add(1);
+      // A chunked body is cut only once its decoded bytes pass the limit: what was read so far
+      // is freed here, and given back to the system as after any large body.
+      const bool large = parser_ && parser_->get().body().size() > kTrimAfterBodyBytes;
+      parser_.reset();
+      ReleaseBody();
+      if (large) malloc_trim(0);
       Refuse(413,
              "request body larger than " + std::to_string(Limits().max_body_bytes) + " bytes\n");
       return;
