@@ -273,6 +273,7 @@ def s_helm_chart(env: Env, ns: str, group: str):
           "the dry run created the Deployment")
     mwc_path = ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
                 f"{release}-webhook")
+    vap_api = "/apis/admissionregistration.k8s.io/v1"
     secret_path = f"/api/v1/namespaces/{rns}/secrets/{release}-tls"
     try:
         helm("install", release, chart, *common, "--create-namespace")
@@ -283,6 +284,21 @@ def s_helm_chart(env: Env, ns: str, group: str):
         ds = env.kube.get(f"/apis/apps/v1/namespaces/{agent_ns}/daemonsets/{release}-agent")
         check(ds["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "on"},
               f"agent nodeSelector {ds['spec']['template']['spec'].get('nodeSelector')}")
+        agent_c = ds["spec"]["template"]["spec"]["containers"][0]
+        check(agent_c["securityContext"].get("readOnlyRootFilesystem") and
+              any(m["mountPath"] == "/usr/local/vgpu" and m.get("readOnly")
+                  for m in agent_c["volumeMounts"]) and
+              "--read-auth=delegated" in agent_c["args"],
+              f"agent container {agent_c['securityContext']} {agent_c['volumeMounts']} "
+              f"{agent_c['args']}")
+        # The agent's admission policies, in force only for this release's ServiceAccount.
+        for kind in ("validatingadmissionpolicies", "validatingadmissionpolicybindings"):
+            for suffix in ("own-node", "own-pods"):
+                check(env.kube.exists(f"{vap_api}/{kind}/{release}-agent-{suffix}"),
+                      f"{kind} {release}-agent-{suffix} not installed")
+        vap = env.kube.get(f"{vap_api}/validatingadmissionpolicies/{release}-agent-own-node")
+        check(f"system:serviceaccount:{agent_ns}:{release}-agent" in
+              vap["spec"]["matchConditions"][0]["expression"], f"policy matches {vap['spec']}")
         cm = env.kube.get(f"/api/v1/namespaces/{rns}/configmaps/{release}-config")
         # kube-scheduler calls the verbs on tessera's own loopback listener in the pod.
         args = dep["spec"]["template"]["spec"]["containers"][1]["args"]
@@ -302,7 +318,9 @@ def s_helm_chart(env: Env, ns: str, group: str):
                             f"--write-config-to={out}"], capture_output=True, text=True,
                            timeout=60)
         check(r.returncode == 0, f"kube-scheduler rejects the chart's config:\n{r.stderr[-2000:]}")
-        say("installed: Deployment, DaemonSet, Secret and caBundle from one CA")
+        say("installed: Deployment, DaemonSet (read-only root and /usr/local/vgpu, "
+            "--read-auth=delegated), the agent's admission policies, Secret and caBundle from "
+            "one CA")
         # An upgrade changes what it is asked to and keeps the certificate.
         helm("upgrade", release, chart, *common, "--set", "scheduler.replicas=3",
              "--set", "scheduler.nodeLock=none")
@@ -320,7 +338,8 @@ def s_helm_chart(env: Env, ns: str, group: str):
         # No --wait: without kube-controller-manager here the namespaces stay Terminating.
         helm("uninstall", release, "--namespace", rns, check_rc=False)
     for path in (mwc_path, f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{release}",
-                 f"/apis/apps/v1/namespaces/{rns}/deployments/{release}"):
+                 f"/apis/apps/v1/namespaces/{rns}/deployments/{release}",
+                 f"{vap_api}/validatingadmissionpolicies/{release}-agent-own-node"):
         check(not env.kube.exists(path), f"{path} left after helm uninstall")
     say("uninstall removed the release's objects")
 
@@ -754,10 +773,9 @@ class Agent:
             return False
 
     def metrics(self) -> str:
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=5)
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-        c.close()
+        """/metrics, read as deploy/README.md says (the agent's --read-auth is delegated)."""
+        status, text = agent_http(self.http_port, "/metrics", self.env.cluster.reader_token)
+        check(status == 200, f"agent /metrics as tessera-e2e-reader: HTTP {status} {text[:200]}")
         return text
 
     def start_agent(self, timeout: float = 60) -> None:
@@ -781,6 +799,22 @@ class Agent:
         for p in (self.proc, self.dm):
             if p.running():
                 p.stop(5)
+
+
+def agent_http(port: int, path: str, token: str | None = None,
+               with_headers: bool = False):
+    """(status, body) of a GET to an agent's plain-HTTP port on 127.0.0.1; with_headers adds
+    the WWW-Authenticate header: (status, body, header)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        r = c.getresponse()
+        text = r.read().decode("utf-8", "replace")
+        if with_headers:
+            return r.status, text, r.getheader("WWW-Authenticate")
+        return r.status, text
+    finally:
+        c.close()
 
 
 def wait_phase(env: Env, ns: str, names: list[str], phase: str, timeout: float) -> dict[str, dict]:
@@ -1313,6 +1347,209 @@ def s_access(env: Env, ns: str, group: str):
         open_t.stop()
         split.stop()
         env.kube.delete(crb_path, grace0=False)
+
+
+def api_as(env: Env, token: str, method: str, path: str, body: dict | None = None,
+           content_type: str = "application/merge-patch+json"):
+    """(status, decoded body) of one request to kube-apiserver with a bearer token, i.e. as the
+    token's user rather than the harness's admin."""
+    c = http.client.HTTPSConnection("127.0.0.1", env.cluster.api_port,
+                                    context=env.cluster.client_ctx, timeout=15)
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        headers["Content-Type"] = content_type
+    try:
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        try:
+            return r.status, json.loads(raw) if raw else None
+        except ValueError:
+            return r.status, raw.decode("utf-8", "replace")
+    finally:
+        c.close()
+
+
+@scenario("v", "the agent's least privilege on the real API server: deploy/'s admission "
+               "policies let the agent's node-bound ServiceAccount token patch only its own "
+               "node and pods, only hami.io/ annotations; the agent runs under them; its "
+               "/metrics wants a token", 30)
+def s_agent_policy(env: Env, ns: str, group: str):
+    c = env.cluster
+    agent_objs = c.manifest_objects("50-agent.yaml")
+    sa = next(o for o in agent_objs if o["kind"] == "ServiceAccount")["metadata"]
+    sa_ns, sa_name = sa["namespace"], sa["name"]
+    policy_file = "55-agent-admission-policy.yaml"
+    policies = [o["kind"] for o in c.manifest_objects(policy_file)]
+    check(policies.count("ValidatingAdmissionPolicy") == 2 and
+          policies.count("ValidatingAdmissionPolicyBinding") == 2, f"{policy_file}: {policies}")
+    # deploy/'s agent identity (ServiceAccount, ClusterRole, binding) and its policies, for real.
+    rbac = os.path.join(c.work, "agent-rbac.json")
+    with open(rbac, "w", encoding="utf-8") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": [
+            o for o in agent_objs
+            if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]}, f)
+    c.kubectl("apply", "-f", rbac, "-f", c.deploy_path(policy_file))
+    node_a, node_b = f"{group}-a", f"{group}-b"
+    for n in (node_a, node_b):
+        c.create_node(n, [gpu.sharing_gpu(f"GPU-{n}-0", 0)], group)
+
+    def bound_pod(pod_ns: str, name: str, node: str, sa_name_: str | None = None) -> dict:
+        spec = {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                "schedulerName": "tessera-e2e-nobody",
+                "containers": [{"name": "c0", "image": "registry.k8s.io/pause:3.10"}]}
+        if sa_name_:
+            spec["serviceAccountName"] = sa_name_
+        return env.kube.create_pod({"apiVersion": "v1", "kind": "Pod",
+                                    "metadata": {"name": name, "namespace": pod_ns,
+                                                 "labels": {"tessera-e2e": "1"}},
+                                    "spec": spec})
+    # The agent's own pod on node A: the kubelet would mount a token bound to it; here the
+    # TokenRequest API makes the same token (boundObjectRef), and the API server adds the pod's
+    # node to its user (authentication.kubernetes.io/node-name).
+    anchor_name = f"tessera-agent-e2e-{group}"
+    anchor = bound_pod(sa_ns, anchor_name, node_a, sa_name)
+    anchor_path = f"/api/v1/namespaces/{sa_ns}/pods/{anchor_name}"
+    agent = None
+    try:
+        bound_pod(ns, "on-a", node_a)
+        bound_pod(ns, "on-b", node_b)
+        token_path = f"/api/v1/namespaces/{sa_ns}/serviceaccounts/{sa_name}/token"
+        token = env.kube.create(token_path, {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600, "boundObjectRef": {
+                "apiVersion": "v1", "kind": "Pod", "name": anchor_name,
+                "uid": anchor["metadata"]["uid"]}}})["status"]["token"]
+        unbound = env.kube.create(token_path, {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600}})["status"]["token"]
+        status, me = api_as(env, token, "POST",
+                            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                            {"apiVersion": "authentication.k8s.io/v1",
+                             "kind": "SelfSubjectReview"}, "application/json")
+        user = (me or {}).get("status", {}).get("userInfo", {}) if status == 201 else {}
+        check(user.get("username") == f"system:serviceaccount:{sa_ns}:{sa_name}" and
+              user.get("extra", {}).get("authentication.kubernetes.io/node-name") == [node_a],
+              f"SelfSubjectReview of the bound token: HTTP {status} {me}")
+        say(f"token of {sa_ns}/{sa_name} bound to pod {anchor_name}: user {user['username']}, "
+            f"node-name {node_a}")
+
+        node = "/api/v1/nodes/"
+        pod = f"/api/v1/namespaces/{ns}/pods/"
+
+        def ann(value):
+            return {"metadata": {"annotations": value}}
+
+        # The API server loads new policies (and RBAC) within moments; until then node B's
+        # patch passes, or RBAC refuses it.
+        last: list = []
+
+        def in_force():
+            last[:] = api_as(env, token, "PATCH", node + node_b, ann({"hami.io/e2e-probe": "x"}))
+            return last[0] == 403 and "may not change node" in str(last[1])
+        try:
+            wait_until(in_force, 10, 0.2, "the policies in force")
+        except TimeoutError as e:
+            raise Fail(f"{e}: the last patch of {node_b}: HTTP {last[0]} {str(last[1])[:400]}")
+
+        def refused(what: str, tok: str, path: str, body: dict, needle: str,
+                    content_type: str = "application/merge-patch+json") -> None:
+            """403 with `needle` in the message, and the object unchanged."""
+            before = env.kube.get(path)["metadata"]["resourceVersion"]
+            status, got = api_as(env, tok, "PATCH", path, body, content_type)
+            msg = got.get("message", "") if isinstance(got, dict) else str(got)
+            check(status == 403 and needle in msg, f"{what}: HTTP {status} {msg[:300]!r}, want "
+                                                   f"403 with {needle!r}")
+            check(env.kube.get(path)["metadata"]["resourceVersion"] == before,
+                  f"{what}: the object changed")
+            say(f"refused: {what}: {msg[msg.find('denied request: ') + 16:][:110]}")
+
+        refused(f"node {node_b}'s annotations", token, node + node_b,
+                ann({gpu.REGISTER: "[]"}), f"on node {node_a} may not change node {node_b}")
+        refused(f"pod {ns}/on-b (on {node_b})", token, pod + "on-b",
+                ann({gpu.BIND_PHASE: "success"}),
+                f"may not change pod {ns}/on-b on node {node_b}")
+        refused("the image of pod on-a (its own node)", token, pod + "on-a",
+                {"spec": {"containers": [{"name": "c0", "image": "registry.k8s.io/pause:3.9"}]}},
+                "only annotations of pods on its node", "application/strategic-merge-patch+json")
+        refused(f"a label on node {node_a}", token, node + node_a,
+                {"metadata": {"labels": {"e2e-agent": "x"}}}, "only annotations of its node")
+        refused(f"a taint on node {node_a}", token, node + node_a,
+                {"spec": {"taints": [{"key": "e2e", "effect": "NoSchedule"}]}},
+                "only annotations of its node")
+        refused(f"a non-hami.io annotation on node {node_a}", token, node + node_a,
+                ann({"example.com/e2e": "x"}), "only hami.io/ annotations of its node, not "
+                                               "example.com/e2e")
+        refused(f"node {node_a} with a token bound to no node", unbound, node + node_a,
+                ann({gpu.REGISTER: "[]"}), "this token is bound to no node")
+
+        # What the agent writes: allowed.
+        status, body = api_as(env, token, "PATCH", pod + "on-a",
+                              ann({gpu.BIND_PHASE: "success"}))
+        check(status == 200 and body["metadata"]["annotations"].get(gpu.BIND_PHASE) ==
+              "success", f"agent patch of {ns}/on-a's {gpu.BIND_PHASE}: HTTP {status} "
+                         f"{str(body)[:300]}")
+        status, body = api_as(env, token, "PATCH", node + node_a,
+                              ann({"hami.io/e2e-agent": "v", gpu.NODE_LOCK: None}))
+        check(status == 200, f"agent patch of node {node_a}: HTTP {status} {str(body)[:300]}")
+        say(f"allowed: hami.io/ annotations of node {node_a} and of pod {ns}/on-a")
+
+        # The agent itself with that token: its registration goes through the policies, its
+        # pod informer and reviews through deploy/'s ClusterRole; /metrics wants a token.
+        d = os.path.join(c.work, f"agent-{group}")
+        os.makedirs(d, exist_ok=True)
+        state = os.path.join(d, "nvml-state.json")
+        with open(state, "w", encoding="utf-8") as f:
+            json.dump({"gpus": [{"uuid": T4_UUID, "name": "Tesla T4", "memoryMiB": 15360}]}, f)
+        kubeconfig = os.path.join(d, "agent.kubeconfig")
+        with open(kubeconfig, "w", encoding="utf-8") as f:
+            f.write(open(c.kubeconfigs["admin"], encoding="utf-8").read().split("users:")[0] +
+                    f"users:\n- name: agent\n  user:\n    token: {token}\ncontexts:\n"
+                    f"- name: e2e\n  context:\n    cluster: e2e\n    user: agent\n"
+                    f"current-context: e2e\n")
+        port = procs.free_port()
+        agent = procs.Proc(f"agent-{group}", [
+            env.args.tessera, "agent", "--node-name", node_a, "--kubeconfig", kubeconfig,
+            "--nvml-library",
+            os.path.join(os.path.dirname(env.args.tessera), "libtessera-nvml-sim.so"),
+            "--device-config-file", c.device_config,
+            "--node-config-file", os.path.join(d, "none.json"), "--kubelet-socket", "",
+            "--ledger", os.path.join(d, "ledger.json"), "--hook-path", os.path.join(d, "vgpu"),
+            "--http-bind", f"127.0.0.1:{port}", "--register-interval", "5s"],
+            os.path.join(c.work, f"agent-{group}.log"),
+            env={**os.environ, "TESSERA_NVML_SIM_STATE": state}).start()
+
+        def ready():
+            if not agent.running():
+                raise Fail(f"the agent exited with {agent.popen.returncode}: "
+                           f"{agent.log_tail(10)}")
+            try:
+                return agent_http(port, "/readyz")[0] == 200
+            except OSError:
+                return False
+        wait_until(ready, 15, 0.2, "the agent ready (registered through the policies)")
+        reg = env.kube.get(node + node_a)["metadata"]["annotations"].get(gpu.REGISTER, "")
+        check(T4_UUID in reg, f"node {node_a}'s {gpu.REGISTER} is not the agent's: {reg[:200]}")
+        status, text, www = agent_http(port, "/metrics", with_headers=True)
+        check(status == 401 and (www or "").startswith("Bearer"),
+              f"agent /metrics without a token: HTTP {status} {www!r} {text[:200]}")
+        status, text = agent_http(port, "/metrics", unbound)
+        check(status == 403, f"agent /metrics as {sa_name} (no tessera-reader): HTTP {status} "
+                             f"{text[:200]}")
+        status, text = agent_http(port, "/metrics", c.reader_token)
+        patches = [float(ln.split()[1]) for ln in text.splitlines()
+                   if ln.startswith("tessera_agent_registration_patches_total ")]
+        check(status == 200 and patches and patches[0] >= 1,
+              f"agent /metrics as tessera-e2e-reader: HTTP {status} {text[:300]}")
+        check(agent_http(port, "/healthz")[0] == 200, "agent /healthz without a token")
+        say(f"agent on {node_a} as {sa_name}: registered {T4_UUID}; /metrics 401 without a "
+            f"token, 403 as {sa_name}, 200 as tessera-e2e-reader; /healthz open")
+    finally:
+        if agent is not None and agent.running():
+            agent.stop(5)
+        env.kube.delete(anchor_path)
 
 
 @scenario("f", "two tessera replicas with --leader-elect: one ready leader, the follower does "

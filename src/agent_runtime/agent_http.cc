@@ -32,13 +32,8 @@ Status AgentHttp::Listen(const std::string& bind) {
                       const bool ok = ready_();
                       return http::Response::Text(ok ? 200 : 503, ok ? "ok\n" : "starting\n");
                     }});
-  routes.push_back({"GET", "/metrics", Lane::kWork, Gate::kAnyone, [this](const http::Request&) {
-                      prometheus::TextSerializer serializer;
-                      http::Response response = http::Response::Text(
-                          200, serializer.Serialize(metrics_.registry().Collect()));
-                      response.content_type = "text/plain; version=0.0.4";
-                      return response;
-                    }});
+  routes.push_back({"GET", "/metrics", Lane::kWork, Gate::kAnyone,
+                    [this](const http::Request& request) { return Metrics(request); }});
   http::ListenerOptions options;
   options.bind = bind;
   options.limits = limits_;
@@ -49,6 +44,23 @@ Status AgentHttp::Listen(const std::string& bind) {
   }
   thread_ = std::thread([this] { listener_->Serve(); });
   return Status::Ok();
+}
+
+http::Response AgentHttp::Metrics(const http::Request& request) {
+  if (read_access_) {
+    // As serve's Guarded(): a bearer token the API server accepts, allowed to `get` the path.
+    const kube::AccessDecision decision = read_access_(request.authorization, request.path);
+    if (decision.status != 200) {
+      http::Response refused = http::Response::Text(decision.status, decision.reason + "\n");
+      if (decision.status == 401) refused.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return refused;
+    }
+  }
+  prometheus::TextSerializer serializer;
+  http::Response response =
+      http::Response::Text(200, serializer.Serialize(metrics_.registry().Collect()));
+  response.content_type = "text/plain; version=0.0.4";
+  return response;
 }
 
 void AgentHttp::Stop() {

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "adapters/kube/client.h"
 #include "adapters/kube/config.h"
+#include "adapters/kube/delegated_auth.h"
 #include "adapters/nvml/nvml_gpu_driver.h"
 #include "adapters/yaml/yaml_json.h"
 #include "agent/ledger_file.h"
@@ -209,6 +211,9 @@ int RunAgentCommand(const AgentCommandOptions& o) {
     const char* env = std::getenv("HOOK_PATH");
     hook = env != nullptr ? env : "/usr/local/vgpu";
   }
+  if (o.read_auth != "auto" && o.read_auth != "delegated" && o.read_auth != "none") {
+    return Fail("--read-auth: want auto, delegated or none, got " + o.read_auth);
+  }
   if (auto s = CheckAgentPaths(o, hook); !s) return Fail(s.message());
   auto config = LoadConfig(o, node_name);
   if (!config.ok()) return Fail(config.error().message);
@@ -281,7 +286,18 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   driver.value()->set_error_observer(
       [&metrics](const std::string& fn, int code) { metrics.NvmlError(fn, code); });
   agent_runtime::AgentProcess process(*driver.value(), api, ao, &metrics);
+  // /metrics as serve's: auto is delegated, since the agent always has an API server here.
+  // Made before the listener, so it outlives every request the listener answers.
+  std::unique_ptr<kube::DelegatedAuthorizer> authorizer;
   agent_runtime::AgentHttp http(metrics, [&process] { return process.ready(); });
+  if (o.read_auth != "none") {
+    authorizer = std::make_unique<kube::DelegatedAuthorizer>(client);
+    http.RequireReadAccess([a = authorizer.get()](std::string_view header, std::string_view path) {
+      kube::AccessDecision d = a->Check(header, path, "get");
+      if (d.status != 200) spdlog::debug("read {} refused ({}): {}", path, d.status, d.reason);
+      return d;
+    });
+  }
   if (!o.http_bind.empty()) {
     if (auto s = http.Listen(o.http_bind); !s) return Fail(s.message());
   }

@@ -15,6 +15,9 @@ struct AgentCommandOptions {
   std::string ledger = "/var/lib/tessera/agent/mig-ledger.json";
   std::string hook_path;  // default $HOOK_PATH or /usr/local/vgpu
   std::string http_bind = ":9394";
+  // Who may read /metrics: auto (= delegated: the agent always has an API server), delegated
+  // (TokenReview + SubjectAccessReview, as serve's) or none (anyone who reaches the port).
+  std::string read_auth = "auto";
   std::string register_interval = "30s";
   std::string reconcile_interval = "5s";
   std::string reconcile_grace = "10s";

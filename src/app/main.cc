@@ -199,6 +199,12 @@ int main(int argc, char** argv) {
                     "HAMi-core's host folder (default: $HOOK_PATH or /usr/local/vgpu)");
   agent->add_option("--http-bind", ao.http_bind, "/healthz, /readyz and /metrics (\"\" = off)")
       ->capture_default_str();
+  agent
+      ->add_option("--read-auth", ao.read_auth,
+                   "Who may read /metrics: auto (= delegated), delegated (a bearer token the API "
+                   "server accepts and allows to get /metrics) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "delegated", "none"}));
   agent->add_option("--register-interval", ao.register_interval, "Re-discovery period")
       ->capture_default_str();
   agent->add_option("--reconcile-interval", ao.reconcile_interval, "MIG reconcile period")

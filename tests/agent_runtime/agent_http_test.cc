@@ -4,6 +4,10 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "adapters/http/raw_client.h"
@@ -13,11 +17,17 @@ namespace {
 
 using http::testing::RawClient;
 
-std::string StatusLine(int port, const std::string& path) {
+// The status line and headers of one GET, with `extra_headers` ("Name: value\r\n"...).
+std::string Head(int port, const std::string& path, const std::string& extra_headers = "") {
   RawClient client("127.0.0.1", port);
-  client.Send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.Send("GET " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n");
   const std::string answer = client.ReadUntil("\r\n\r\n");
-  return answer.substr(0, answer.find("\r\n"));
+  return answer.substr(0, answer.find("\r\n\r\n"));
+}
+
+std::string StatusLine(int port, const std::string& path, const std::string& extra_headers = "") {
+  const std::string head = Head(port, path, extra_headers);
+  return head.substr(0, head.find("\r\n"));
 }
 
 TEST(AgentHttp, ProbesAndMetricsAnswer) {
@@ -50,6 +60,49 @@ TEST(AgentHttp, SlowClientsDoNotStallTheProbes) {
   EXPECT_EQ(StatusLine(server.port(), "/healthz"), "HTTP/1.1 200 OK");
   EXPECT_EQ(StatusLine(server.port(), "/readyz"), "HTTP/1.1 200 OK");
   for (auto& client : slow) EXPECT_TRUE(client->ClosedWithin(std::chrono::seconds(5)));
+}
+
+// --read-auth=delegated: /metrics answers only what the check (the API server, in the agent)
+// allows; the kubelet's probes carry no token and stay open.
+TEST(AgentHttp, MetricsNeedReadAccessAndProbesDoNot) {
+  AgentMetrics metrics;
+  AgentHttp server(metrics, [] { return true; });
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> asked;  // (Authorization, path)
+  server.RequireReadAccess([&](std::string_view header, std::string_view path) {
+    {
+      std::lock_guard lock(mu);
+      asked.emplace_back(std::string(header), std::string(path));
+    }
+    if (header.empty()) return kube::AccessDecision{401, "", "no bearer token"};
+    if (header == "Bearer reader") return kube::AccessDecision{200, "reader", ""};
+    if (header == "Bearer down") return kube::AccessDecision{503, "", "API server unreachable"};
+    return kube::AccessDecision{403, "someone", "someone may not get /metrics"};
+  });
+  ASSERT_TRUE(server.Listen("127.0.0.1:0").ok());
+  const int port = server.port();
+
+  const std::string anonymous = Head(port, "/metrics");
+  EXPECT_EQ(anonymous.substr(0, anonymous.find("\r\n")), "HTTP/1.1 401 Unauthorized");
+  EXPECT_NE(anonymous.find("WWW-Authenticate: Bearer"), std::string::npos) << anonymous;
+  EXPECT_EQ(StatusLine(port, "/metrics", "Authorization: Bearer someone\r\n"),
+            "HTTP/1.1 403 Forbidden");
+  EXPECT_EQ(StatusLine(port, "/metrics", "Authorization: Bearer down\r\n"),
+            "HTTP/1.1 503 Service Unavailable");
+  RawClient reader("127.0.0.1", port);
+  reader.Send("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer reader\r\n\r\n");
+  const std::string allowed = reader.ReadUntil("tessera_agent_allocations_total");
+  EXPECT_EQ(allowed.substr(0, allowed.find("\r\n")), "HTTP/1.1 200 OK");
+  EXPECT_NE(allowed.find("tessera_agent_allocations_total"), std::string::npos);
+
+  // The probes are answered without asking the check.
+  EXPECT_EQ(StatusLine(port, "/healthz"), "HTTP/1.1 200 OK");
+  EXPECT_EQ(StatusLine(port, "/readyz"), "HTTP/1.1 200 OK");
+  std::lock_guard lock(mu);
+  ASSERT_EQ(asked.size(), 4u);
+  for (const auto& [header, path] : asked) EXPECT_EQ(path, "/metrics");
+  EXPECT_EQ(asked[0].first, "");
+  EXPECT_EQ(asked[3].first, "Bearer reader");
 }
 
 TEST(AgentHttp, ABadAddressIsAClearError) {

@@ -131,6 +131,15 @@ TEST_F(AgentCommandTest, EveryOtherPathFlagIsChecked) {
   }
 }
 
+// /metrics is guarded unless asked otherwise (issue 38 F): a mode that is not auto, delegated or
+// none stops the agent naming the flag, before it reaches NVML or the API server.
+TEST_F(AgentCommandTest, AnUnknownReadAuthModeIsRefused) {
+  Outcome o = Run({{"--read-auth", "sometimes"}});
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find("--read-auth"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, "");
+}
+
 // Logs go to stderr (issue 38 D): a flag CLI11 does not know, and an error of the agent's own.
 TEST_F(AgentCommandTest, ErrorsGoToStderrAndNothingToStdout) {
   Outcome unknown = Run({{"--no-such-flag", "x"}});
