@@ -31,6 +31,15 @@ class MemoryApi : public agent::NodeApi {
     return {agent::PodView{pods, std::numeric_limits<int64_t>::max()}, {}};
   }
   agent::ApiResult<model::Node> GetNode() override { return {model::Node{}, {}}; }
+  agent::ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
+                                                      const std::string& name) override {
+    agent::ApiResult<std::optional<model::Pod>> read;
+    read.value.emplace();  // NotFound unless a pod has the name
+    for (const auto& p : pods) {
+      if (p.ns == ns && p.name == name) read.value->emplace(p);
+    }
+    return read;
+  }
   agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,
                                         const std::string&) override {
     model::Pod out = pod;

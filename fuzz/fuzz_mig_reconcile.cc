@@ -1,6 +1,7 @@
 // The node agent's reconcile decision on arbitrary claims, instances and ledgers: whatever the
 // input, it never destroys a live pod's own instance, never destroys on an incomplete pod view
-// or one not provably newer than the ledger entry, never destroys on a GPU an unreadable pod
+// or one not provably newer than the ledger entry (unless a read proved the entry's pod gone),
+// never destroys on a GPU an unreadable pod
 // names, never destroys an instance that is not tessera's unless reclaiming is on (and never
 // one at a live pod's placement), never keeps (adopts) an instance the ledger does not prove
 // tessera's, never forgets an entry of a GPU that was not listed, and recreates a lost
@@ -75,6 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     e.placement = PlacementOf(in.Next());
     e.written_ms = in.Next();
     e.pod_uid = in.Next() % 2 ? "uid-" + std::to_string(in.Next() % 5) : "";
+    e.pod = e.pod_uid.empty() ? "" : "ns/" + e.pod_uid;
     // The ledger holds one entry per (GPU, profile, placement).
     bool seen = false;
     for (const auto& other : input.ledger) {
@@ -109,6 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (d.has_compute_instance) d.mig_uuid = "MIG-" + std::to_string(in.Next() % 3);
   }
   input.recreate_max_view_age_ms = in.Next();
+  // Pods a read from the API server proved gone (read last, as above).
+  for (int u = 0; u < 5; ++u) {
+    if (in.Next() % 4 == 0) input.pods_proven_gone.insert("uid-" + std::to_string(u));
+  }
   auto proves = [](const tessera::node::LedgerEntry& e, const tessera::node::DriverMigInstance& d) {
     return !e.lost && e.gpu_uuid == d.gpu_uuid && e.profile == d.profile &&
            e.placement == d.placement &&
@@ -128,7 +134,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (proves(e, d)) {
         if (!ours) owner = e.pod_uid;
         ours = true;
-        if (e.written_ms >= judged_up_to) std::abort();  // not provably older than the view
+        // Not provably older than the view, nor its pod proven gone by a read.
+        if (e.written_ms >= judged_up_to &&
+            (e.pod_uid.empty() || input.pods_proven_gone.count(e.pod_uid) == 0))
+          std::abort();
       }
     }
     // A live pod's own instance, and any foreign instance at a live pod's placement, is never
@@ -177,6 +186,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (const auto& m : plan.mark_lost) {
       if (m == e) std::abort();
+    }
+  }
+  // The pods named for a read: each once, with a uid, not already proven gone.
+  for (size_t i = 0; i < plan.awaiting_proof.size(); ++i) {
+    const auto& p = plan.awaiting_proof[i];
+    if (p.uid.empty() || input.pods_proven_gone.count(p.uid) > 0) std::abort();
+    for (size_t j = 0; j < i; ++j) {
+      if (plan.awaiting_proof[j] == p) std::abort();
     }
   }
   // Every instance lands in exactly one bucket.

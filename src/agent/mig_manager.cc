@@ -350,7 +350,7 @@ void MigManager::Recreate(const node::LostInstance& lost, ReconcileReport* repor
 ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
                                       const node::PodViewFreshness& view,
                                       const ReconcileOptions& options) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   ReconcileReport report;
   if (!started_) {
     report.errors.push_back("MIG manager: the ledger is not loaded");
@@ -358,29 +358,54 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
   }
   node::ReconcileInput input;
   input.claims = &claims;
-  input.ledger = ledger_;
   input.pods = view;
-  input.now_ms = now_ms_();
   input.grace_ms = options.grace_ms;
   input.recreate_max_view_age_ms = options.recreate_max_view_age_ms;
   input.reclaim_foreign = options.reclaim_foreign;
-  // The GPUs the ledger names are listed too: one that discovery lost or left out still holds
-  // what tessera made on it. A GPU that cannot be listed is left out of the plan, so its
-  // entries stay until a complete listing shows their instances gone.
-  std::vector<std::string> gpus = mig_gpus_;
-  for (const auto& e : ledger_) {
-    if (std::find(gpus.begin(), gpus.end(), e.gpu_uuid) == gpus.end()) gpus.push_back(e.gpu_uuid);
-  }
-  for (const auto& gpu : gpus) {
-    auto list = Instances(gpu);
-    if (!list.ok) {
-      report.errors.push_back(list.error.message);
-      continue;
+  std::vector<std::string> list_errors;
+  // The plan for the ledger and the GPUs as they are now (under the lock).
+  auto plan_now = [&] {
+    input.ledger = ledger_;
+    input.now_ms = now_ms_();
+    input.actual.clear();
+    input.listed_gpus.clear();
+    list_errors.clear();
+    // The GPUs the ledger names are listed too: one that discovery lost or left out still
+    // holds what tessera made on it. A GPU that cannot be listed is left out of the plan, so
+    // its entries stay until a complete listing shows their instances gone.
+    std::vector<std::string> gpus = mig_gpus_;
+    for (const auto& e : ledger_) {
+      if (std::find(gpus.begin(), gpus.end(), e.gpu_uuid) == gpus.end()) gpus.push_back(e.gpu_uuid);
     }
-    input.listed_gpus.insert(gpu);
-    input.actual.insert(input.actual.end(), list.value.begin(), list.value.end());
+    for (const auto& gpu : gpus) {
+      auto list = Instances(gpu);
+      if (!list.ok) {
+        list_errors.push_back(list.error.message);
+        continue;
+      }
+      input.listed_gpus.insert(gpu);
+      input.actual.insert(input.actual.end(), list.value.begin(), list.value.end());
+    }
+    return node::PlanReconcile(input);
+  };
+  node::ReconcilePlan plan = plan_now();
+  if (!plan.awaiting_proof.empty() && options.prove_gone) {
+    // Entries wait only on the view's freshness: their pods are read from the API server, each
+    // once, without the lock (an Allocate must not wait on the network). A uid proven gone
+    // stays gone, so the proofs hold for the new plan, made on what the GPUs and the ledger
+    // hold by then (an Allocate may have changed both).
+    const std::vector<node::PodRef> asked = plan.awaiting_proof;
+    lock.unlock();
+    GoneProofs proofs = options.prove_gone(asked);
+    lock.lock();
+    report.errors.insert(report.errors.end(), proofs.errors.begin(), proofs.errors.end());
+    for (const auto& pod : asked) {
+      if (proofs.gone_uids.count(pod.uid) > 0) report.proven_gone.push_back(pod.pod);
+    }
+    input.pods_proven_gone = std::move(proofs.gone_uids);
+    plan = plan_now();
   }
-  const node::ReconcilePlan plan = node::PlanReconcile(input);
+  report.errors.insert(report.errors.end(), list_errors.begin(), list_errors.end());
   report.conflicts = plan.conflicts;
   report.foreign_at_claims = plan.foreign_at_claims;
   report.awaiting_fresher_view = plan.awaiting_fresher_view;

@@ -52,7 +52,10 @@ struct ReconcileReport {
   std::vector<node::DriverMigInstance> foreign;
   std::vector<node::ForeignAtClaim> foreign_at_claims;  // live pods' placements they block
   std::vector<std::string> awaiting_fresher_view;       // destroys held back, one stable line each
-  std::vector<RecreatedInstance> recreated;             // live pods' lost instances, made again
+  // Pods ("namespace/name") a read from the API server proved gone while the pod view could
+  // not: their entries were released this pass.
+  std::vector<std::string> proven_gone;
+  std::vector<RecreatedInstance> recreated;  // live pods' lost instances, made again
   // Live pods' lost instances that could not be made again (slices taken, driver error), one
   // stable message each; retried every pass while their pods live.
   std::vector<node::LostInstance> lost;
@@ -61,11 +64,24 @@ struct ReconcileReport {
   std::map<std::string, std::vector<codec::MigAllocation>> identities;
 };
 
+// What reads of pods from the API server proved (node::ReadProvesGone).
+struct GoneProofs {
+  std::set<std::string> gone_uids;  // pods proven gone for good
+  std::vector<std::string> errors;  // reads that failed: they prove nothing
+};
+// Reads each pod (once) from the API server: the pods whose entries wait only on a fresher pod
+// view (node::ReconcilePlan::awaiting_proof).
+using ProveGone = std::function<GoneProofs(const std::vector<node::PodRef>& pods)>;
+
 struct ReconcileOptions {
   int64_t grace_ms = 0;  // how far a fresh pod view may still lag a change (watch latency)
   bool reclaim_foreign = false;
   // The oldest pod view a lost instance is recreated from (clock minus freshness).
   int64_t recreate_max_view_age_ms = node::kRecreateMaxViewAgeMs;
+  // Empty: entries wait for a fresher view. Set: called, outside the manager's lock, when the
+  // plan holds entries back only for the view's freshness; the pass then plans again on the
+  // GPUs and ledger as they are by then, with the proofs.
+  ProveGone prove_gone = nullptr;
 };
 
 class MigManager {
@@ -86,7 +102,8 @@ class MigManager {
                                                 const node::NodeClaims& node);
 
   // Lists every MIG GPU and every GPU the ledger names, and acts on core/node/mig_reconcile.h's
-  // plan. `view` is the pod view `claims` were read from, with its provable freshness.
+  // plan. `view` is the pod view `claims` were read from, with its provable freshness; entries
+  // it is not fresh enough for wait, or are released by options.prove_gone's proofs.
   ReconcileReport Reconcile(const node::NodeClaims& claims, const node::PodViewFreshness& view,
                             const ReconcileOptions& options = {});
 

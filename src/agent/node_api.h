@@ -47,6 +47,12 @@ class NodeApi {
   // The same pods with their freshness, for decisions that destroy (the MIG reconcile): the
   // cache when synced, else a list from the API server.
   virtual ApiResult<PodView> PodViewOnNode() = 0;
+  // One pod read straight from the API server (a quorum read, never a cache), to prove a pod
+  // gone when the pod view is not fresh enough to: the pod, or nullopt when the API server
+  // answers that no pod has this name. Any other outcome (no answer, another error, a 404 that
+  // is not the API server's NotFound for this pod) is a failure and proves nothing.
+  virtual ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
+                                                       const std::string& name) = 0;
   virtual ApiResult<model::Node> GetNode() = 0;
   // Merge patch of a pod's annotations; with a resource version, a compare-and-swap.
   virtual ApiResult<model::Pod> PatchPod(const model::Pod& pod, const AnnotationPatch& patch,

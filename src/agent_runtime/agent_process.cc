@@ -135,9 +135,20 @@ agent::ReconcileReport AgentProcess::Reconcile() {
   std::vector<std::string> problems;
   for (const auto& p : claims.problems) problems.push_back("MIG claims: " + p);
   // Destroys wait for a pod view newer than the ledger entry by the grace period: the view
-  // may lag the newest Allocate by the watch latency, or stand still behind a dead watch.
-  agent::ReconcileReport report = mig_.Reconcile(
-      claims, freshness, {options_.reconcile_grace.count(), options_.reclaim_foreign});
+  // may lag the newest Allocate by the watch latency, or stand still behind a dead watch (or
+  // simply see no pod event after the pod's deletion). Entries that wait only on that are
+  // released by a read of their pod from the API server that proves it gone.
+  agent::ReconcileOptions reconcile;
+  reconcile.grace_ms = options_.reconcile_grace.count();
+  reconcile.reclaim_foreign = options_.reclaim_foreign;
+  reconcile.prove_gone = [this](const std::vector<node::PodRef>& pods) { return ProveGone(pods); };
+  agent::ReconcileReport report = mig_.Reconcile(claims, freshness, reconcile);
+  for (const auto& pod : report.proven_gone) {
+    spdlog::info(
+        "MIG reconcile: pod {} is gone or has ended (read from the API server); its instances "
+        "are destroyed without waiting for a fresher pod view",
+        pod);
+  }
   for (const auto& e : report.errors) problems.push_back("MIG reconcile: " + e);
   for (const auto& c : report.conflicts) problems.push_back("MIG reconcile: " + c);
   {
@@ -191,6 +202,26 @@ agent::ReconcileReport AgentProcess::Reconcile() {
                  report.kept, report.adopted, report.finished, report.destroyed, report.left_alone);
   }
   return report;
+}
+
+agent::GoneProofs AgentProcess::ProveGone(const std::vector<node::PodRef>& pods) {
+  agent::GoneProofs proofs;
+  std::set<std::string> read;
+  for (const auto& p : pods) {
+    if (!read.insert(p.uid).second) continue;  // once per pod and pass
+    const size_t slash = p.pod.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == p.pod.size()) {
+      proofs.errors.push_back("cannot prove pod \"" + p.pod + "\" gone: not namespace/name");
+      continue;
+    }
+    auto got = api_.ReadPod(p.pod.substr(0, slash), p.pod.substr(slash + 1));
+    if (!got.ok()) {
+      proofs.errors.push_back("cannot prove pod " + p.pod + " gone: " + got.failure.message);
+      continue;
+    }
+    if (node::ReadProvesGone(*got.value, p.uid)) proofs.gone_uids.insert(p.uid);
+  }
+  return proofs;
 }
 
 void AgentProcess::ReportOnce(const agent::ReconcileReport& report,

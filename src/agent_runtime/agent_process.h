@@ -86,6 +86,9 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
  private:
   int32_t NumaOf(const std::string& pci_bus_id) const;
   void SyncMigCounters();  // the MIG manager's counts into the metrics
+  // Reads each pod from the API server (once per pass) to prove it gone for good, for the
+  // entries that wait only on a fresher pod view.
+  agent::GoneProofs ProveGone(const std::vector<node::PodRef>& pods);
   // Logs (and records on the pod) what a reconcile found that needs a person, once each.
   void ReportOnce(const agent::ReconcileReport& report, const std::vector<model::Pod>* pods);
   int64_t NowMs() const;

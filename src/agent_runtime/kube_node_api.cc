@@ -21,6 +21,20 @@ int64_t MillisSinceEpoch(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
+// Whether a 404's body is the API server's Status NotFound for the pod `name`:
+// {"kind":"Status","reason":"NotFound","details":{"name":"<name>","kind":"pods"},...}.
+bool IsNotFoundOfPod(const std::string& body, const std::string& name) {
+  auto status = kube::Json::parse(body, nullptr, false);
+  auto text = [](const kube::Json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                  : std::string();
+  };
+  if (text(status, "kind") != "Status" || text(status, "reason") != "NotFound") return false;
+  if (!status.contains("details")) return false;
+  const kube::Json& details = status["details"];
+  return text(details, "kind") == "pods" && text(details, "name") == name;
+}
+
 kube::Json AnnotationsPatch(const agent::AnnotationPatch& patch) {
   kube::Json annotations = kube::Json::object();
   for (const auto& [k, v] : patch) annotations[k] = v ? kube::Json(*v) : kube::Json(nullptr);
@@ -134,6 +148,36 @@ agent::ApiResult<agent::PodView> KubeNodeApi::PodViewOnNode() {
   auto listed = PodsOnNode(true);
   if (!listed.ok()) return {std::nullopt, listed.failure};
   return {agent::PodView{std::move(*listed.value), asked}, {}};
+}
+
+agent::ApiResult<std::optional<model::Pod>> KubeNodeApi::ReadPod(const std::string& ns,
+                                                                 const std::string& name) {
+  // No resourceVersion: the API server answers from etcd with a quorum read, never from its
+  // watch cache, so the answer holds every change made before it was asked for.
+  const std::string what = "read pod " + ns + "/" + name;
+  kube::Response r = client_.Get(kube::PodPath(ns, name));
+  if (r.status == 404) {
+    // Only the API server's own NotFound for this very pod proves it absent: a 404 from a
+    // proxy or for a wrong path says nothing about the pod.
+    if (IsNotFoundOfPod(r.body, name)) {
+      agent::ApiResult<std::optional<model::Pod>> absent;
+      absent.value.emplace();
+      return absent;
+    }
+    ++api_errors_;
+    return {std::nullopt,
+            {0, what + ": " + r.Describe() + ", not the API server's NotFound for the pod"}};
+  }
+  if (!r.ok()) {
+    ++api_errors_;
+    return {std::nullopt, {static_cast<int>(r.status), what + ": " + r.Describe()}};
+  }
+  auto json = kube::Json::parse(r.body, nullptr, false);
+  auto pod = codec::DecodePod(json.is_discarded() ? kube::Json{} : json);
+  if (!pod.ok()) return {std::nullopt, {0, what + ": " + pod.error().message}};
+  agent::ApiResult<std::optional<model::Pod>> found;
+  found.value.emplace(std::move(pod.value()));
+  return found;
 }
 
 agent::ApiResult<model::Node> KubeNodeApi::GetNode() {

@@ -30,6 +30,8 @@ class KubeNodeApi final : public agent::NodeApi {
 
   agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool fresh) override;
   agent::ApiResult<agent::PodView> PodViewOnNode() override;
+  agent::ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
+                                                      const std::string& name) override;
   agent::ApiResult<model::Node> GetNode() override;
   agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,
                                         const std::string& resource_version) override;

@@ -211,7 +211,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   agent
       ->add_option("--reconcile-grace", ao.reconcile_grace,
-                   "Instances younger than this are never reclaimed (the pod view may lag)")
+                   "An instance is reclaimed once a pod view newer than its ledger entry by this "
+                   "shows its pod gone (the view may lag), or a read of the pod proves it gone")
       ->capture_default_str();
   agent
       ->add_option("--health-recovery", ao.health_recovery,

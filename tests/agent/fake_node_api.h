@@ -1,7 +1,8 @@
 #pragma once
 
 // An in-memory NodeApi: pods and one node, merge patches with resource versions (409 on a
-// stale one, or injected), recorded events, and the pod view's freshness.
+// stale one, or injected), recorded events, the pod view's freshness, and direct reads of one
+// pod from "the API server" (which may hold other pods than the view).
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,10 @@ class FakeNodeApi : public agent::NodeApi {
 
   // The view's freshness (ms since the epoch); unset: fresh at the moment it is asked.
   std::optional<int64_t> fresh_ms;
+  // The pods ReadPod finds, as the API server holds them now; unset: the same as `pods`.
+  std::optional<std::vector<model::Pod>> server_pods;
+  std::optional<agent::ApiFailure> read_failure;  // set: every ReadPod fails with it
+  std::vector<std::string> reads;                 // "<namespace>/<name>" of each ReadPod
 
   agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return {pods, {}}; }
   agent::ApiResult<agent::PodView> PodViewOnNode() override {
@@ -32,6 +37,17 @@ class FakeNodeApi : public agent::NodeApi {
     return {agent::PodView{pods, fresh_ms.value_or(now)}, {}};
   }
   agent::ApiResult<model::Node> GetNode() override { return {node, {}}; }
+  agent::ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
+                                                      const std::string& name) override {
+    reads.push_back(ns + "/" + name);
+    if (read_failure) return {std::nullopt, *read_failure};
+    agent::ApiResult<std::optional<model::Pod>> read;
+    read.value.emplace();  // NotFound unless a pod has the name
+    for (const auto& p : server_pods.value_or(pods)) {
+      if (p.ns == ns && p.name == name) read.value->emplace(p);
+    }
+    return read;
+  }
 
   agent::ApiResult<model::Pod> PatchPod(const model::Pod& pod, const agent::AnnotationPatch& patch,
                                         const std::string& rv) override {

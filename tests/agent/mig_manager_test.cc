@@ -268,6 +268,72 @@ TEST(MigManagerTest, AViewNotNewerThanTheEntryDestroysNothing) {
   EXPECT_EQ(relisted.destroyed, 2);
 }
 
+// Entries that wait only on the view's freshness are released by a read proving their pod
+// gone: each pod is asked for once per pass, whatever the number of its instances; a read
+// that proves nothing, or fails, releases nothing.
+TEST(MigManagerTest, AHeldBackDestroyIsReleasedOnlyByAProofThePodIsGone) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  // Pod a was deleted at once: the view's last event is not newer than its entries by 10 s.
+  const node::PodViewFreshness view{true, agent.clock + 1};
+  std::vector<std::vector<node::PodRef>> asked;
+  agent::GoneProofs answer;
+  agent::ReconcileOptions options;
+  options.grace_ms = 10000;
+  options.prove_gone = [&](const std::vector<node::PodRef>& pods) {
+    asked.push_back(pods);
+    return answer;
+  };
+  answer.errors = {"read pod default/a: no answer"};
+  auto failed = agent.manager.Reconcile(Claims({}), view, options);
+  EXPECT_EQ(failed.destroyed, 0);
+  EXPECT_EQ(failed.awaiting_fresher_view.size(), 2U);
+  EXPECT_EQ(failed.errors, answer.errors);
+  EXPECT_TRUE(failed.proven_gone.empty());
+  ASSERT_EQ(asked.size(), 1U);
+  EXPECT_EQ(asked[0], (std::vector<node::PodRef>{{"default/a", "uid-a"}}));
+
+  answer = {{"uid-other"}, {}};  // a read that shows pod a still there proves nothing
+  EXPECT_EQ(agent.manager.Reconcile(Claims({}), view, options).destroyed, 0);
+  EXPECT_EQ(agent.Instances().size(), 2U);
+
+  answer = {{"uid-a"}, {}};
+  auto proven = agent.manager.Reconcile(Claims({}), view, options);
+  EXPECT_EQ(proven.destroyed, 2);
+  EXPECT_TRUE(proven.awaiting_fresher_view.empty());
+  EXPECT_EQ(proven.proven_gone, (std::vector<std::string>{"default/a"}));
+  EXPECT_TRUE(agent.Instances().empty());
+  EXPECT_TRUE(agent.manager.LedgerSnapshot().empty());
+  EXPECT_EQ(asked.size(), 3U);
+  // Nothing waits any more: no read.
+  EXPECT_EQ(agent.manager.Reconcile(Claims({}), view, options).destroyed, 0);
+  EXPECT_EQ(asked.size(), 3U);
+}
+
+// The reads run without the manager's lock (an Allocate does not wait on the network), and the
+// pass plans again on what the GPUs and the ledger hold after them.
+TEST(MigManagerTest, ProofsAreReadWithoutTheLockAndThePassPlansAgain) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Agent agent(sim);
+  ASSERT_TRUE(agent.manager.Realize(PodA(), 0, Claims({PodA()})).ok());
+  agent::ReconcileOptions options;
+  options.grace_ms = 10000;
+  options.prove_gone = [&](const std::vector<node::PodRef>&) {
+    // Pod b's Allocate, while pod a is being read.
+    EXPECT_TRUE(agent.manager.Realize(PodB(), 0, Claims({PodB()})).ok());
+    return agent::GoneProofs{{"uid-a"}, {}};
+  };
+  auto report = agent.manager.Reconcile(Claims({}), {true, agent.clock + 1}, options);
+  EXPECT_EQ(report.destroyed, 2);
+  EXPECT_EQ(Starts(agent.Instances()), (std::set<uint32_t>{0, 3}));  // pod b's, too young
+  EXPECT_EQ(report.awaiting_fresher_view.size(), 2U);
+  const auto ledger = agent.manager.LedgerSnapshot();
+  ASSERT_EQ(ledger.size(), 2U);
+  EXPECT_EQ(ledger[0].pod_uid, "uid-b");
+  EXPECT_EQ(ledger[1].pod_uid, "uid-b");
+}
+
 TEST(MigManagerTest, DestroyErrorsAreRetriedAndNeverBlockAllocate) {
   SimulatedNvml sim("[" + RtxPro6000() + "]", "fail:nvmlComputeInstanceDestroy:*:IN_USE");
   Agent agent(sim);

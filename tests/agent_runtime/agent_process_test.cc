@@ -1,7 +1,8 @@
 // The agent's reconcile pass end to end (AgentProcess over the simulated NVML and an in-memory
-// API): destroys wait for a pod view provably newer than the ledger, a GPU lost at discovery
-// keeps its ledger entries, a foreign instance at a pod's placement is reported, counted and
-// never taken over, and a live pod's instances lost in a reboot are recreated (issue 38).
+// API): destroys wait for a pod view provably newer than the ledger, or for a read of the pod
+// from the API server that proves it gone; a GPU lost at discovery keeps its ledger entries, a
+// foreign instance at a pod's placement is reported, counted and never taken over, and a live
+// pod's instances lost in a reboot are recreated (issue 38).
 
 #include "agent_runtime/agent_process.h"
 
@@ -83,24 +84,84 @@ size_t InstancesOnTheGpu(SimulatedNvml& sim) {
 
 // Issue 38 C: the pod cache's watch silently died before pod a was bound, so the cache never
 // saw pod a; it still reports synced. Pod a's instances (older than the grace period) must not
-// be destroyed until a view newer than their ledger entries shows pod a gone.
+// be destroyed until a view newer than their ledger entries shows pod a gone: the read of pod
+// a from the API server, once per pass, shows it there (the same uid), which proves nothing.
 TEST(AgentProcessTest, AStalePodCacheNeverDestroysALivePodsInstances) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   RealizePodA(sim, /*age_ms=*/30000);
   FakeNodeApi api;                 // no pod a in the cache
   api.fresh_ms = NowMs() - 60000;  // its last event, a minute ago
+  api.server_pods = {PodA()};      // but the API server has it
   auto driver = sim.Driver();
   AgentProcess process(*driver, api, Options(sim), nullptr);
   ASSERT_TRUE(process.Start([] { return true; }).ok());  // reconciles once
+  api.reads.clear();
   auto report = process.Reconcile();
   EXPECT_EQ(report.destroyed, 0);
   EXPECT_EQ(report.awaiting_fresher_view.size(), 2U);
+  EXPECT_EQ(api.reads, (std::vector<std::string>{"default/a"}));
+  EXPECT_TRUE(report.proven_gone.empty());
   EXPECT_EQ(InstancesOnTheGpu(sim), 2U);
   EXPECT_EQ(LedgerSize(sim), 2U);
   // A relist (fresh now) shows pod a gone: now its instances go.
   api.fresh_ms.reset();
+  api.server_pods.reset();
   report = process.Reconcile();
   EXPECT_EQ(report.destroyed, 2);
+  EXPECT_EQ(InstancesOnTheGpu(sim), 0U);
+  EXPECT_EQ(LedgerSize(sim), 0U);
+}
+
+// A pod deleted and replaced under the same name within the grace period (e2e scenario j): no
+// later pod event makes the view fresh enough for its entries, but a read of the pod from the
+// API server finds another pod (another uid) under its name, which proves it gone.
+TEST(AgentProcessTest, AReadShowingThePodReplacedReleasesItsInstancesOnAStaleView) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/1000);  // pod a's Allocate, a second ago
+  FakeNodeApi api;
+  model::Pod again = PodA();  // pod a's replacement, not bound yet
+  again.uid = "uid-a2";
+  again.node_name.clear();
+  again.annotations.clear();
+  api.server_pods = {again};  // the view (fresh now, not 10 s newer than the entries) has none
+  auto driver = sim.Driver();
+  AgentProcess process(*driver, api, Options(sim), nullptr);
+  ASSERT_TRUE(process.Start([] { return true; }).ok());           // reconciles once
+  EXPECT_EQ(api.reads, (std::vector<std::string>{"default/a"}));  // once for both instances
+  EXPECT_EQ(InstancesOnTheGpu(sim), 0U);
+  EXPECT_EQ(LedgerSize(sim), 0U);
+  auto report = process.Reconcile();  // nothing waits any more: no read
+  EXPECT_EQ(report.destroyed, 0);
+  EXPECT_EQ(api.reads.size(), 1U);
+}
+
+// The same with the pod deleted for good (NotFound), and a read that fails first: a failure
+// proves nothing, is reported, and the read is made again on the next pass.
+TEST(AgentProcessTest, AFailedReadDestroysNothingAndIsRetriedNextPass) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/1000);
+  FakeNodeApi api;  // pod a deleted: neither in the view nor on the API server
+  api.read_failure = agent::ApiFailure{0, "read pod default/a: connection refused"};
+  auto driver = sim.Driver();
+  AgentProcess process(*driver, api, Options(sim), nullptr);
+  ASSERT_TRUE(process.Start([] { return true; }).ok());
+  api.reads.clear();
+  auto report = process.Reconcile();
+  EXPECT_EQ(report.destroyed, 0);
+  EXPECT_EQ(report.awaiting_fresher_view.size(), 2U);
+  EXPECT_EQ(api.reads, (std::vector<std::string>{"default/a"}));
+  ASSERT_EQ(report.errors.size(), 1U);
+  EXPECT_NE(report.errors[0].find("cannot prove pod default/a gone: read pod default/a: "
+                                  "connection refused"),
+            std::string::npos)
+      << report.errors[0];
+  EXPECT_EQ(InstancesOnTheGpu(sim), 2U);
+  EXPECT_EQ(LedgerSize(sim), 2U);
+  api.read_failure.reset();  // NotFound now
+  report = process.Reconcile();
+  EXPECT_EQ(report.destroyed, 2);
+  EXPECT_EQ(report.proven_gone, (std::vector<std::string>{"default/a"}));
+  EXPECT_EQ(api.reads.size(), 2U);
   EXPECT_EQ(InstancesOnTheGpu(sim), 0U);
   EXPECT_EQ(LedgerSize(sim), 0U);
 }

@@ -41,6 +41,12 @@ const LedgerEntry* OwningEntry(const std::vector<LedgerEntry>& ledger,
   return it == ledger.end() ? nullptr : &*it;
 }
 
+bool ReadProvesGone(const std::optional<model::Pod>& read, const std::string& uid) {
+  // Without both uids nothing tells the pod from another that took its name.
+  if (uid.empty() || (read.has_value() && read->uid.empty())) return false;
+  return !read.has_value() || read->uid != uid || read->IsTerminal();
+}
+
 bool Matches(const DriverMigInstance& instance, const codec::MigAllocation& allocation) {
   return instance.gpu_uuid == allocation.gpu_uuid && instance.profile == allocation.profile &&
          instance.placement == allocation.placement;
@@ -127,6 +133,20 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
   // Entries written at or after this are not judged: the view may not include their pods yet.
   const int64_t judged_up_to =
       std::min(input.now_ms, input.pods.fresh_ms) - std::max<int64_t>(0, input.grace_ms);
+  // Whether the view, or a read of the pod itself, proves `e`'s pod gone; `e`'s pod is not
+  // claimed in the view. Otherwise its pod is named for a read (once).
+  auto shown_gone = [&](const LedgerEntry& e) {
+    if (e.written_ms < judged_up_to) return true;
+    if (!e.pod_uid.empty() && input.pods_proven_gone.count(e.pod_uid) > 0) return true;
+    if (!e.pod_uid.empty() && !e.pod.empty()) {
+      const PodRef ref{e.pod, e.pod_uid};
+      if (std::find(plan.awaiting_proof.begin(), plan.awaiting_proof.end(), ref) ==
+          plan.awaiting_proof.end()) {
+        plan.awaiting_proof.push_back(ref);
+      }
+    }
+    return false;
+  };
   for (size_t i = 0; i < input.actual.size(); ++i) {
     if (claimed[i]) continue;
     const DriverMigInstance& inst = input.actual[i];
@@ -140,14 +160,14 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
       plan.protected_.push_back(inst);
       continue;
     }
-    if (entry != nullptr && entry->written_ms >= judged_up_to) {
+    if (entry != nullptr && !shown_gone(*entry)) {
       plan.protected_.push_back(inst);
       plan.awaiting_fresher_view.push_back(
           DescribeInstance(inst) + " of pod " + entry->pod + ": its ledger entry (written at " +
           std::to_string(entry->written_ms) + " ms) is not older by " +
           std::to_string(input.grace_ms) +
-          " ms than what the pod view provably holds; not destroyed until a relist or a watch "
-          "event shows the pod gone");
+          " ms than what the pod view provably holds; not destroyed until a relist, a watch "
+          "event or a read of the pod from the API server shows the pod gone");
       continue;
     }
     plan.destroy.push_back(inst);
@@ -195,8 +215,8 @@ ReconcilePlan PlanReconcile(const ReconcileInput& input) {
                      " is gone (reboot, GPU reset or driver reload) and cannot be recreated: " +
                      DescribeInstance(*blocker) + " occupies its slices";
       plan.lost.push_back(std::move(lost));
-    } else if (owner == nullptr && input.pods.complete && e.written_ms < judged_up_to) {
-      plan.forget.push_back(e);  // a view newer than the entry shows its pod gone
+    } else if (owner == nullptr && input.pods.complete && shown_gone(e)) {
+      plan.forget.push_back(e);  // a view newer than the entry, or a read, shows its pod gone
       continue;
     }
     // Kept, proving nothing, until the pod is seen gone or its instance is made again.

@@ -17,7 +17,9 @@
 //   is complete and provably newer than the ledger entry: the entry must be older than both
 //   the view's freshness (the last relist or watch event the view includes) and the clock, by
 //   the grace period (the watch latency), so neither an Allocate that raced the pod list (W2)
-//   nor a watch that silently stopped can undo a live pod's instance;
+//   nor a watch that silently stopped can undo a live pod's instance. When the view is the only
+//   thing missing, the plan names the entry's pod (awaiting_proof), and a read of that pod from
+//   the API server that proves it gone for good (ReadProvesGone) stands in for the fresher view;
 // - an instance on a GPU named by a pod whose annotation cannot be read is never destroyed;
 // - a ledger entry is forgotten only when a complete listing of its GPU shows its instance
 //   gone; a GPU that could not be listed keeps every entry (a destroy removes its own entry);
@@ -26,11 +28,12 @@
 //   pod view is complete and recent (a stale view may still show a pod that ended) and nothing
 //   sits on its slices; otherwise the entry is kept as a lost record, which proves nothing, and
 //   the pod is reported while its slices are taken. It is forgotten once a view newer than the
-//   entry shows its pod gone;
+//   entry, or a read proving its pod gone, shows its pod gone;
 // - any instance that is not tessera's is left alone, unless reclaiming is configured and no
 //   live pod claims its placement.
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,6 +75,13 @@ struct PodViewFreshness {
   int64_t fresh_ms = 0;   // every pod change made before this time (agent clock) is in the view
 };
 
+// A pod an entry names: "namespace/name" and its uid.
+struct PodRef {
+  std::string pod;
+  std::string uid;
+  bool operator==(const PodRef&) const = default;
+};
+
 struct ReconcileInput {
   const NodeClaims* claims = nullptr;
   std::vector<DriverMigInstance> actual;  // the instances of the GPUs in `listed_gpus`
@@ -82,6 +92,10 @@ struct ReconcileInput {
   int64_t grace_ms = 0;  // how far a fresh view may still lag a change (watch latency)
   int64_t recreate_max_view_age_ms = kRecreateMaxViewAgeMs;
   bool reclaim_foreign = false;
+  // Uids of pods that a read from the API server, made after their entries were written,
+  // proved gone for good (ReadProvesGone). A uid is never given again, so such a proof never
+  // expires; it releases the entries of that pod that wait only on the view's freshness.
+  std::set<std::string> pods_proven_gone;
 };
 
 struct Adoption {
@@ -116,6 +130,11 @@ struct ReconcilePlan {
   // Of protected_: tessera's, unclaimed, but the pod view is not provably newer than their
   // entries; destroyed once it is. One line each says why.
   std::vector<std::string> awaiting_fresher_view;
+  // The pods whose entries wait only on the view's freshness (those of awaiting_fresher_view,
+  // and lost records of pods the view does not show), each once, in ledger order: a read
+  // that proves one gone (ReconcileInput::pods_proven_gone) releases them. Entries without a
+  // pod uid cannot be proven gone by a read and are not named.
+  std::vector<PodRef> awaiting_proof;
   std::vector<LedgerEntry> forget;         // entries whose instance a complete listing shows gone
   std::vector<std::string> conflicts;      // a claim that another instance of tessera's blocks
   std::vector<DriverMigInstance> foreign;  // every listed instance that is not tessera's
@@ -130,6 +149,13 @@ struct ReconcilePlan {
 };
 
 ReconcilePlan PlanReconcile(const ReconcileInput& input);
+
+// Whether a read of pod `uid`'s namespace/name from the API server (a quorum read, made after
+// the pod's entries were written) proves that pod gone for good: no pod has the name (nullopt:
+// NotFound), another pod has it (another uid: names are unique, uids never reused), or the pod
+// is Succeeded or Failed (final phases, and a terminal pod holds nothing). A pod that still
+// runs, or is being deleted (its containers may still run), proves nothing.
+bool ReadProvesGone(const std::optional<model::Pod>& read, const std::string& uid);
 
 // The ledger entry proving tessera created `instance`: same GPU, profile and placement, and
 // either an intent (written before the driver was asked) or the record of this GPU instance id

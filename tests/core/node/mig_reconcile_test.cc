@@ -156,6 +156,91 @@ TEST(MigReconcileTest, AViewFreshOnlyUpToBeforeTheEntryDestroysNothingHoweverLat
   EXPECT_EQ(PlanReconcile(in).destroy.size(), 1U);
 }
 
+// A view that is not fresh enough names the held-back entries' pods, each once, for a read
+// from the API server; a read that proves a pod gone releases that pod's entries, and only
+// those. Entries without a pod uid cannot be proven gone by a read.
+TEST(MigReconcileTest, AReadProvingThePodGoneStandsInForAFresherView) {
+  NodeClaims claims;  // the view shows neither pod a nor pod b
+  ReconcileInput in = Input(claims);
+  in.actual = {Inst(9, 3), Inst(6, 2), Inst(3, 4), Inst(0, 1)};
+  LedgerEntry a9 = Entry(9, "uid-a", 3, /*written=*/95), a6 = Entry(6, "uid-a", 2, 95);
+  LedgerEntry b3 = Entry(3, "uid-b", 4, 95), anon = Entry(0, "", 1, 95);
+  a9.pod = a6.pod = "ns/a";
+  b3.pod = "ns/b";
+  anon.pod = "ns/c";
+  in.ledger = {a9, a6, b3, anon};
+  in.grace_ms = 10;  // the view (fresh at 100) is not newer than the entries by 10 ms
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.destroy.empty());
+  EXPECT_EQ(plan.awaiting_fresher_view.size(), 4U);
+  EXPECT_EQ(plan.awaiting_proof, (std::vector<PodRef>{{"ns/a", "uid-a"}, {"ns/b", "uid-b"}}));
+
+  in.pods_proven_gone = {"uid-a", "uid-other"};
+  plan = PlanReconcile(in);
+  ASSERT_EQ(plan.destroy.size(), 2U);
+  EXPECT_EQ(plan.destroy[0].placement.start, 9U);
+  EXPECT_EQ(plan.destroy[1].placement.start, 6U);
+  EXPECT_EQ(plan.awaiting_fresher_view.size(), 2U);  // pod b's, and the entry without a uid
+  EXPECT_EQ(plan.awaiting_proof, (std::vector<PodRef>{{"ns/b", "uid-b"}}));
+
+  // A proof never overrides what the view shows claimed, nor an incomplete view.
+  claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}};
+  plan = PlanReconcile(in);
+  ASSERT_EQ(plan.destroy.size(), 1U);
+  EXPECT_EQ(plan.destroy[0].placement.start, 6U);
+  EXPECT_EQ(plan.keep.size(), 1U);
+  in.pods.complete = false;
+  plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.destroy.empty());
+  EXPECT_TRUE(plan.awaiting_proof.empty());
+}
+
+// A lost record whose pod the view does not show is forgotten on a read proving the pod gone,
+// as on a fresher view.
+TEST(MigReconcileTest, AGoneEntryIsForgottenWhenAReadProvesItsPodGone) {
+  NodeClaims claims;
+  ReconcileInput in = Input(claims);
+  LedgerEntry entry = Entry(9, "uid-a", 3, /*written=*/50);
+  entry.pod = "ns/a";
+  in.ledger = {entry};
+  in.pods = {true, 40};  // taken before the entry was written
+  auto plan = PlanReconcile(in);
+  EXPECT_TRUE(plan.forget.empty());
+  EXPECT_EQ(plan.awaiting_proof, (std::vector<PodRef>{{"ns/a", "uid-a"}}));
+  in.pods_proven_gone = {"uid-a"};
+  plan = PlanReconcile(in);
+  EXPECT_EQ(plan.forget.size(), 1U);
+  EXPECT_TRUE(plan.mark_lost.empty());
+  EXPECT_TRUE(plan.awaiting_proof.empty());
+}
+
+// A read proves its pod gone only when no pod has the name, another pod (another uid) has
+// it, or the pod itself is terminal; a running or terminating pod proves nothing.
+TEST(MigReconcileTest, OnlyAReadOfAnAbsentReplacedOrTerminalPodProvesItGone) {
+  model::Pod pod;
+  pod.ns = "ns";
+  pod.name = "a";
+  pod.uid = "uid-a";
+  pod.phase = "Running";
+  EXPECT_TRUE(ReadProvesGone(std::nullopt, "uid-a"));
+  EXPECT_FALSE(ReadProvesGone(pod, "uid-a"));
+  pod.deleting = true;  // being deleted: its containers may still run
+  EXPECT_FALSE(ReadProvesGone(pod, "uid-a"));
+  pod.deleting = false;
+  pod.phase = "Pending";
+  EXPECT_FALSE(ReadProvesGone(pod, "uid-a"));
+  for (const char* phase : {"Succeeded", "Failed"}) {
+    pod.phase = phase;
+    EXPECT_TRUE(ReadProvesGone(pod, "uid-a")) << phase;
+  }
+  pod.phase = "Running";
+  pod.uid = "uid-a2";  // deleted and created again under the same name
+  EXPECT_TRUE(ReadProvesGone(pod, "uid-a"));
+  pod.uid = "";
+  EXPECT_FALSE(ReadProvesGone(pod, "uid-a"));
+  EXPECT_FALSE(ReadProvesGone(std::nullopt, ""));  // no uid recorded: nothing to compare
+}
+
 TEST(MigReconcileTest, HalfMadeInstancesAreFinishedAndMissingOnesForgotten) {
   NodeClaims claims;
   claims.claims = {{"ns/a", "uid-a", {Alloc(9)}}};
