@@ -228,7 +228,7 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
 
 }  // namespace
 
-HttpServer::HttpServer(scheduler::SchedulerService& service, HttpOptions options) {
+HttpServer::HttpServer(scheduler::SchedulerService& service, const HttpOptions& options) {
   http::ListenerOptions lo;
   lo.bind = options.bind;
   lo.flag = options.flag;

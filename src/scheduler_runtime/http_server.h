@@ -53,7 +53,7 @@ struct HttpOptions {
 // a 400 or an Error field, never a crash.
 class HttpServer {
  public:
-  HttpServer(scheduler::SchedulerService& service, HttpOptions options);
+  HttpServer(scheduler::SchedulerService& service, const HttpOptions& options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

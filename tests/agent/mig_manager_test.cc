@@ -516,9 +516,10 @@ TEST(MigManagerTest, ARecreationInterruptedByACrashIsFinishedAfterTheRestart) {
     EXPECT_TRUE(report.errors.empty()) << report.errors.front();
     const auto actual = restarted.Instances();
     EXPECT_EQ(Starts(actual), (std::set<uint32_t>{6, 9}));
+    const auto ledger = restarted.manager.LedgerSnapshot();  // OwningEntry points into it
     for (const auto& inst : actual) {
       EXPECT_TRUE(inst.has_compute_instance);
-      const auto* entry = node::OwningEntry(restarted.manager.LedgerSnapshot(), inst);
+      const auto* entry = node::OwningEntry(ledger, inst);
       ASSERT_NE(entry, nullptr);
       EXPECT_EQ(entry->pod_uid, "uid-a");
     }

@@ -70,11 +70,11 @@ std::string CutReason(std::string reason) {
 // authentication webhook echoing its input): such a reason is replaced by a generic one.
 std::string WithoutToken(std::string reason, std::string_view token, int status) {
   if (token.empty() || reason.find(token) == std::string::npos) return reason;
-  const std::string generic = status == 200   ? "allowed"
-                              : status == 401 ? "unauthenticated"
-                              : status == 403 ? "forbidden"
-                                              : "the API server could not be asked";
-  const std::string explained = generic + " (the API server's message quoted the token)";
+  std::string generic = status == 200   ? "allowed"
+                        : status == 401 ? "unauthenticated"
+                        : status == 403 ? "forbidden"
+                                        : "the API server could not be asked";
+  std::string explained = generic + " (the API server's message quoted the token)";
   if (explained.find(token) == std::string::npos) return explained;
   if (generic.find(token) == std::string::npos) return generic;
   return "";

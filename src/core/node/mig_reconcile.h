@@ -163,6 +163,9 @@ bool ReadProvesGone(const std::optional<model::Pod>& read, const std::string& ui
 // nullptr: the instance is not tessera's, whatever sits at its placement.
 const LedgerEntry* OwningEntry(const std::vector<LedgerEntry>& ledger,
                                const DriverMigInstance& instance);
+// The answer points into `ledger`: a temporary one would leave it dangling.
+const LedgerEntry* OwningEntry(std::vector<LedgerEntry>&& ledger,
+                               const DriverMigInstance& instance) = delete;
 
 // The ledger entry of `claim`'s `allocation`, with what the driver reports of `instance`.
 LedgerEntry EntryFor(const PodMigClaim& claim, const codec::MigAllocation& allocation,

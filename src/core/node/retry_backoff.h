@@ -17,7 +17,7 @@ namespace tessera::node {
 class RetryBackoff {
  public:
   static constexpr int64_t kDefaultInitialMs = 1000;
-  static constexpr int64_t kDefaultMaxMs = 5 * 60 * 1000;
+  static constexpr int64_t kDefaultMaxMs = int64_t{5} * 60 * 1000;
 
   RetryBackoff() : RetryBackoff(kDefaultInitialMs, kDefaultMaxMs) {}
   RetryBackoff(int64_t initial_ms, int64_t max_ms)
