@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/codec/mig_allocations.h"
+#include "core/codec/node_lock.h"
 #include "core/codec/pod_devices.h"
 #include "core/model/annotations.h"
 #include "core/node/mig_claims.h"
@@ -88,9 +89,11 @@ ApiResult<model::Pod> Allocator::FindPod(size_t count, bool fresh) {
     // HAMi's node lock, when a scheduler holds it, names the pod; otherwise the oldest bind.
     auto node = api_.GetNode();
     if (node.ok()) {
-      if (const std::string* lock = node.value->Annotation(kNodeLock)) {
-        for (const auto* c : candidates) {
-          if (lock->find("," + c->ns + "," + c->name) != std::string::npos) return {*c, {}};
+      if (const std::string* value = node.value->Annotation(kNodeLock)) {
+        if (const auto lock = codec::ParseNodeLock(*value)) {
+          for (const auto* c : candidates) {
+            if (lock->HeldBy(c->ns, c->name)) return {*c, {}};
+          }
         }
       }
     }
@@ -257,11 +260,11 @@ void Allocator::Fail(const model::Pod& pod, const std::string& message) {
 void Allocator::ReleaseNodeLock(const model::Pod& pod) {
   auto node = api_.GetNode();
   if (!node.ok()) return;
-  const std::string* lock = node.value->Annotation(kNodeLock);
-  if (lock == nullptr) return;
-  // A lock owned by another pod stays; a legacy lock (time only) is ours to release.
-  const bool owned = lock->find(',') == std::string::npos ||
-                     lock->find("," + pod.ns + "," + pod.name) != std::string::npos;
+  const std::string* value = node.value->Annotation(kNodeLock);
+  if (value == nullptr) return;
+  // A lock owned by another pod (or unreadable) stays; a legacy lock (time only) is ours.
+  const auto lock = codec::ParseNodeLock(*value);
+  const bool owned = lock && (lock->legacy() || lock->HeldBy(pod.ns, pod.name));
   if (owned) (void)api_.PatchNode({{kNodeLock, std::nullopt}}, node.value->resource_version);
 }
 

@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "core/codec/node_lock.h"
 #include "core/common/strings.h"
 #include "core/model/annotations.h"
 
@@ -223,20 +224,21 @@ void KubeCluster::RecordEvent(const scheduler::PodRef& pod, bool warning, const 
 // over.
 Status KubeCluster::LockNode(const std::string& node, const scheduler::PodRef& pod) {
   const std::string path = "/api/v1/nodes/" + node;
-  const std::string owner_suffix = "," + pod.ns + "," + pod.name;
   for (int attempt = 0; attempt < 5; ++attempt) {
     kube::Response r = client_.Get(path);
     if (!r.ok()) return r.ToError("node " + node);
     auto obj = codec::ParseJson(r.body, "node " + node);
     if (!obj.ok()) return obj.error();
     const std::string current = ObjectAnnotation(*obj, ann::kNodeLock);
-    if (!current.empty() && !EndsWith(current, owner_suffix)) {
-      const auto parts = SplitKeepEmpty(current, ',');
-      const int64_t when = ParseRfc3339(parts[0]);
+    const auto lock = codec::ParseNodeLock(current);
+    if (!current.empty() && !(lock && lock->HeldBy(pod.ns, pod.name))) {
+      // An unreadable lock counts as stale: nobody could be told from it who holds the node.
+      const int64_t when = lock ? ParseRfc3339(lock->time) : -1;
       const int64_t now = static_cast<int64_t>(std::time(nullptr));
       bool take_over = when < 0 || now - when > options_.node_lock_timeout.count();
-      if (!take_over && parts.size() == 3) {
-        kube::Response owner = client_.Get("/api/v1/namespaces/" + parts[1] + "/pods/" + parts[2]);
+      if (!take_over && !lock->legacy()) {
+        kube::Response owner =
+            client_.Get("/api/v1/namespaces/" + lock->ns + "/pods/" + lock->name);
         take_over = owner.status == 404;
       }
       if (!take_over) {
@@ -245,7 +247,9 @@ Status KubeCluster::LockNode(const std::string& node, const scheduler::PodRef& p
                      "s: node lock contention"};
       }
     }
-    Json metadata = {{"annotations", {{std::string(ann::kNodeLock), Rfc3339Now() + owner_suffix}}}};
+    Json metadata = {
+        {"annotations",
+         {{std::string(ann::kNodeLock), codec::FormatNodeLock(Rfc3339Now(), pod.ns, pod.name)}}}};
     auto patched = kube::MergePatchNodeMetadata(client_, node, metadata, ObjectRv(*obj));
     if (patched.ok()) return Status::Ok();
     if (patched.error().code != ErrorCode::kConflict) return patched.error();
@@ -261,8 +265,8 @@ Status KubeCluster::UnlockNode(const std::string& node, const scheduler::PodRef&
     if (!r.ok()) return r.ToError("node " + node);
     auto obj = codec::ParseJson(r.body, "node " + node);
     if (!obj.ok()) return obj.error();
-    const std::string current = ObjectAnnotation(*obj, ann::kNodeLock);
-    if (current.empty() || !EndsWith(current, "," + pod.ns + "," + pod.name)) return Status::Ok();
+    const auto lock = codec::ParseNodeLock(ObjectAnnotation(*obj, ann::kNodeLock));
+    if (!lock || !lock->HeldBy(pod.ns, pod.name)) return Status::Ok();
     Json metadata = {{"annotations", {{std::string(ann::kNodeLock), nullptr}}}};
     auto patched = kube::MergePatchNodeMetadata(client_, node, metadata, ObjectRv(*obj));
     if (patched.ok()) return Status::Ok();

@@ -170,5 +170,20 @@ TEST(AllocatorTest, TheNodeLockNamesThePodAmongSeveralAndIsReleased) {
   EXPECT_EQ(f.api.node.annotations.count(std::string(ann::kNodeLock)), 0U);
 }
 
+// The lock names pod "xy": pod "x", a prefix of it, is neither chosen by it nor may release it.
+TEST(AllocatorTest, TheNodeLockMatchesWholePodNamesOnly) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  Fixture f(sim);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("x", "GPU-t4,NVIDIA,1000,10:;"),
+                AllocatingPod("xy", "GPU-t4,NVIDIA,2000,10:;")};
+  f.api.pods[1].uid = "uid-xy";
+  f.api.pods[1].annotations[std::string(ann::kBindTime)] = "1700000100";  // the later bind
+  f.api.node.annotations[std::string(ann::kNodeLock)] = "2026-12-01T08:00:00Z,default,xy";
+  auto r = f.allocator.Allocate({{"GPU-t4-0"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2000m");
+}
+
 }  // namespace
 }  // namespace tessera
