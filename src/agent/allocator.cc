@@ -44,12 +44,18 @@ int64_t BindTime(const model::Pod& pod) {
   return v;
 }
 
-std::string ContainerName(const model::Pod& pod, int slot) {
+// The container of annotation entry `slot` (init containers first, as HAMi counts them).
+const model::Container* ContainerAt(const model::Pod& pod, int slot) {
+  if (slot < 0) return nullptr;
   const auto init = static_cast<int>(pod.init_containers.size());
-  if (slot < init) return pod.init_containers[slot].name;
-  if (slot - init < static_cast<int>(pod.containers.size()))
-    return pod.containers[slot - init].name;
-  return "";
+  if (slot < init) return &pod.init_containers[slot];
+  if (slot - init < static_cast<int>(pod.containers.size())) return &pod.containers[slot - init];
+  return nullptr;
+}
+
+std::string ContainerName(const model::Pod& pod, int slot) {
+  const model::Container* c = ContainerAt(pod, slot);
+  return c == nullptr ? "" : c->name;
 }
 
 }  // namespace
@@ -163,8 +169,10 @@ Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
       return Error{m};
     }
     if (on_mig == 0) {
+      const bool disable_control = ContainerAt(pod, slot)->cuda_disable_control;
       responses.push_back(node::SharedGpuResponse(entry, config_.hami_core, config_.strategy,
-                                                  pod.uid, container, false, new_uuid_()));
+                                                  pod.uid, container, disable_control,
+                                                  new_uuid_()));
       continue;
     }
     // MIG: realize this slot's instances at the placements the scheduler reserved.

@@ -171,6 +171,20 @@ TEST(AllocatorTest, TheNodeLockNamesThePodAmongSeveralAndIsReleased) {
 }
 
 // The lock names pod "xy": pod "x", a prefix of it, is neither chosen by it nor may release it.
+// The agent passed "not disabled" for every container: HAMi-core was preloaded even where the
+// pod asked for it not to be.
+TEST(AllocatorTest, CudaDisableControlLeavesHamiCoreUnloaded) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  Fixture f(sim);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("s", "GPU-t4,NVIDIA,3000,30:;")};
+  f.api.pods[0].containers[0].cuda_disable_control = true;
+  auto r = f.allocator.Allocate({{"GPU-t4-3"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const auto& mount : (*r)[0].mounts) EXPECT_NE(mount.container_path, "/etc/ld.so.preload");
+  EXPECT_EQ((*r)[0].envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");  // the limits still apply
+}
+
 TEST(AllocatorTest, TheNodeLockMatchesWholePodNamesOnly) {
   SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
   Fixture f(sim);

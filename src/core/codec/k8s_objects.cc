@@ -42,6 +42,23 @@ Status ReadResourceList(const Json& obj, std::string_view key, const std::string
   return Status::Ok();
 }
 
+// HAMi reads the variable with Go's strconv.ParseBool; an env list it cannot read is not the
+// scheduler's to refuse (the kubelet validates it), so anything unreadable means "not set".
+bool CudaDisableControl(const Json& container) {
+  const Json* env = FindKey(container, "env");
+  if (env == nullptr || !env->is_array()) return false;
+  for (const Json& var : *env) {
+    if (!var.is_object()) continue;
+    const Json* name = FindKey(var, "name");
+    if (name == nullptr || !name->is_string() || *name != "CUDA_DISABLE_CONTROL") continue;
+    const Json* value = FindKey(var, "value");
+    if (value == nullptr || !value->is_string()) return false;
+    const std::string& v = value->get_ref<const std::string&>();
+    return v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True";
+  }
+  return false;
+}
+
 Result<std::vector<model::Container>> DecodeContainers(const Json& spec, std::string_view key,
                                                        const std::string& where) {
   std::vector<model::Container> out;
@@ -70,6 +87,7 @@ Result<std::vector<model::Container>> DecodeContainers(const Json& spec, std::st
         return Error{s.message()};
       }
     }
+    container.cuda_disable_control = CudaDisableControl(c);
     out.push_back(std::move(container));
   }
   return out;

@@ -20,6 +20,9 @@ struct Container {
   ResourceList limits;
   ResourceList requests;
   bool privileged = false;
+  // env CUDA_DISABLE_CONTROL set to a true value (Go's strconv.ParseBool): HAMi-core is not
+  // preloaded into this container (hami-node.md 8.2).
+  bool cuda_disable_control = false;
 };
 
 struct ContainerStatus {

@@ -106,6 +106,24 @@ TEST(DecodePodTest, ReadsPrivilegedFromTheSecurityContext) {
   EXPECT_FALSE(pod->containers[2].privileged);
 }
 
+// HAMi-core is not preloaded where CUDA_DISABLE_CONTROL parses as true (Go's ParseBool).
+TEST(DecodePodTest, ReadsCudaDisableControlFromTheEnvironment) {
+  auto pod = DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"containers": [
+    {"name": "a", "env": [{"name": "X", "value": "1"}, {"name": "CUDA_DISABLE_CONTROL", "value": "true"}]},
+    {"name": "b", "env": [{"name": "CUDA_DISABLE_CONTROL", "value": "1"}]},
+    {"name": "c", "env": [{"name": "CUDA_DISABLE_CONTROL", "value": "yes"}]},
+    {"name": "d", "env": [{"name": "CUDA_DISABLE_CONTROL", "valueFrom": {}}]},
+    {"name": "e", "env": "not a list"},
+    {"name": "f"}]}})"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  EXPECT_TRUE(pod->containers[0].cuda_disable_control);
+  EXPECT_TRUE(pod->containers[1].cuda_disable_control);
+  EXPECT_FALSE(pod->containers[2].cuda_disable_control);
+  EXPECT_FALSE(pod->containers[3].cuda_disable_control);
+  EXPECT_FALSE(pod->containers[4].cuda_disable_control);
+  EXPECT_FALSE(pod->containers[5].cuda_disable_control);
+}
+
 TEST(DecodePodTest, DeletionTimestampMarksThePodDeleting) {
   auto pod = DecodePod(
       Parse(R"({"metadata": {"name": "p", "deletionTimestamp": "2026-08-21T06:20:39Z"}})"));
