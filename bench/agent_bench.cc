@@ -53,6 +53,7 @@ class MemoryApi : public agent::NodeApi {
     return {model::Node{}, {}};
   }
   void PodEvent(const model::Pod&, const std::string&, const std::string&, bool) override {}
+  void NodeEvent(const std::string&, const std::string&, bool) override {}
 };
 
 struct Bench {

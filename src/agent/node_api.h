@@ -62,6 +62,9 @@ class NodeApi {
   // A Warning (or Normal) Event on the pod.
   virtual void PodEvent(const model::Pod& pod, const std::string& reason,
                         const std::string& message, bool warning) = 0;
+  // A Warning (or Normal) Event on this node (a GPU registered differently than configured,
+  // instances tessera did not create).
+  virtual void NodeEvent(const std::string& reason, const std::string& message, bool warning) = 0;
 };
 
 }  // namespace tessera::agent

@@ -231,4 +231,10 @@ void KubeNodeApi::PodEvent(const model::Pod& pod, const std::string& reason,
   events_.Record(std::move(e));
 }
 
+void KubeNodeApi::NodeEvent(const std::string& reason, const std::string& message, bool warning) {
+  kube::EventSpec e = kube::NodeEvent(node_name_, warning, reason, message);
+  e.reporting_instance = node_name_;
+  events_.Record(std::move(e));
+}
+
 }  // namespace tessera::agent_runtime

@@ -39,6 +39,7 @@ class KubeNodeApi final : public agent::NodeApi {
                                           const std::string& resource_version) override;
   void PodEvent(const model::Pod& pod, const std::string& reason, const std::string& message,
                 bool warning) override;
+  void NodeEvent(const std::string& reason, const std::string& message, bool warning) override;
 
   uint64_t api_errors() const { return api_errors_.load(); }
 

@@ -18,7 +18,8 @@ class FakeNodeApi : public agent::NodeApi {
  public:
   std::vector<model::Pod> pods;
   model::Node node;
-  std::vector<std::string> events;  // "<pod> <reason>: <message>"
+  std::vector<std::string> events;       // "<pod> <reason>: <message>"
+  std::vector<std::string> node_events;  // "<reason>: <message>"
   int conflicts_to_inject = 0;
   int patches = 0;
 
@@ -86,6 +87,9 @@ class FakeNodeApi : public agent::NodeApi {
   void PodEvent(const model::Pod& pod, const std::string& reason, const std::string& message,
                 bool) override {
     events.push_back(pod.Key() + " " + reason + ": " + message);
+  }
+  void NodeEvent(const std::string& reason, const std::string& message, bool) override {
+    node_events.push_back(reason + ": " + message);
   }
   const model::Pod& Pod(const std::string& name) const {
     return *std::find_if(pods.begin(), pods.end(), [&](const auto& p) { return p.name == name; });

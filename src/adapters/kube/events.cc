@@ -33,6 +33,13 @@ EventSpec PodEvent(const std::string& ns, const std::string& name, const std::st
   return e;
 }
 
+EventSpec NodeEvent(const std::string& node_name, bool warning, const std::string& reason,
+                    const std::string& message) {
+  EventSpec e = PodEvent("default", node_name, "", warning, reason, message);
+  e.kind = "Node";
+  return e;
+}
+
 Json EventObject(const EventSpec& event) {
   const std::string component =
       event.reporting_component.empty() ? "tessera" : event.reporting_component;
@@ -42,12 +49,7 @@ Json EventObject(const EventSpec& event) {
       {"kind", "Event"},
       // generateName: a unique name without coordination; the server appends a random suffix.
       {"metadata", {{"generateName", event.pod_name + "."}, {"namespace", event.ns}}},
-      {"involvedObject",
-       {{"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"namespace", event.ns},
-        {"name", event.pod_name},
-        {"uid", event.pod_uid}}},
+      {"involvedObject", {{"apiVersion", "v1"}, {"kind", event.kind}, {"name", event.pod_name}}},
       {"type", event.type},
       {"reason", event.reason},
       {"message", Truncate(event.message, kMaxMessageBytes)},
@@ -57,6 +59,8 @@ Json EventObject(const EventSpec& event) {
       {"firstTimestamp", now},
       {"lastTimestamp", now},
       {"count", 1}};
+  if (event.kind != "Node") object["involvedObject"]["namespace"] = event.ns;
+  if (!event.pod_uid.empty()) object["involvedObject"]["uid"] = event.pod_uid;
   if (!event.reporting_instance.empty()) {
     object["source"]["host"] = event.reporting_instance;
   }
@@ -65,7 +69,9 @@ Json EventObject(const EventSpec& event) {
 
 Status CreateEvent(Client& client, const EventSpec& event,
                    const std::function<bool()>& should_stop) {
-  const std::string what = "event " + event.reason + " on pod " + event.ns + "/" + event.pod_name;
+  const std::string what = "event " + event.reason + " on " +
+                           (event.kind == "Node" ? "node " : "pod " + event.ns + "/") +
+                           event.pod_name;
   if (event.type != "Normal" && event.type != "Warning") {
     return Error{what + ": type \"" + event.type + "\" is not Normal or Warning"};
   }

@@ -80,3 +80,12 @@ TEST(CreateEventTest, ServerErrorsAreReturnedNotThrown) {
 
 }  // namespace
 }  // namespace tessera::kube
+
+TEST(CreateEventTest, NodeEventsNameTheNodeInTheDefaultNamespace) {
+  const Json object = EventObject(NodeEvent("gpu-1", true, "MigModeOff", "GPU-a is not in MIG"));
+  EXPECT_EQ(object["metadata"]["namespace"], "default");
+  EXPECT_EQ(object["involvedObject"],
+            Json::parse(R"({"apiVersion": "v1", "kind": "Node", "name": "gpu-1"})"));
+  EXPECT_EQ(object["type"], "Warning");
+  EXPECT_EQ(object["reason"], "MigModeOff");
+}
