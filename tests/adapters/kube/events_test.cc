@@ -78,9 +78,6 @@ TEST(CreateEventTest, ServerErrorsAreReturnedNotThrown) {
                                      "HTTP 404"));
 }
 
-}  // namespace
-}  // namespace tessera::kube
-
 TEST(CreateEventTest, NodeEventsNameTheNodeInTheDefaultNamespace) {
   const Json object = EventObject(NodeEvent("gpu-1", true, "MigModeOff", "GPU-a is not in MIG"));
   EXPECT_EQ(object["metadata"]["namespace"], "default");
@@ -89,3 +86,6 @@ TEST(CreateEventTest, NodeEventsNameTheNodeInTheDefaultNamespace) {
   EXPECT_EQ(object["type"], "Warning");
   EXPECT_EQ(object["reason"], "MigModeOff");
 }
+
+}  // namespace
+}  // namespace tessera::kube
