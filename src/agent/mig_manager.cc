@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/node/mig_realize.h"
+
 namespace tessera::agent {
 
 using node::DriverMigInstance;
@@ -9,28 +11,9 @@ using node::LedgerEntry;
 
 namespace {
 
-std::string Where(const node::PodMigClaim& claim, const codec::MigAllocation& a) {
-  return "pod " + claim.pod + " container " + std::to_string(a.container_index) + " device " +
-         std::to_string(a.device_index) + ": " + a.profile + " at " +
-         std::to_string(a.placement.start) + ":" + std::to_string(a.placement.size) + " on " +
-         a.gpu_uuid;
-}
-
 bool SameKey(const LedgerEntry& e, const std::string& gpu, const std::string& profile,
              const model::Placement& placement) {
   return e.gpu_uuid == gpu && e.profile == profile && e.placement == placement;
-}
-
-// Whether another live pod claims exactly this instance.
-const node::PodMigClaim* OtherClaimant(const node::NodeClaims& node, const std::string& uid,
-                                       const DriverMigInstance& inst) {
-  for (const auto& c : node.claims) {
-    if (c.uid == uid) continue;
-    for (const auto& a : c.allocations) {
-      if (node::Matches(inst, a)) return &c;
-    }
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -87,85 +70,40 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
                                                           const node::NodeClaims& node) {
   std::lock_guard lock(mu_);
   if (!started_) return Error{"MIG manager: the ledger is not loaded"};
-  std::vector<codec::MigAllocation> allocs;
-  for (const auto& a : claim.allocations) {
-    if (a.container_index == container_index) allocs.push_back(a);
-  }
-  std::sort(allocs.begin(), allocs.end(),
-            [](const auto& a, const auto& b) { return a.device_index < b.device_index; });
-  if (allocs.empty()) {
-    return Error{"pod " + claim.pod + " container " + std::to_string(container_index) +
-                 ": hami.io/vgpu-mig-allocations has no entry for it"};
-  }
+  auto container = node::ContainerAllocations(claim, container_index);
+  if (!container.ok()) return container.error();
+  const std::vector<codec::MigAllocation>& allocs = container.value();
 
-  // Decide: reuse an instance already at the placement (a retried Allocate, or one adopted
-  // after a restart), or create one. Nothing is touched until every allocation checks out.
-  std::map<std::string, std::vector<DriverMigInstance>> actual;
+  // Decide (node::PlanRealize) on a listing of every GPU the container names; nothing is
+  // touched until every allocation checks out.
+  node::RealizeInput input;
+  input.claim = &claim;
+  input.allocations = allocs;
+  input.ledger = &ledger_;
+  input.node = &node;
   for (const auto& a : allocs) {
-    if (actual.count(a.gpu_uuid) > 0) continue;
+    if (input.instances_by_gpu.count(a.gpu_uuid) > 0) continue;
     auto list = Instances(a.gpu_uuid);
-    if (!list.ok) return Error{Where(claim, allocs.front()) + ": " + list.error.message};
-    actual[a.gpu_uuid] = std::move(list.value);
+    if (!list.ok)
+      return Error{node::DescribeAllocation(claim, allocs.front()) + ": " + list.error.message};
+    input.instances_by_gpu[a.gpu_uuid] = std::move(list.value);
   }
+  auto planned = node::PlanRealize(input);
+  if (!planned.ok()) return planned.error();
+  const node::RealizePlan& plan = planned.value();
   std::vector<RealizedInstance> out(allocs.size());
-  std::vector<size_t> to_create;
-  std::vector<size_t> to_finish;
-  std::vector<DriverMigInstance> to_replace;  // left by ended pods at this container's placements
-  std::vector<DriverMigInstance> instances(allocs.size());
-  for (size_t i = 0; i < allocs.size(); ++i) {
-    const auto& a = allocs[i];
-    out[i].allocation = a;
-    const auto& on_gpu = actual[a.gpu_uuid];
-    auto same = std::find_if(on_gpu.begin(), on_gpu.end(),
-                             [&](const auto& inst) { return node::Matches(inst, a); });
-    if (same != on_gpu.end()) {
-      if (const auto* other = OtherClaimant(node, claim.uid, *same)) {
-        return Error{Where(claim, a) + ": the instance there is held by pod " + other->pod};
-      }
-      // Ownership is proven by the ledger, never by the placement: an instance made by an
-      // operator or another tool at this pod's placement is not taken over.
-      const LedgerEntry* owner = node::OwningEntry(ledger_, *same);
-      if (owner == nullptr) {
-        return Error{Where(claim, a) +
-                     ": an instance tessera did not create is there (GPU instance " +
-                     std::to_string(same->gpu_instance_id) + ")"};
-      }
-      if (owner->pod_uid != claim.uid) {
-        // A pod that ended left it and the reconciler has not reclaimed it yet: a new pod gets
-        // a fresh instance (and MIG UUID), never the old one.
-        to_replace.push_back(*same);
-        to_create.push_back(i);
-        continue;
-      }
-      instances[i] = *same;  // this pod's own: a retried Allocate, or adopted after a restart
-      if (!same->has_compute_instance) to_finish.push_back(i);
-      continue;
-    }
-    for (const auto& inst : on_gpu) {
-      if (inst.placement.Overlaps(a.placement)) {
-        const auto* other = OtherClaimant(node, claim.uid, inst);
-        return Error{Where(claim, a) + ": the slices are taken by " + inst.profile + " at " +
-                     std::to_string(inst.placement.start) + ":" +
-                     std::to_string(inst.placement.size) +
-                     (other != nullptr ? " of pod " + other->pod : " (not created for this pod)")};
-      }
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (allocs[j].gpu_uuid == a.gpu_uuid && allocs[j].placement.Overlaps(a.placement)) {
-        return Error{Where(claim, a) + ": overlaps device " +
-                     std::to_string(allocs[j].device_index) + " of the same container"};
-      }
-    }
-    to_create.push_back(i);
-  }
+  std::vector<DriverMigInstance> instances = plan.reused;
+  std::vector<size_t> to_finish = plan.finish;
+  const std::vector<size_t>& to_create = plan.create;
+  for (size_t i = 0; i < allocs.size(); ++i) out[i].allocation = allocs[i];
 
   // Instances ended pods left at these placements go first; their ledger entries stay until
   // they are gone, so a failure here leaves them to the reconciler.
-  for (const auto& stale : to_replace) {
+  for (const auto& stale : plan.replace) {
     auto gone = driver_.DestroyInstance(stale);
     if (!gone.ok) {
-      return Error{Where(claim, allocs.front()) + ": the instance an ended pod left at " +
-                   std::to_string(stale.placement.start) +
+      return Error{node::DescribeAllocation(claim, allocs.front()) +
+                   ": the instance an ended pod left at " + std::to_string(stale.placement.start) +
                    " cannot be destroyed: " + gone.error.message};
     }
     ++destroyed_;
@@ -187,7 +125,8 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
     e.written_ms = now;
     ledger_.push_back(e);
   }
-  if (auto s = SaveLedger(); !s) return Error{Where(claim, allocs.front()) + ": " + s.message()};
+  if (auto s = SaveLedger(); !s)
+    return Error{node::DescribeAllocation(claim, allocs.front()) + ": " + s.message()};
 
   // On failure: destroy what this call created; instances it only reused (e.g. half-made ones
   // from before a crash) stay in the ledger. A create that failed may still have made its
@@ -222,7 +161,7 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   };
   for (size_t i : to_create) {
     auto gi = driver_.CreateGpuInstance(allocs[i].gpu_uuid, allocs[i].profile, allocs[i].placement);
-    if (!gi.ok) return fail(Where(claim, allocs[i]) + ": " + gi.error.message);
+    if (!gi.ok) return fail(node::DescribeAllocation(claim, allocs[i]) + ": " + gi.error.message);
     instances[i] = gi.value;
     created.push_back(gi.value);
     ++created_;
@@ -231,7 +170,7 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   }
   for (size_t i : to_finish) {
     auto ci = driver_.CreateComputeInstance(instances[i]);
-    if (!ci.ok) return fail(Where(claim, allocs[i]) + ": " + ci.error.message);
+    if (!ci.ok) return fail(node::DescribeAllocation(claim, allocs[i]) + ": " + ci.error.message);
     instances[i] = ci.value;
   }
 
@@ -250,7 +189,8 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   }
   if (auto s = SaveLedger(); !s) {
     // The instances exist and the pod may use them; the next reconcile re-adopts them.
-    return Error{Where(claim, allocs.front()) + ": instances created but " + s.message()};
+    return Error{node::DescribeAllocation(claim, allocs.front()) + ": instances created but " +
+                 s.message()};
   }
   return out;
 }
