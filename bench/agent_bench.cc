@@ -54,6 +54,10 @@ class MemoryApi : public agent::NodeApi {
   }
   void PodEvent(const model::Pod&, const std::string&, const std::string&, bool) override {}
   void NodeEvent(const std::string&, const std::string&, bool) override {}
+  agent::ApiResult<model::Pod> FailPod(const model::Pod& pod, const std::string&,
+                                       const std::string&) override {
+    return {pod, {}};
+  }
 };
 
 struct Bench {

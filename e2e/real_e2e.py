@@ -1480,10 +1480,19 @@ def s_agent_policy(env: Env, ns: str, group: str):
                 {"spec": {"taints": [{"key": "e2e", "effect": "NoSchedule"}]}},
                 "only annotations of its node")
         refused(f"a non-hami.io annotation on node {node_a}", token, node + node_a,
-                ann({"example.com/e2e": "x"}), "only hami.io/ annotations of its node, not "
-                                               "example.com/e2e")
+                ann({"example.com/e2e": "x"}),
+                "only hami.io/ annotations and tessera.io/foreign-mig-instances of its node, not "
+                "example.com/e2e")
         refused(f"node {node_a} with a token bound to no node", unbound, node + node_a,
                 ann({gpu.REGISTER: "[]"}), "this token is bound to no node")
+        # Its pods' status: only to fail a pod on its own node (a MIG instance gone for good).
+        failed = {"status": {"phase": "Failed", "reason": "MigInstanceLost", "message": "e2e"}}
+        refused(f"the status of pod {ns}/on-b (on {node_b})", token, pod + "on-b/status",
+                failed, f"may not change pod {ns}/on-b on node {node_b}",
+                "application/strategic-merge-patch+json")
+        refused("the status of pod on-a to Succeeded", token, pod + "on-a/status",
+                {"status": {"phase": "Succeeded"}}, "only to fail it, not to phase Succeeded",
+                "application/strategic-merge-patch+json")
 
         # What the agent writes: allowed.
         status, body = api_as(env, token, "PATCH", pod + "on-a",
@@ -1492,9 +1501,15 @@ def s_agent_policy(env: Env, ns: str, group: str):
               "success", f"agent patch of {ns}/on-a's {gpu.BIND_PHASE}: HTTP {status} "
                          f"{str(body)[:300]}")
         status, body = api_as(env, token, "PATCH", node + node_a,
-                              ann({"hami.io/e2e-agent": "v", gpu.NODE_LOCK: None}))
+                              ann({"hami.io/e2e-agent": "v", gpu.NODE_LOCK: None,
+                                   "tessera.io/foreign-mig-instances": "[]"}))
         check(status == 200, f"agent patch of node {node_a}: HTTP {status} {str(body)[:300]}")
-        say(f"allowed: hami.io/ annotations of node {node_a} and of pod {ns}/on-a")
+        status, body = api_as(env, token, "PATCH", pod + "on-a/status", failed,
+                              "application/strategic-merge-patch+json")
+        check(status == 200 and body.get("status", {}).get("phase") == "Failed",
+              f"agent fails pod {ns}/on-a (its own node): HTTP {status} {str(body)[:300]}")
+        say(f"allowed: hami.io/ annotations and tessera.io/foreign-mig-instances of node {node_a}, "
+            f"hami.io/ annotations of pod {ns}/on-a, and setting it Failed")
 
         # The agent itself with that token: its registration goes through the policies, its
         # pod informer and reviews through deploy/'s ClusterRole; /metrics wants a token.

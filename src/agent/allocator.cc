@@ -61,19 +61,23 @@ std::string ContainerName(const model::Pod& pod, int slot) {
 }  // namespace
 
 Allocator::Allocator(NodeApi& api, MigManager& mig, AllocatorConfig config,
-                     std::function<std::string()> new_uuid)
-    : api_(api), mig_(mig), config_(std::move(config)), new_uuid_(std::move(new_uuid)) {}
+                     std::function<std::string()> new_uuid, HamiCoreFolders* folders,
+                     MigDeviceExport* mig_export)
+    : api_(api),
+      mig_(mig),
+      config_(std::move(config)),
+      new_uuid_(std::move(new_uuid)),
+      folders_(folders),
+      mig_export_(mig_export) {}
 
 void Allocator::SetMigGpus(std::set<std::string> gpu_uuids) {
   std::lock_guard lock(mu_);
   mig_gpus_ = std::move(gpu_uuids);
 }
 
-ApiResult<model::Pod> Allocator::FindPod(size_t count, bool fresh) {
-  auto pods = api_.PodsOnNode(fresh);
-  if (!pods.ok()) return {std::nullopt, pods.failure};
+ApiResult<model::Pod> Allocator::ChoosePod(const std::vector<model::Pod>& pods, size_t count) {
   std::vector<const model::Pod*> candidates;
-  for (const auto& pod : *pods.value) {
+  for (const auto& pod : pods) {
     const std::string* phase = pod.Annotation(kBindPhase);
     const std::string* assigned = pod.Annotation(kAssignedNode);
     const std::string* text = pod.Annotation(kToAllocate);
@@ -113,14 +117,24 @@ Result<std::vector<node::ContainerResponse>> Allocator::Allocate(
     const std::vector<std::vector<std::string>>& container_requests) {
   std::lock_guard lock(mu_);
   if (container_requests.empty()) return std::vector<node::ContainerResponse>{};
-  auto pod = FindPod(container_requests.front().size(), false);
-  if (!pod.ok()) pod = FindPod(container_requests.front().size(), true);  // the cache may lag
+  const size_t count = container_requests.front().size();
+  // One read of the node's pods per Allocate: the informer's cache, and one list from the API
+  // server only when the cache does not show the pod (it may lag the scheduler's bind).
+  auto pods = api_.PodsOnNode(false);
+  ApiResult<model::Pod> pod{std::nullopt, pods.failure};
+  if (pods.ok()) pod = ChoosePod(*pods.value, count);
+  if (!pod.ok()) {
+    pods = api_.PodsOnNode(true);
+    pod = {std::nullopt, pods.failure};
+    if (pods.ok()) pod = ChoosePod(*pods.value, count);
+  }
   if (!pod.ok()) return Error{"Allocate on node " + config_.node_name + ": " + pod.failure.message};
-  return AllocateFor(*pod.value, container_requests);
+  return AllocateFor(*pod.value, *pods.value, container_requests);
 }
 
 Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
-    const model::Pod& pod, const std::vector<std::vector<std::string>>& requests) {
+    const model::Pod& pod, const std::vector<model::Pod>& pods_on_node,
+    const std::vector<std::vector<std::string>>& requests) {
   const std::string who = "pod " + pod.Key();
   auto devices = codec::DecodePodDevices(*pod.Annotation(kToAllocate));
   if (!devices.ok()) {
@@ -170,6 +184,15 @@ Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
     }
     if (on_mig == 0) {
       const bool disable_control = ContainerAt(pod, slot)->cuda_disable_control;
+      // HAMi-core's cache and lock folders are mounted from the host: made before the answer,
+      // so the runtime never creates them root-only, nor fails on a missing one.
+      if (!disable_control && folders_ != nullptr) {
+        if (auto made = folders_->Prepare(pod.uid, container); !made) {
+          const std::string m = where + ": HAMi-core's folders: " + made.message();
+          Fail(pod, m);
+          return Error{m};
+        }
+      }
       responses.push_back(node::SharedGpuResponse(entry, config_.hami_core, config_.strategy,
                                                   pod.uid, container, disable_control,
                                                   new_uuid_()));
@@ -177,9 +200,7 @@ Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
     }
     // MIG: realize this slot's instances at the placements the scheduler reserved.
     node::PodMigClaim claim{pod.Key(), pod.uid, mig_allocations};
-    auto pods = api_.PodsOnNode(false);
-    node::NodeClaims others;
-    if (pods.ok()) others = node::ClaimsOnNode(*pods.value, config_.node_name);
+    const node::NodeClaims others = node::ClaimsOnNode(pods_on_node, config_.node_name);
     auto realized = mig_.Realize(claim, slot, others);
     if (!realized.ok()) {
       Fail(pod, realized.error().message);
@@ -203,6 +224,15 @@ Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
         }
       }
     }
+    // With CDI names, the runtime must find each instance in a spec: a clear error now rather
+    // than a container that cannot start.
+    if (mig_export_ != nullptr) {
+      if (auto exported = mig_export_->Export(ids); !exported) {
+        const std::string m = where + ": " + exported.message();
+        Fail(pod, m);
+        return Error{m};
+      }
+    }
     node::ContainerResponse r;
     node::AddDeviceIds(ids, config_.strategy, new_uuid_(), &r);
     responses.push_back(std::move(r));
@@ -223,18 +253,20 @@ Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
       Fail(pod, m);
       return Error{m};
     }
-    auto fresh = api_.PodsOnNode(true);
-    const model::Pod* now = nullptr;
-    if (fresh.ok()) {
-      for (const auto& p : *fresh.value) {
-        if (p.uid == pod.uid) now = &p;
-      }
+    // Only this pod is read again (from the API server), not the node's pods.
+    auto now = api_.ReadPod(pod.ns, pod.name);
+    if (now.ok() && !now.value->has_value()) {
+      return Error{who + ": the pod disappeared while it was being allocated"};
     }
-    if (now == nullptr) {
-      const std::string m = who + ": the pod disappeared while it was being allocated";
-      return Error{m};
+    if (now.ok() && (*now.value)->uid != pod.uid) {
+      return Error{who +
+                   ": the pod was replaced by another of the same name while it was being "
+                   "allocated"};
     }
-    rv = now->resource_version;
+    if (!now.ok()) {
+      return Error{who + ": re-reading the pod after a conflict failed: " + now.failure.message};
+    }
+    rv = (*now.value)->resource_version;
   }
   if (!HasNvidia(remaining)) ReleaseNodeLock(pod);
   return responses;
@@ -245,8 +277,10 @@ std::vector<std::vector<std::string>> Allocator::Preferred(
   std::lock_guard lock(mu_);
   std::vector<std::vector<std::string>> out(requests.size());
   if (requests.empty()) return out;
-  auto pod = FindPod(static_cast<size_t>(std::max(0, requests.front().size)), false);
-  if (!pod.ok()) return out;  // the kubelet then chooses itself
+  auto pods = api_.PodsOnNode(false);
+  if (!pods.ok()) return out;  // the kubelet then chooses itself
+  auto pod = ChoosePod(*pods.value, static_cast<size_t>(std::max(0, requests.front().size)));
+  if (!pod.ok()) return out;
   auto devices = codec::DecodePodDevices(*pod.value->Annotation(kToAllocate));
   if (!devices.ok()) return out;
   std::vector<const codec::ContainerDevices*> entries;

@@ -428,6 +428,7 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
     }
   }
   foreign_ = report.foreign;
+  report.listed_gpus = input.listed_gpus;
 
   // The identities pods should carry: what the driver reports now, per kept or recreated
   // instance.

@@ -50,6 +50,9 @@ struct ReconcileReport {
   std::vector<std::string> conflicts;  // claims another instance of tessera's blocks
   // Instances tessera did not create, left on the GPUs; they occupy their slices.
   std::vector<node::DriverMigInstance> foreign;
+  // The GPUs whose listing completed this pass: `foreign` is complete for them only (what was
+  // known of the others still holds, ForeignMigPublisher).
+  std::set<std::string> listed_gpus;
   std::vector<node::ForeignAtClaim> foreign_at_claims;  // live pods' placements they block
   std::vector<std::string> awaiting_fresher_view;       // destroys held back, one stable line each
   // Pods ("namespace/name") a read from the API server proved gone while the pod view could

@@ -59,6 +59,10 @@ class NodeApi {
                                          const std::string& resource_version) = 0;
   virtual ApiResult<model::Node> PatchNode(const AnnotationPatch& patch,
                                            const std::string& resource_version) = 0;
+  // Sets a pod bound to this node Failed (its status: phase, reason, message, a
+  // DisruptionTarget condition), with its uid as a precondition, so its controller replaces it.
+  virtual ApiResult<model::Pod> FailPod(const model::Pod& pod, const std::string& reason,
+                                        const std::string& message) = 0;
   // A Warning (or Normal) Event on the pod.
   virtual void PodEvent(const model::Pod& pod, const std::string& reason,
                         const std::string& message, bool warning) = 0;

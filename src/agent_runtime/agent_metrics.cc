@@ -54,10 +54,51 @@ AgentMetrics::AgentMetrics()
                          "GPU reset or driver reload")),
       lost_(Gauge(*registry_, "tessera_agent_lost_mig_instances",
                   "Live pods' MIG instances gone and not recreated (their slices are taken, or "
-                  "the driver refused)")) {}
+                  "the driver refused)")),
+      pods_failed_(prometheus::BuildCounter()
+                       .Name("tessera_agent_pods_failed_total")
+                       .Help("Live pods set Failed because their MIG instance is gone for good "
+                             "(reason: MigInstanceReplaced, MigInstanceLost)")
+                       .Register(*registry_)),
+      cdi_spec_write_failures_(
+          Counter(*registry_, "tessera_agent_cdi_spec_write_failures_total",
+                  "Failed writes of the CDI spec of tessera's MIG instances (MIG devices not in "
+                  "it cannot be given to containers with a CDI device-list strategy)")) {
+  RegisterMigModeMetrics();
+}
+
+void AgentMetrics::RegisterMigModeMetrics() {
+  mig_mode_off_ = &prometheus::BuildGauge()
+                       .Name("tessera_agent_mig_mode_off_gpus")
+                       .Help(
+                           "GPUs the node's mig operating mode wants in MIG mode whose MIG mode "
+                           "is off (state=off) or waits for a GPU reset (state=reset-pending); "
+                           "registered as migFallback says")
+                       .Register(*registry_);
+  MigModeOffGpus(0, 0);
+  mig_mode_enable_ = &prometheus::BuildCounter()
+                          .Name("tessera_agent_mig_mode_enable_total")
+                          .Help(
+                              "--set-mig-mode tries, by result: enabled, reset-pending, busy "
+                              "(compute processes on the GPU), failed")
+                          .Register(*registry_);
+}
+
+void AgentMetrics::MigModeOffGpus(int off, int reset_pending) {
+  mig_mode_off_->Add({{"state", "off"}}).Set(off);
+  mig_mode_off_->Add({{"state", "reset-pending"}}).Set(reset_pending);
+}
+
+void AgentMetrics::MigModeEnableTried(const std::string& result) {
+  mig_mode_enable_->Add({{"result", result}}).Increment();
+}
 
 void AgentMetrics::NvmlError(const std::string& function, int code) {
   nvml_errors_.Add({{"function", function}, {"code", std::to_string(code)}}).Increment();
+}
+
+void AgentMetrics::PodFailed(const std::string& reason) {
+  pods_failed_.Add({{"reason", reason}}).Increment();
 }
 
 void AgentMetrics::Reconciled(double seconds, double unix_time, int errors) {

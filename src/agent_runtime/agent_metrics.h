@@ -28,8 +28,18 @@ class AgentMetrics {
   void ForeignInstances(int n) { foreign_.Set(n); }
   void InstancesRecreated(int n) { recreated_.Increment(n); }
   void LostInstances(int n) { lost_.Set(n); }
+  // GPUs the node's "mig" mode wants in MIG mode whose MIG mode is off, or pending a reset.
+  void MigModeOffGpus(int off, int reset_pending);
+  // A --set-mig-mode try: enabled, reset-pending, busy, failed.
+  void MigModeEnableTried(const std::string& result);
+  // A live pod failed because its MIG instance is gone for good (reason: MigInstanceLost, ...).
+  void PodFailed(const std::string& reason);
+  // The CDI spec of the MIG instances could not be written (docs/agent.md, "CDI").
+  void CdiSpecWriteFailed() { cdi_spec_write_failures_.Increment(); }
 
  private:
+  void RegisterMigModeMetrics();
+
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& nvml_errors_;
   prometheus::Counter& created_;
@@ -47,6 +57,10 @@ class AgentMetrics {
   prometheus::Gauge& foreign_;
   prometheus::Counter& recreated_;
   prometheus::Gauge& lost_;
+  prometheus::Family<prometheus::Gauge>* mig_mode_off_ = nullptr;
+  prometheus::Family<prometheus::Counter>* mig_mode_enable_ = nullptr;
+  prometheus::Family<prometheus::Counter>& pods_failed_;
+  prometheus::Counter& cdi_spec_write_failures_;
 };
 
 }  // namespace tessera::agent_runtime

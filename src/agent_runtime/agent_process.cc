@@ -8,6 +8,8 @@
 #include <random>
 #include <sstream>
 
+#include "agent/advertised_devices.h"
+#include "agent/hami_core_sweep.h"
 #include "agent/ledger_file.h"
 #include "core/codec/node_register.h"
 #include "core/common/strings.h"
@@ -41,11 +43,29 @@ AgentProcess::AgentProcess(node::GpuDriver& driver, agent::NodeApi& api, AgentOp
       options_(std::move(options)),
       metrics_(metrics),
       mig_(driver, agent::LedgerFile(options_.ledger_path), [this] { return NowMs(); }),
-      allocator_(api, mig_, options_.allocator, RandomUuid),
+      hami_core_folders_(options_.manage_hami_core_folders
+                             ? std::make_unique<HamiCoreHostFolders>(
+                                   options_.allocator.hami_core.hook_path, options_.vgpu_lock_dir)
+                             : nullptr),
+      cdi_spec_(options_.allocator.strategy.cdi_cri || options_.allocator.strategy.cdi_annotations
+                    ? std::make_unique<MigCdiSpecFile>(
+                          [this] { return mig_.LedgerSnapshot(); }, driver,
+                          MigCdiSpecOptions{options_.cdi_spec_dir, "tessera-mig.json",
+                                            options_.allocator.strategy.cdi_kind,
+                                            options_.driver_proc_root},
+                          metrics)
+                    : nullptr),
+      allocator_(api, mig_, options_.allocator, RandomUuid, hami_core_folders_.get(),
+                 cdi_spec_.get()),
+      publisher_(
+          driver, api, options_.device, agent::PublisherOptions{options_.set_mig_mode},
+          [this](const std::string& pci_bus_id) { return NumaOf(pci_bus_id); }, SteadyMs),
       xid_policy_(options_.xid_disable, options_.xid_enable),
       publish_backoff_(node::RetryBackoff::kDefaultInitialMs,
                        std::max<int64_t>(options_.register_interval.count(), 1)),
-      health_(options_.health_recovery_ms) {}
+      foreign_mig_(api, options_.register_interval.count()),
+      health_(options_.health_recovery_ms),
+      unrecoverable_(options_.fail_lost_after.count()) {}
 
 AgentProcess::~AgentProcess() {
   stopping_ = true;
@@ -77,49 +97,47 @@ int32_t AgentProcess::NumaOf(const std::string& pci_bus_id) const {
 }
 
 Status AgentProcess::PublishRegistration() {
-  auto found = driver_.Discover();
-  if (!found.ok) return Error{"GPU discovery: " + found.error.message};
-  for (const auto& p : found.value.problems) spdlog::warn("GPU discovery: {}", p.message);
-  node::RegistrationInput input;
-  input.gpus = found.value.gpus;
-  for (const auto& g : input.gpus) input.numa[g.uuid] = NumaOf(g.pci_bus_id);
+  std::set<std::string> unhealthy;
   {
     std::lock_guard lock(mu_);
-    input.unhealthy = health_.Unhealthy();
+    unhealthy = health_.Unhealthy();
   }
-  node::Registration reg = node::BuildRegistration(input, options_.device);
-  const std::string text = codec::EncodeNodeRegister(reg.devices);
-  std::vector<std::string> mig_gpus;
-  std::set<std::string> mig_set;
-  for (const auto& d : reg.devices) {
-    if (d.IsMig()) {
-      mig_gpus.push_back(d.uuid);
-      mig_set.insert(d.uuid);
+  auto published = publisher_.Publish(unhealthy);
+  if (!published.ok()) return published.error();
+  const agent::Publication& p = published.value();
+  for (const auto& problem : p.problems) spdlog::warn("GPU discovery: {}", problem);
+  for (const auto& n : p.notices) {
+    if (n.warning) {
+      spdlog::warn("registration: {}", n.message);
+    } else {
+      spdlog::info("registration: {}", n.message);
     }
   }
-  mig_.SetMigGpus(mig_gpus);
-  allocator_.SetMigGpus(mig_set);
-  bool changed = false;
+  mig_.SetMigGpus(p.mig_gpus);
+  allocator_.SetMigGpus(std::set<std::string>(p.mig_gpus.begin(), p.mig_gpus.end()));
   {
     std::lock_guard lock(mu_);
-    changed = text != registration_;
-    if (changed) {
-      for (const auto& n : reg.notes) spdlog::warn("registration: {}", n);
+    if (p.changed) {
+      for (const auto& n : p.registration.notes) spdlog::warn("registration: {}", n);
     }
-    registered_ = reg.devices;
-    registration_ = text;
+    registered_ = p.registration.devices;
+    registration_ = p.annotation;
   }
-  if (changed && plugin_) plugin_->DevicesChanged();
-  // Compare with what the node carries, not with what we wrote last: a deleted or edited
-  // annotation is restored (HAMi's cache would not, hami-node.md W11).
-  auto node = api_.GetNode();
-  if (!node.ok()) return Error{node.failure.message};
-  const std::string* current = node.value->Annotation(kRegister);
-  if (current != nullptr && *current == text) return Status::Ok();
-  auto patched = api_.PatchNode({{kRegister, text}}, "");
-  if (!patched.ok()) return Error{"publishing " + kRegister + ": " + patched.failure.message};
-  if (metrics_ != nullptr) metrics_->RegistrationPatched();
-  spdlog::info("published {} GPU(s) in {}", reg.devices.size(), kRegister);
+  if (p.changed && plugin_) plugin_->DevicesChanged();
+  if (metrics_ != nullptr) {
+    int reset_pending = 0;
+    for (const auto& off : p.registration.mig_mode_off) reset_pending += off.reset_pending ? 1 : 0;
+    metrics_->MigModeOffGpus(static_cast<int>(p.registration.mig_mode_off.size()) - reset_pending,
+                             reset_pending);
+    for (const auto result : p.enable_tries) {
+      metrics_->MigModeEnableTried(agent::MigModeEnableResultName(result));
+    }
+  }
+  if (!p.node_write.ok()) return p.node_write;
+  if (p.patched) {
+    if (metrics_ != nullptr) metrics_->RegistrationPatched();
+    spdlog::info("published {} GPU(s) in {}", p.registration.devices.size(), kRegister);
+  }
   return Status::Ok();
 }
 
@@ -143,6 +161,7 @@ agent::ReconcileReport AgentProcess::Reconcile() {
   reconcile.reclaim_foreign = options_.reclaim_foreign;
   reconcile.prove_gone = [this](const std::vector<node::PodRef>& pods) { return ProveGone(pods); };
   agent::ReconcileReport report = mig_.Reconcile(claims, freshness, reconcile);
+  SyncHostFiles(view.ok() ? &*view.value : nullptr, &problems);
   for (const auto& pod : report.proven_gone) {
     spdlog::info(
         "MIG reconcile: pod {} is gone or has ended (read from the API server); its instances "
@@ -186,6 +205,7 @@ agent::ReconcileReport AgentProcess::Reconcile() {
       }
     }
   }
+  PublishForeignInstances(report);
   if (metrics_ != nullptr) {
     SyncMigCounters();
     metrics_->InstancesAdopted(report.adopted);
@@ -202,6 +222,32 @@ agent::ReconcileReport AgentProcess::Reconcile() {
                  report.kept, report.adopted, report.finished, report.destroyed, report.left_alone);
   }
   return report;
+}
+
+void AgentProcess::PublishForeignInstances(const agent::ReconcileReport& report) {
+  std::set<std::string> mig_gpus;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& d : registered_) {
+      if (d.IsMig()) mig_gpus.insert(d.uuid);
+    }
+  }
+  const agent::ForeignMigSync sync = foreign_mig_.Sync(report, mig_gpus, SteadyMs());
+  if (sync.changed) {
+    if (foreign_mig_.known().empty()) {
+      spdlog::info("MIG reconcile: {}", sync.change);
+    } else {
+      spdlog::warn("MIG reconcile: {}", sync.change);
+    }
+  }
+  // One line per try: the tries are on a back-off.
+  if (sync.error) {
+    spdlog::warn("MIG reconcile: {} (failure {}, retrying in {} s)", *sync.error, sync.failures,
+                 (sync.retry_in_ms + 999) / 1000);
+  } else if (sync.patched) {
+    spdlog::info("MIG reconcile: published {} instance(s) tessera did not create in {}",
+                 foreign_mig_.known().size(), model::annotations::kForeignMigInstances);
+  }
 }
 
 agent::GoneProofs AgentProcess::ProveGone(const std::vector<node::PodRef>& pods) {
@@ -264,12 +310,32 @@ void AgentProcess::ReportOnce(const agent::ReconcileReport& report,
     }
   }
   lost_reported_ = std::move(lost);
+  FailUnrecoverablePods(report, pods);
   std::set<std::string> waiting(report.awaiting_fresher_view.begin(),
                                 report.awaiting_fresher_view.end());
   for (const auto& w : waiting) {
     if (waiting_reported_.count(w) == 0) spdlog::info("MIG reconcile: {}", w);
   }
   waiting_reported_ = std::move(waiting);
+}
+
+void AgentProcess::FailUnrecoverablePods(const agent::ReconcileReport& report,
+                                         const std::vector<model::Pod>* pods) {
+  const auto failures = unrecoverable_.Judge(report, NowMs());
+  if (pods == nullptr) return;  // nothing to fail without the pods themselves (and their uids)
+  for (const auto& f : failures) {
+    for (const auto& pod : *pods) {
+      if (pod.uid != f.pod_uid || pod.IsTerminal()) continue;
+      auto failed = api_.FailPod(pod, f.reason, f.message);
+      if (!failed.ok()) {  // retried next pass, while the report still names the pod
+        spdlog::warn("MIG reconcile: failing pod {}: {}", f.pod, failed.failure.message);
+        continue;
+      }
+      spdlog::warn("MIG reconcile: pod {} failed: {}", f.pod, f.message);
+      api_.PodEvent(pod, f.reason, f.message, true);
+      if (metrics_ != nullptr) metrics_->PodFailed(f.reason);
+    }
+  }
 }
 
 void AgentProcess::PauseHealth(int ms) const {
@@ -477,25 +543,16 @@ void AgentProcess::Run(const std::function<bool()>& stop) {
 
 std::vector<node::PluginDevice> AgentProcess::Devices() {
   std::lock_guard lock(mu_);
-  const auto unhealthy = health_.Unhealthy();
-  std::vector<node::PluginDevice> out;
-  for (const auto& d : registered_) {
-    const bool healthy = unhealthy.count(d.uuid) == 0;
-    // HAMi advertises deviceSplitCount replicas per GPU in both modes (hami-node.md 6.3); a MIG
-    // GPU gets at least as many as it can hold instances, so the kubelet never caps MIG density
-    // below what the scheduler placed (W18).
-    const int32_t replicas = d.IsMig() ? std::max(options_.device.device_split_count, d.count)
-                                       : options_.device.device_split_count;
-    auto ids = node::ReplicaDevices({d.uuid}, {healthy},
-                                    {options_.device.enable_numa_topology ? d.numa : -1}, replicas);
-    out.insert(out.end(), ids.begin(), ids.end());
-  }
-  return out;
+  return agent::AdvertisedDevices(registered_, health_.Unhealthy(),
+                                  options_.device.device_split_count,
+                                  options_.device.enable_numa_topology);
 }
 
 Result<std::vector<node::ContainerResponse>> AgentProcess::Allocate(
     const std::vector<std::vector<std::string>>& container_requests) {
   auto result = allocator_.Allocate(container_requests);
+  std::vector<std::string> unused;  // the spec logs its own problems; no folder sweep here
+  SyncHostFiles(nullptr, &unused);
   if (metrics_ != nullptr) {
     metrics_->Allocation(result.ok());
     SyncMigCounters();
@@ -511,6 +568,19 @@ Result<std::vector<node::ContainerResponse>> AgentProcess::Allocate(
 std::vector<std::vector<std::string>> AgentProcess::Preferred(
     const std::vector<node::PreferredRequest>& requests) {
   return allocator_.Preferred(requests);
+}
+
+void AgentProcess::SyncHostFiles(const agent::PodView* view, std::vector<std::string>* problems) {
+  if (cdi_spec_) (void)cdi_spec_->Sync();  // it logs and counts its failures itself
+  if (!hami_core_folders_ || view == nullptr) return;
+  // Only a complete view (the informer synced, or a list) proves a pod gone.
+  auto sweep =
+      agent::SweepHamiCoreFolders(*hami_core_folders_, *view, options_.reconcile_grace.count());
+  for (const auto& name : sweep.removed) {
+    spdlog::info("HAMi-core folder {}/{} removed: its pod is gone",
+                 hami_core_folders_->containers_dir(), name);
+  }
+  problems->insert(problems->end(), sweep.errors.begin(), sweep.errors.end());
 }
 
 void AgentProcess::SyncMigCounters() {

@@ -15,9 +15,14 @@
 
 #include "adapters/deviceplugin/plugin_server.h"
 #include "agent/allocator.h"
+#include "agent/foreign_mig_publisher.h"
 #include "agent/mig_manager.h"
 #include "agent/node_api.h"
+#include "agent/registration_publisher.h"
+#include "agent/unrecoverable_pods.h"
 #include "agent_runtime/agent_metrics.h"
+#include "agent_runtime/hami_core_host_folders.h"
+#include "agent_runtime/mig_cdi_spec_file.h"
 #include "core/node/gpu_driver.h"
 #include "core/node/gpu_health.h"
 #include "core/node/registration.h"
@@ -37,7 +42,21 @@ struct AgentOptions {
   int64_t health_recovery_ms = 300000;               // 0: unhealthy until restart
   std::string xid_disable, xid_enable;               // DP_DISABLE/ENABLE_HEALTHCHECKS
   bool reclaim_foreign = false;
+  // --set-mig-mode: enable MIG mode on an idle GPU the node's "mig" mode wants in MIG mode.
+  bool set_mig_mode = false;
+  // A live pod whose MIG instance cannot be recreated for this long is failed (0: never); one
+  // whose instance came back under a new MIG UUID is failed at once (agent/unrecoverable_pods.h).
+  std::chrono::milliseconds fail_lost_after{60000};
   std::string sysfs_root = "/sys";
+  // HAMi-core's host folders (`<hook>/vgpu/containers/<podUID>_<container>`, the lock folder):
+  // made at Allocate, removed once their pods are provably gone. Off unless asked for, so a
+  // process in a test touches no host folder it was not given.
+  bool manage_hami_core_folders = false;
+  std::string vgpu_lock_dir = node::kVgpuLockDir;
+  // With a CDI device-list strategy: the CDI spec of tessera's MIG instances, in this folder,
+  // with device minors from the driver's /proc files under `driver_proc_root`.
+  std::string cdi_spec_dir = "/var/run/cdi";
+  std::string driver_proc_root = "/proc/driver";
   bool serve_kubelet = true;  // false: registration and reconcile only (no kubelet socket)
 };
 
@@ -86,10 +105,19 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
  private:
   int32_t NumaOf(const std::string& pci_bus_id) const;
   void SyncMigCounters();  // the MIG manager's counts into the metrics
+  // After a reconcile or an Allocate: the CDI spec re-synced with the ledger and, with a pod
+  // view, the folders of pods it proves gone removed; their errors go to `problems`.
+  void SyncHostFiles(const agent::PodView* view, std::vector<std::string>* problems);
   // Reads each pod from the API server (once per pass) to prove it gone for good, for the
   // entries that wait only on a fresher pod view.
   agent::GoneProofs ProveGone(const std::vector<node::PodRef>& pods);
+  // Tells the scheduler which slices the instances tessera did not create take (the node
+  // annotation, an Event when they change); logs a failure once per retry.
+  void PublishForeignInstances(const agent::ReconcileReport& report);
   // Logs (and records on the pod) what a reconcile found that needs a person, once each.
+  // Fails the live pods whose instance is gone for good (UnrecoverablePods), with an Event each.
+  void FailUnrecoverablePods(const agent::ReconcileReport& report,
+                             const std::vector<model::Pod>* pods);
   void ReportOnce(const agent::ReconcileReport& report, const std::vector<model::Pod>* pods);
   int64_t NowMs() const;
   static int64_t SteadyMs();
@@ -108,7 +136,10 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   AgentOptions options_;
   AgentMetrics* metrics_;
   agent::MigManager mig_;
+  std::unique_ptr<HamiCoreHostFolders> hami_core_folders_;  // null unless managed
+  std::unique_ptr<MigCdiSpecFile> cdi_spec_;                // null without a CDI strategy
   agent::Allocator allocator_;
+  agent::RegistrationPublisher publisher_;
   std::unique_ptr<deviceplugin::DevicePluginServer> plugin_;
   node::XidPolicy xid_policy_;
   // The health thread's own: which GPUs' XIDs are received, and the XID wait's back-off.
@@ -116,6 +147,8 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   node::RetryBackoff xid_wait_backoff_;
   // The Run loop's own: back-off for the registration annotation and the kubelet registration.
   node::RetryBackoff publish_backoff_;
+  // The reconcile's own: tessera.io/foreign-mig-instances and its Events.
+  agent::ForeignMigPublisher foreign_mig_;
   node::RetryBackoff kubelet_backoff_{node::RetryBackoff::kDefaultInitialMs, kKubeletRetryMaxMs};
 
   mutable std::mutex mu_;  // the fields below
@@ -132,6 +165,7 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   node::RepeatedMessageLimiter reconcile_problems_;
   std::set<std::string> foreign_reported_;  // "<pod uid> <instance>" already reported
   std::set<std::string> waiting_reported_;  // destroys held back, already logged
+  agent::UnrecoverablePods unrecoverable_;  // live pods to fail: their instance is gone for good
   std::set<std::string> lost_reported_;     // "<pod uid> <placement>" lost instances reported
   std::atomic<bool> reconcile_now_{false};
   std::atomic<bool> ready_{false};

@@ -224,6 +224,20 @@ agent::ApiResult<model::Node> KubeNodeApi::PatchNode(const agent::AnnotationPatc
   return {decoded.value(), {}};
 }
 
+agent::ApiResult<model::Pod> KubeNodeApi::FailPod(const model::Pod& pod, const std::string& reason,
+                                                  const std::string& message) {
+  kube::Response response;
+  auto failed = kube::FailPod(client_, pod.ns, pod.name, pod.uid, reason, message, &response);
+  if (!failed.ok()) {
+    ++api_errors_;
+    return {std::nullopt, {static_cast<int>(response.status), failed.error().message}};
+  }
+  auto decoded = codec::DecodePod(failed.value());
+  if (!decoded.ok()) return {std::nullopt, {0, decoded.error().message}};
+  Upsert(failed.value());
+  return {decoded.value(), {}};
+}
+
 void KubeNodeApi::PodEvent(const model::Pod& pod, const std::string& reason,
                            const std::string& message, bool warning) {
   kube::EventSpec e = kube::PodEvent(pod.ns, pod.name, pod.uid, warning, reason, message);

@@ -37,6 +37,8 @@ class KubeNodeApi final : public agent::NodeApi {
                                         const std::string& resource_version) override;
   agent::ApiResult<model::Node> PatchNode(const agent::AnnotationPatch& patch,
                                           const std::string& resource_version) override;
+  agent::ApiResult<model::Pod> FailPod(const model::Pod& pod, const std::string& reason,
+                                       const std::string& message) override;
   void PodEvent(const model::Pod& pod, const std::string& reason, const std::string& message,
                 bool warning) override;
   void NodeEvent(const std::string& reason, const std::string& message, bool warning) override;

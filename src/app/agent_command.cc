@@ -120,6 +120,10 @@ Status CheckAgentPaths(const AgentCommandOptions& o, const std::string& hook_pat
     return FlagError("--hook-path", hook_path, "not an absolute path");
   }
   if (auto s = CheckFolder("--sysfs-root", o.sysfs_root, false); !s) return s;
+  // Made when missing (as the runtime's CDI folder usually is, at its first spec).
+  if (!fs::path(o.cdi_spec_dir).is_absolute()) {
+    return FlagError("--cdi-spec-dir", o.cdi_spec_dir, "not an absolute path");
+  }
   return Status::Ok();
 }
 
@@ -172,6 +176,7 @@ int DiscoverOnly(node::GpuDriver& driver, const node::NodeDeviceConfig& config) 
                               {"pciBusId", g.pci_bus_id},
                               {"migCapable", g.mig_capable},
                               {"migEnabled", g.mig_enabled},
+                              {"migPendingEnabled", g.mig_pending_enabled},
                               {"migProfiles", nlohmann::ordered_json::array()}};
     for (const auto& p : g.mig_profiles) {
       nlohmann::ordered_json pl = nlohmann::ordered_json::array();
@@ -231,11 +236,16 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   ao.device = config.value();
   ao.ledger_path = o.ledger;
   ao.sysfs_root = o.sysfs_root;
+  ao.manage_hami_core_folders = true;
+  ao.cdi_spec_dir = o.cdi_spec_dir;
+  ao.driver_proc_root = o.driver_proc_root;
   ao.reclaim_foreign = o.reclaim_foreign;
+  ao.set_mig_mode = o.set_mig_mode;
   for (auto [flag, text, out] :
        {std::tuple{"--register-interval", o.register_interval, &ao.register_interval},
         std::tuple{"--reconcile-interval", o.reconcile_interval, &ao.reconcile_interval},
-        std::tuple{"--reconcile-grace", o.reconcile_grace, &ao.reconcile_grace}}) {
+        std::tuple{"--reconcile-grace", o.reconcile_grace, &ao.reconcile_grace},
+        std::tuple{"--fail-lost-after", o.fail_lost_after, &ao.fail_lost_after}}) {
     auto ms = Millis(flag, text);
     if (!ms.ok()) return Fail(ms.error().message);
     *out = ms.value();

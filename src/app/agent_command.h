@@ -22,10 +22,14 @@ struct AgentCommandOptions {
   std::string reconcile_interval = "5s";
   std::string reconcile_grace = "10s";
   std::string health_recovery = "5m";
+  std::string fail_lost_after = "60s";
   std::string device_list_strategy = "envvar";  // envvar, cdi-cri, cdi-annotations
   std::string cdi_annotation_prefix = "cdi.k8s.io/";
   std::string sysfs_root = "/sys";
+  std::string cdi_spec_dir = "/var/run/cdi";      // tessera-mig.json, with a CDI strategy
+  std::string driver_proc_root = "/proc/driver";  // device minors for the CDI spec
   bool reclaim_foreign = false;
+  bool set_mig_mode = false;  // enable MIG mode on idle GPUs a "mig" node wants in MIG mode
   bool discover_only = false;
   std::string log_level = "info";
 };

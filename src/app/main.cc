@@ -215,6 +215,12 @@ int main(int argc, char** argv) {
                    "shows its pod gone (the view may lag), or a read of the pod proves it gone")
       ->capture_default_str();
   agent
+      ->add_option("--fail-lost-after", ao.fail_lost_after,
+                   "A live pod whose MIG instance is gone and cannot be made again for this long "
+                   "is set Failed so its controller replaces it; one whose instance came back "
+                   "under a new MIG UUID is failed at once (0s: never fail pods)")
+      ->capture_default_str();
+  agent
       ->add_option("--health-recovery", ao.health_recovery,
                    "Quiet time after a fatal XID before a GPU is healthy again (0 = never)")
       ->capture_default_str();
@@ -224,10 +230,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   agent->add_option("--cdi-annotation-prefix", ao.cdi_annotation_prefix, "CDI annotation prefix")
       ->capture_default_str();
+  agent
+      ->add_option("--cdi-spec-dir", ao.cdi_spec_dir,
+                   "Where the CDI spec of tessera's MIG instances is written (CDI strategies)")
+      ->capture_default_str();
+  agent
+      ->add_option("--driver-proc-root", ao.driver_proc_root,
+                   "Where the NVIDIA driver's /proc files are (device minors for the CDI spec)")
+      ->capture_default_str();
   agent->add_option("--sysfs-root", ao.sysfs_root, "Where /sys is (NUMA lookup)")
       ->capture_default_str();
   agent->add_flag("--reclaim-foreign", ao.reclaim_foreign,
                   "Also destroy unclaimed MIG instances that tessera did not create");
+  agent->add_flag("--set-mig-mode", ao.set_mig_mode,
+                  "Enable MIG mode on a GPU of a mig node whose MIG mode is off, when no compute "
+                  "process uses it (needs root; the driver may reset the GPU)");
   agent->add_flag("--discover-only", ao.discover_only,
                   "Print what NVML reports and what would be registered, then exit (read-only)");
   agent->add_option("--log-level", ao.log_level, "debug, info or warn")->capture_default_str();

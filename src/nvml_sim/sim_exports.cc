@@ -230,11 +230,12 @@ TESSERA_EXPORT nvmlReturn_t nvmlInit_v2(void) {
           return kDriverNotLoaded;
         }
         // "<state>.reboot" stands for a reboot, a GPU reset or a driver reload since the last
-        // process: every GPU and compute instance is gone (MIG mode stays, as it does on the
-        // hardware). Consumed here, by the first nvmlInit after it appeared.
+        // process: every GPU and compute instance and every process is gone, and a pending MIG
+        // mode is applied (MIG mode itself stays, as it does on the hardware). Consumed here, by
+        // the first nvmlInit after it appeared.
         const std::string reboot = std::string(path) + ".reboot";
         if (::access(reboot.c_str(), F_OK) == 0) {
-          for (auto& gpu : state.value().gpus) gpu.gpu_instances.clear();
+          for (auto& gpu : state.value().gpus) tessera::nvml_sim::Reboot(gpu);
           if (auto saved = tessera::nvml_sim::SaveState(path, state.value()); !saved) {
             std::fprintf(stderr, "tessera-nvml-sim: %s\n", saved.message().c_str());
             return NVML_ERROR_UNKNOWN;
@@ -395,9 +396,55 @@ TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned* 
       return NVML_ERROR_INVALID_ARGUMENT;
     }
     if (gpu->model == nullptr) return NVML_ERROR_NOT_SUPPORTED;
-    *current = *pending = gpu->mig_enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *current = gpu->mig_enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *pending = gpu->mig_pending_enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
   });
+}
+
+TESSERA_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned mode,
+                                                 nvmlReturn_t* activationStatus) {
+  return Call(
+      "nvmlDeviceSetMigMode",
+      [&](Sim& sim) -> nvmlReturn_t {
+        SimGpu* gpu = GpuOf(sim, device);
+        if (gpu == nullptr || device->mig) return NVML_ERROR_INVALID_ARGUMENT;
+        const SimGpu before = *gpu;
+        const int rc = tessera::nvml_sim::SetMigMode(*gpu, mode, activationStatus);
+        if (rc == NVML_SUCCESS && !sim.Persist()) {
+          *gpu = before;
+          return NVML_ERROR_UNKNOWN;
+        }
+        return rc;
+      },
+      true, device);
+}
+
+TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                    unsigned* infoCount,
+                                                                    nvmlProcessInfo_t* infos) {
+  return Call(
+      "nvmlDeviceGetComputeRunningProcesses_v3",
+      [&](Sim& sim) -> nvmlReturn_t {
+        SimGpu* gpu = GpuOf(sim, device);
+        if (gpu == nullptr || device->mig || infoCount == nullptr) {
+          return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        const unsigned n = tessera::nvml_sim::ComputeProcesses(*gpu);
+        if (n > *infoCount || (n > 0 && infos == nullptr)) {
+          *infoCount = n;  // the size the caller needs
+          return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+          infos[i] = nvmlProcessInfo_t{};
+          infos[i].pid = 1000 + i;
+          infos[i].gpuInstanceId = 0xFFFFFFFFU;
+          infos[i].computeInstanceId = 0xFFFFFFFFU;
+        }
+        *infoCount = n;
+        return NVML_SUCCESS;
+      },
+      true, device);
 }
 
 TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
@@ -837,4 +884,5 @@ TESSERA_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
       std::is_same_v<decltype(&::name), ret(*) params>, /* NOLINT(bugprone-macro-parentheses) */ \
       #name " signature");
 TESSERA_NVML_FUNCTIONS(TESSERA_CHECK_DEFINED)
+TESSERA_NVML_OPTIONAL_FUNCTIONS(TESSERA_CHECK_DEFINED)
 #undef TESSERA_CHECK_DEFINED

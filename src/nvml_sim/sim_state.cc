@@ -78,6 +78,13 @@ Result<SimGpu> ReadGpu(const Json& gj, const std::string& where,
   if (auto s = codec::ReadBool(gj, "migMode", where, &gpu.mig_enabled); !s) {
     return Error{s.message()};
   }
+  gpu.mig_pending_enabled = gpu.mig_enabled;  // no change pending unless the file says so
+  if (auto s = codec::ReadBool(gj, "migModePending", where, &gpu.mig_pending_enabled); !s) {
+    return Error{s.message()};
+  }
+  if (auto s = codec::ReadIntAs(gj, "processes", where, 0, 1 << 20, &gpu.processes); !s) {
+    return Error{s.message()};
+  }
   if (gpu.uuid.empty()) return Error{where + ".uuid: missing"};
   if (!model_name.empty()) {
     gpu.model = catalog.Find(model_name);
@@ -102,6 +109,7 @@ Result<SimGpu> ReadGpu(const Json& gj, const std::string& where,
   }
   if (gpu.model == nullptr) {
     gpu.mig_enabled = false;
+    gpu.mig_pending_enabled = false;
   } else if (auto s = ReadInstances(gj, where, &gpu); !s) {
     return Error{s.message()};
   }
@@ -145,6 +153,8 @@ Status SaveState(const std::string& path, const SimState& state) {
     gj["pciBusId"] = gpu.pci_bus_id;
     gj["memoryMiB"] = gpu.memory_mib;
     gj["migMode"] = gpu.mig_enabled;
+    gj["migModePending"] = gpu.mig_pending_enabled;
+    gj["processes"] = gpu.processes;
     gj["gpuInstances"] = nlohmann::ordered_json::array();
     for (const auto& gi : gpu.gpu_instances) {
       nlohmann::ordered_json ij;
@@ -221,6 +231,42 @@ int CheckCreateGpuInstance(const SimGpu& gpu, int profile, uint32_t start, uint3
     return NVML_ERROR_INSUFFICIENT_RESOURCES;
   }
   return NVML_SUCCESS;
+}
+
+uint32_t ComputeProcesses(const SimGpu& gpu) {
+  uint32_t n = gpu.processes;
+  for (const auto& gi : gpu.gpu_instances) {
+    for (const auto& ci : gi.compute_instances) n += ci.processes;
+  }
+  return n;
+}
+
+int SetMigMode(SimGpu& gpu, unsigned mode, int* activation) {
+  if (activation == nullptr || mode > NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu.model == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  const bool enable = mode == NVML_DEVICE_MIG_ENABLE;
+  if (!enable && !gpu.gpu_instances.empty()) return NVML_ERROR_IN_USE;
+  *activation = NVML_SUCCESS;
+  gpu.mig_pending_enabled = enable;
+  if (gpu.mig_enabled == enable) return NVML_SUCCESS;
+  // The guide: Ampere needs a GPU reset; "starting with the Hopper generation of GPUs, enabling
+  // MIG mode no longer requires a GPU reset".
+  const bool ampere =
+      gpu.model->model.rfind("A100", 0) == 0 || gpu.model->model.rfind("A30", 0) == 0;
+  if (ComputeProcesses(gpu) > 0) {
+    *activation = NVML_ERROR_IN_USE;
+  } else if (ampere) {
+    *activation = NVML_ERROR_RESET_REQUIRED;
+  } else {
+    gpu.mig_enabled = enable;
+  }
+  return NVML_SUCCESS;
+}
+
+void Reboot(SimGpu& gpu) {
+  gpu.gpu_instances.clear();
+  gpu.processes = 0;
+  gpu.mig_enabled = gpu.mig_pending_enabled;
 }
 
 uint32_t NextGpuInstanceId(const SimGpu& gpu) {

@@ -36,7 +36,9 @@ struct SimGpu {
   std::string pci_bus_id;
   uint64_t memory_mib = 0;
   const mig::GpuModelSpec* model = nullptr;  // nullptr: not MIG-capable
-  bool mig_enabled = false;
+  bool mig_enabled = false;                  // MIG mode now ("migMode")
+  bool mig_pending_enabled = false;          // after the next reset or reboot ("migModePending")
+  uint32_t processes = 0;  // compute processes on the whole GPU ("processes"): it is not idle
   std::vector<SimGpuInstance> gpu_instances;
 };
 
@@ -56,6 +58,16 @@ int CheckCreateGpuInstance(const SimGpu& gpu, int profile, uint32_t start, uint3
 // (rule R12: C <= G, and C == G or 2C <= G + 1).
 std::optional<uint32_t> ComputeSlicesOf(uint32_t ci_profile);
 bool ComputeProfileFits(uint32_t gi_slices, uint32_t ci_slices);
+
+// nvmlDeviceSetMigMode's rules (mig-hardware.md 4): the pending mode takes the new one; it
+// becomes current at once only on an idle GPU of a generation that needs no reset (Hopper and
+// later). Ampere (A100, A30) keeps it pending until a reset (activation RESET_REQUIRED); a GPU
+// with processes keeps it pending (activation IN_USE). MIG off while GPU instances exist: IN_USE.
+int SetMigMode(SimGpu& gpu, unsigned mode, int* activation);
+// Compute processes on the GPU: its own and those of its compute instances.
+uint32_t ComputeProcesses(const SimGpu& gpu);
+// A reboot, GPU reset or driver reload: instances and processes gone, the pending mode current.
+void Reboot(SimGpu& gpu);
 
 // Next GPU-instance id: the smallest unused one, as the driver reuses ids.
 uint32_t NextGpuInstanceId(const SimGpu& gpu);

@@ -139,8 +139,15 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
                    "MIG instances reserved on each device",
                    MetricType::Gauge,
                    {}};
+  MetricFamily foreign{"tessera_foreign_mig_instances",
+                       "MIG instances tessera did not create on each node's GPUs in MIG mode, as "
+                       "its agent reports them (tessera.io/foreign-mig-instances): their slices "
+                       "are not offered",
+                       MetricType::Gauge,
+                       {}};
   constexpr double kMiB = 1024.0 * 1024.0;
   for (const auto* node : state.node_list()) {
+    int foreign_instances = 0;
     for (size_t d = 0; d < node->devices.size(); ++d) {
       const auto& dev = node->devices[d];
       const auto& use = node->usage[d];
@@ -158,6 +165,10 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
       with_cores.push_back({"device_cores", std::to_string(use.used_cores)});
       mem_used.metric.push_back(Gauge(with_cores, static_cast<double>(use.used_mem) * kMiB));
       for (const auto& inst : node->instances[d]) {
+        if (inst.foreign) {  // held by no pod: counted on its own below
+          ++foreign_instances;
+          continue;
+        }
         std::vector<prometheus::ClientMetric::Label> mig_labels = {
             {"zone", "vGPU"},
             {"node", node->name},
@@ -169,6 +180,10 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
             {"placement_size", std::to_string(inst.placement.size)}};
         mig.metric.push_back(Gauge(std::move(mig_labels), 1));
       }
+    }
+    if (node->any_mig) {
+      foreign.metric.push_back(
+          Gauge({{"node", node->name}}, static_cast<double>(foreign_instances)));
     }
   }
   // Quotas as HAMi reports them: per namespace and resource, the use (MiB for memory) and the
@@ -206,7 +221,8 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
     report(quotas.memory_key(), mem_limit_value, entry.used.mem);
     report(quotas.core_key(), cores_limit_value, entry.used.cores);
   }
-  return {mem_limit, core_limit, mem_used, shared, core_used, mig, quota_used, quota_limit};
+  return {mem_limit, core_limit, mem_used,    shared, core_used,
+          mig,       quota_used, quota_limit, foreign};
 }
 
 std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(

@@ -57,7 +57,8 @@ class ServiceMetrics {
 prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& entries);
 
 // HAMi-compatible GPU usage gauges (hami-protocol.md 10.3) computed from the state, so that
-// dashboards built for HAMi keep working.
+// dashboards built for HAMi keep working; and tessera_foreign_mig_instances{node}, per node with
+// GPUs in MIG mode, the instances tessera did not create (not in hami_node_gpu_mig_instance_info).
 std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state);
 
 // tessera's own placement gauges (docs/serve.md, Metrics): per MIG GPU the free memory slices,

@@ -140,7 +140,7 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
       const state::MigInstance& inst = node.instances[i][k];
       if (k > 0) o.push_back(',');
       o.push_back('[');
-      num(pod_number(inst.pod_key));
+      num(inst.foreign ? -1 : pod_number(inst.pod_key));  // -1: not tessera's, no pod
       o.push_back(',');
       num(static_cast<int64_t>(StringIndex(inst.profile_name, strings)));
       o.push_back(',');

@@ -116,10 +116,12 @@ std::string FinalJson(const state::ClusterState& state) {
       if (d.IsMig()) {
         OJson instances = OJson::array();
         for (const auto& inst : ns.instances[i]) {
-          instances.push_back(OJson{{"pod", inst.pod_key},
-                                    {"profile", inst.profile_name},
-                                    {"start", inst.placement.start},
-                                    {"size", inst.placement.size}});
+          OJson one{{"pod", inst.pod_key},
+                    {"profile", inst.profile_name},
+                    {"start", inst.placement.start},
+                    {"size", inst.placement.size}};
+          if (inst.foreign) one["foreign"] = true;  // not tessera's: no pod holds it
+          instances.push_back(std::move(one));
         }
         g["instances"] = instances;
       }

@@ -42,11 +42,41 @@ const char* kAtNineAndSix =
     R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":9,"size":3}},)"
     R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":6,"size":3}}])";
 
+// HAMi-core's host folders, in memory: what Prepare was asked for, and an injected failure.
+struct FakeFolders : agent::HamiCoreFolders {
+  std::vector<std::string> prepared;  // "<podUID>_<container>"
+  std::string fail_with;
+  Status Prepare(const std::string& pod_uid, const std::string& container) override {
+    if (!fail_with.empty()) return Error{fail_with};
+    prepared.push_back(node::ContainerFolderName(pod_uid, container));
+    return Status::Ok();
+  }
+  Result<std::vector<node::ContainerFolder>> List() override {
+    return std::vector<node::ContainerFolder>{};
+  }
+  Status Remove(const std::string&) override { return Status::Ok(); }
+};
+
+// Where MIG devices are described (the CDI spec), in memory; `fail_with` set: nothing is.
+struct FakeExport : agent::MigDeviceExport {
+  std::vector<std::string> exported;
+  std::string fail_with;
+  Status Export(const std::vector<std::string>& mig_uuids) override {
+    if (!fail_with.empty()) return Error{fail_with};
+    exported.insert(exported.end(), mig_uuids.begin(), mig_uuids.end());
+    return Status::Ok();
+  }
+};
+
 struct Fixture {
-  explicit Fixture(SimulatedNvml& sim)
+  explicit Fixture(SimulatedNvml& sim, agent::HamiCoreFolders* folders = nullptr,
+                   agent::MigDeviceExport* mig_export = nullptr,
+                   const agent::AllocatorConfig& config = Config())
       : driver(sim.Driver()),
         mig(*driver, agent::LedgerFile(sim.Path("ledger.json")), [] { return 1; }),
-        allocator(api, mig, Config(), [this] { return "uuid-" + std::to_string(++uuids); }) {
+        allocator(
+            api, mig, config, [this] { return "uuid-" + std::to_string(++uuids); }, folders,
+            mig_export) {
     EXPECT_TRUE(mig.Start().ok());
     mig.SetMigGpus({"GPU-rtx-0"});
     allocator.SetMigGpus({"GPU-rtx-0"});
@@ -183,6 +213,111 @@ TEST(AllocatorTest, CudaDisableControlLeavesHamiCoreUnloaded) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   for (const auto& mount : (*r)[0].mounts) EXPECT_NE(mount.container_path, "/etc/ld.so.preload");
   EXPECT_EQ((*r)[0].envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");  // the limits still apply
+}
+
+// HAMi-core's folders were never made: the runtime created the mount source root-only (or
+// failed on it), so HAMi-core in a non-root container could not write its cache.
+TEST(AllocatorTest, SharedContainersGetTheirHamiCoreFoldersMadeAndMounted) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  FakeFolders folders;
+  Fixture f(sim, &folders);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("s", "GPU-t4,NVIDIA,3000,30:;")};
+  auto r = f.allocator.Allocate({{"GPU-t4-3"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(folders.prepared, (std::vector<std::string>{"uid-s_main"}));
+  const auto& mounts = (*r)[0].mounts;
+  ASSERT_EQ(mounts.size(), 4U);
+  EXPECT_EQ(mounts[1], (node::MountSpec{"/usr/local/vgpu/vgpu",
+                                        "/usr/local/vgpu/vgpu/containers/uid-s_main", false}));
+  EXPECT_EQ(mounts[2], (node::MountSpec{"/tmp/vgpulock", "/tmp/vgpulock", false}));
+}
+
+TEST(AllocatorTest, FoldersThatCannotBeMadeFailThePodNamingThePath) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  FakeFolders folders;
+  folders.fail_with = "/usr/local/vgpu/vgpu/containers/uid-s_main: Read-only file system";
+  Fixture f(sim, &folders);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("s", "GPU-t4,NVIDIA,3000,30:;")};
+  auto r = f.allocator.Allocate({{"GPU-t4-3"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("HAMi-core's folders: /usr/local/vgpu/vgpu/containers/"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(*f.api.Pod("s").Annotation(std::string(ann::kBindPhase)), "failed");
+}
+
+// CUDA_DISABLE_CONTROL: HAMi-core is not loaded, so neither its folders nor their mounts.
+TEST(AllocatorTest, CudaDisableControlMakesNoHamiCoreFolder) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  FakeFolders folders;
+  Fixture f(sim, &folders);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("s", "GPU-t4,NVIDIA,3000,30:;")};
+  f.api.pods[0].containers[0].cuda_disable_control = true;
+  auto r = f.allocator.Allocate({{"GPU-t4-3"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(folders.prepared.empty());
+  ASSERT_EQ((*r)[0].mounts.size(), 1U);  // libvgpu.so only
+  EXPECT_EQ((*r)[0].mounts[0].container_path, "/usr/local/vgpu/vgpu/libvgpu.so");
+}
+
+// A MIG Allocate read the node's pods three times (the cache, again for the claims, and a list
+// when the cache missed); now once from the cache, plus one list only when the cache lags.
+TEST(AllocatorTest, OneAllocateReadsTheNodesPodsOnce) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Fixture f(sim);
+  f.api.pods = {AllocatingPod("a", kTwoSlices, kAtNineAndSix)};
+  ASSERT_TRUE(f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}}).ok());
+  EXPECT_EQ(f.api.cache_reads, 1);
+  EXPECT_EQ(f.api.fresh_lists, 0);
+
+  // The informer has not seen the scheduler's bind yet: one list from the API server.
+  f.api.pods.push_back(AllocatingPod(
+      "b", kTwoSlices,
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":3,"size":3}},)"
+      R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":0,"size":3}}])"));
+  f.api.pods[1].uid = "uid-b";
+  f.api.cached_pods = std::vector<model::Pod>{f.api.pods[0]};
+  f.api.cache_reads = 0;
+  auto r = f.allocator.Allocate({{"GPU-rtx-0-2", "GPU-rtx-0-3"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(f.api.cache_reads, 1);
+  EXPECT_EQ(f.api.fresh_lists, 1);
+  EXPECT_EQ(f.driver->ListInstances("GPU-rtx-0").value.size(), 4U);
+}
+
+// In CDI mode the container is handed `<kind>=MIG-<uuid>`: an instance missing from the spec
+// (it could not be written) fails the Allocate with the reason, not the container later.
+TEST(AllocatorTest, CdiModeFailsClearlyWhenTheInstanceIsInNoSpec) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  agent::AllocatorConfig config = Fixture::Config();
+  config.strategy.envvar = false;
+  config.strategy.cdi_cri = true;
+  FakeExport exporter;
+  Fixture f(sim, nullptr, &exporter, config);
+  f.api.pods = {AllocatingPod("a", kTwoSlices, kAtNineAndSix)};
+  auto r = f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(exporter.exported.size(), 2U);
+  EXPECT_EQ((*r)[0].cdi_devices,
+            (std::vector<std::string>{"k8s.device-plugin.nvidia.com/gpu=" + exporter.exported[0],
+                                      "k8s.device-plugin.nvidia.com/gpu=" + exporter.exported[1]}));
+
+  exporter.fail_with = "MIG device(s) missing from the CDI spec /var/run/cdi/tessera-mig.json";
+  f.api.pods.push_back(AllocatingPod(
+      "b", kTwoSlices,
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":3,"size":3}},)"
+      R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":0,"size":3}}])"));
+  f.api.pods[1].uid = "uid-b";
+  r = f.allocator.Allocate({{"GPU-rtx-0-2", "GPU-rtx-0-3"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("pod default/b container main: MIG device(s) missing from the "
+                                   "CDI spec /var/run/cdi/tessera-mig.json"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(*f.api.Pod("b").Annotation(std::string(ann::kBindPhase)), "failed");
 }
 
 TEST(AllocatorTest, TheNodeLockMatchesWholePodNamesOnly) {

@@ -20,6 +20,7 @@ class FakeNodeApi : public agent::NodeApi {
   model::Node node;
   std::vector<std::string> events;       // "<pod> <reason>: <message>"
   std::vector<std::string> node_events;  // "<reason>: <message>"
+  std::vector<std::string> failed;       // "<pod> <reason>: <message>"
   int conflicts_to_inject = 0;
   int patches = 0;
 
@@ -30,14 +31,32 @@ class FakeNodeApi : public agent::NodeApi {
   std::optional<agent::ApiFailure> read_failure;  // set: every ReadPod fails with it
   std::vector<std::string> reads;                 // "<namespace>/<name>" of each ReadPod
 
-  agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return {pods, {}}; }
+  // What the informer's cache shows (unset: `pods`), and how often the pods were listed.
+  std::optional<std::vector<model::Pod>> cached_pods;
+  int cache_reads = 0;
+  int fresh_lists = 0;
+
+  agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool fresh) override {
+    ++(fresh ? fresh_lists : cache_reads);
+    return {fresh ? pods : cached_pods.value_or(pods), {}};
+  }
   agent::ApiResult<agent::PodView> PodViewOnNode() override {
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
     return {agent::PodView{pods, fresh_ms.value_or(now)}, {}};
   }
-  agent::ApiResult<model::Node> GetNode() override { return {node, {}}; }
+  // Set: GetNode and PatchNode fail with it. Counted: reads and patches of the node.
+  std::optional<agent::ApiFailure> node_failure;
+  int node_reads = 0;
+  int node_patches = 0;
+  std::vector<bool> node_event_warnings;  // per node_events entry
+
+  agent::ApiResult<model::Node> GetNode() override {
+    ++node_reads;
+    if (node_failure) return {std::nullopt, *node_failure};
+    return {node, {}};
+  }
   agent::ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
                                                       const std::string& name) override {
     reads.push_back(ns + "/" + name);
@@ -75,6 +94,8 @@ class FakeNodeApi : public agent::NodeApi {
   }
   agent::ApiResult<model::Node> PatchNode(const agent::AnnotationPatch& patch,
                                           const std::string&) override {
+    if (node_failure) return {std::nullopt, *node_failure};
+    ++node_patches;
     for (const auto& [k, v] : patch) {
       if (v) {
         node.annotations[k] = *v;
@@ -88,8 +109,19 @@ class FakeNodeApi : public agent::NodeApi {
                 bool) override {
     events.push_back(pod.Key() + " " + reason + ": " + message);
   }
-  void NodeEvent(const std::string& reason, const std::string& message, bool) override {
+  agent::ApiResult<model::Pod> FailPod(const model::Pod& pod, const std::string& reason,
+                                       const std::string& message) override {
+    for (auto& p : pods) {
+      if (p.uid != pod.uid) continue;
+      p.phase = "Failed";
+      failed.push_back(p.Key() + " " + reason + ": " + message);
+      return {p, {}};
+    }
+    return {std::nullopt, {409, "pod " + pod.Key() + ": uid precondition failed"}};
+  }
+  void NodeEvent(const std::string& reason, const std::string& message, bool warning) override {
     node_events.push_back(reason + ": " + message);
+    node_event_warnings.push_back(warning);
   }
   const model::Pod& Pod(const std::string& name) const {
     return *std::find_if(pods.begin(), pods.end(), [&](const auto& p) { return p.name == name; });

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "agent/fake_node_api.h"
@@ -235,6 +236,16 @@ TEST(AgentProcessTest, AForeignInstanceAtAPodsPlacementIsReportedNotTakenOver) {
   EXPECT_EQ(LedgerSize(sim), 0U);
   EXPECT_EQ(process.foreign_instances().size(), 1U);
   EXPECT_EQ(Gauge(metrics, "tessera_agent_foreign_mig_instances"), 1.0);
+  // The scheduler is told: the node's annotation lists it, and one Node Event says so.
+  const std::string* published = api.node.Annotation(std::string(ann::kForeignMigInstances));
+  ASSERT_NE(published, nullptr);
+  EXPECT_NE(published->find(R"({"gpu":"GPU-rtx-0","profile":"1g.24gb","start":9,"size":3,)"),
+            std::string::npos)
+      << *published;
+  EXPECT_EQ(
+      std::count_if(api.node_events.begin(), api.node_events.end(),
+                    [](const std::string& e) { return e.starts_with("ForeignMigInstances:"); }),
+      1);
   // Pod a ends: the instance it never owned stays.
   api.pods.clear();
   report = process.Reconcile();
@@ -285,16 +296,48 @@ TEST(AgentProcessTest, AfterARebootALivePodsInstancesAreRecreatedAndRecorded) {
     });
     EXPECT_TRUE(exists) << a.runtime->mig_uuid;
   }
-  ASSERT_EQ(api.events.size(), 2U);
+  ASSERT_EQ(api.events.size(), 3U);
   EXPECT_NE(api.events[0].find("default/a MigInstanceRecreated"), std::string::npos)
       << api.events[0];
   EXPECT_NE(api.events[0].find("(was MIG-"), std::string::npos) << api.events[0];
   EXPECT_EQ(LedgerSize(sim), 2U);
   EXPECT_EQ(Counter(metrics, "tessera_agent_mig_instances_recreated_total"), 2.0);
-  // The next pass keeps them.
+  // The kubelet restarts pod a's containers with the MIG UUIDs it cached, which are gone: the
+  // pod is failed, once, so that its controller replaces it.
+  ASSERT_EQ(api.failed.size(), 1U);
+  EXPECT_NE(api.failed[0].find("default/a MigInstanceReplaced"), std::string::npos)
+      << api.failed[0];
+  EXPECT_NE(api.events[2].find("default/a MigInstanceReplaced"), std::string::npos)
+      << api.events[2];
+  EXPECT_EQ(Counter(metrics, "tessera_agent_pods_failed_total"), 1.0);
+  auto report = restarted.Reconcile();
+  EXPECT_EQ(api.failed.size(), 1U);
+  EXPECT_EQ(api.events.size(), 3U);
+  // A read of pod a proves it terminal, so its instances are reclaimed at once.
+  EXPECT_EQ(report.destroyed, 2);
+}
+
+// With --fail-lost-after=0 the pod is only told, and its recreated instances are kept.
+TEST(AgentProcessTest, WithFailingOffARecreatedPodIsKept) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  RealizePodA(sim, /*age_ms=*/30000);
+  FakeNodeApi api;
+  api.pods = {PodA()};
+  {
+    auto driver = sim.Driver();
+    AgentProcess process(*driver, api, Options(sim), nullptr);
+    ASSERT_TRUE(process.Start([] { return true; }).ok());
+  }
+  sim.Reboot();
+  auto driver = sim.Driver();
+  AgentOptions options = Options(sim);
+  options.fail_lost_after = std::chrono::milliseconds(0);
+  AgentProcess restarted(*driver, api, options, nullptr);
+  ASSERT_TRUE(restarted.Start([] { return true; }).ok());
+  EXPECT_EQ(api.events.size(), 2U);
+  EXPECT_TRUE(api.failed.empty());
   auto report = restarted.Reconcile();
   EXPECT_EQ(report.kept, 2);
-  EXPECT_EQ(api.events.size(), 2U);
 }
 
 // Issue 38 E: after the reboot an operator made an instance at pod a's placement before the

@@ -51,6 +51,30 @@ Result<Json> MergePatchNodeMetadata(Client& client, const std::string& name,
                             resource_version, response);
 }
 
+Result<Json> FailPod(Client& client, const std::string& ns, const std::string& name,
+                     const std::string& uid, const std::string& reason, const std::string& message,
+                     Response* response_out) {
+  const std::string what = "fail pod " + ns + "/" + name;
+  if (uid.empty()) return Error{what + ": the pod's uid is required (a precondition)"};
+  // A strategic merge patch merges conditions by type: the pod's own are kept.
+  const Json patch = {{"metadata", {{"uid", uid}}},
+                      {"status",
+                       {{"phase", "Failed"},
+                        {"reason", reason},
+                        {"message", message},
+                        {"conditions", Json::array({{{"type", "DisruptionTarget"},
+                                                     {"status", "True"},
+                                                     {"reason", reason},
+                                                     {"message", message}}})}}}};
+  Response response = client.Patch(PodPath(ns, name) + "/status", ToJsonText(patch),
+                                   "application/strategic-merge-patch+json");
+  if (response_out != nullptr) *response_out = response;
+  if (!response.ok()) return response.ToError(what);
+  auto object = codec::ParseJson(response.body, what + ": response");
+  if (!object.ok()) return object.error();
+  return std::move(*object);
+}
+
 Status BindPod(Client& client, const std::string& ns, const std::string& name,
                const std::string& uid, const std::string& node, Response* response_out) {
   const Json binding = {{"apiVersion", "v1"},

@@ -25,6 +25,14 @@ Result<Json> MergePatchNodeMetadata(Client& client, const std::string& name,
                                     const std::string& resource_version = "",
                                     Response* response = nullptr);
 
+// Marks a running or pending pod Failed: a merge patch of its status subresource with phase
+// Failed, `reason` and `message`, and a DisruptionTarget condition saying why, so its
+// controller replaces it. metadata.uid makes it a precondition: a pod that took the name since
+// is not touched (409). Returns the updated pod.
+Result<Json> FailPod(Client& client, const std::string& ns, const std::string& name,
+                     const std::string& uid, const std::string& reason, const std::string& message,
+                     Response* response = nullptr);
+
 // Binds a pod to a node (POST .../pods/<name>/binding); 409 when it is already bound.
 Status BindPod(Client& client, const std::string& ns, const std::string& name,
                const std::string& uid, const std::string& node, Response* response = nullptr);

@@ -128,6 +128,13 @@ struct nvmlEventData_t {
   unsigned computeInstanceId;
 };
 
+struct nvmlProcessInfo_t {  // nvmlProcessInfo_v2_t, as the _v3 process queries fill it
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId;
+  unsigned computeInstanceId;
+};
+
 }  // extern "C"
 
 static_assert(sizeof(nvmlPciInfo_t) == 68);
@@ -136,6 +143,7 @@ static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(sizeof(nvmlEventData_t) == 32);
+static_assert(sizeof(nvmlProcessInfo_t) == 24);
 
 // One X-macro list of the functions tessera resolves: (symbol, return type, parameters). The
 // loader (nvml_library.cc) and the simulated library (src/nvml_sim) both expand it, so the two
@@ -195,3 +203,11 @@ static_assert(sizeof(nvmlEventData_t) == 32);
   X(nvmlEventSetWait_v2, nvmlReturn_t,                                                           \
     (nvmlEventSet_t set, nvmlEventData_t * data, unsigned timeoutms))                            \
   X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))
+
+// Functions tessera uses when the library has them: a library without one still loads, and the
+// feature that needs it answers NOT_SUPPORTED (--set-mig-mode).
+#define TESSERA_NVML_OPTIONAL_FUNCTIONS(X)                                \
+  X(nvmlDeviceSetMigMode, nvmlReturn_t,                                   \
+    (nvmlDevice_t device, unsigned mode, nvmlReturn_t* activationStatus)) \
+  X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                \
+    (nvmlDevice_t device, unsigned* infoCount, nvmlProcessInfo_t* infos))

@@ -73,6 +73,7 @@ DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_
   if (rc == NVML_SUCCESS) {
     gpu.mig_capable = true;
     gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    gpu.mig_pending_enabled = pending == NVML_DEVICE_MIG_ENABLE;
   } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
     return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetMigMode", rc, gpu.uuid));
   }
@@ -441,6 +442,63 @@ DriverResult<std::vector<node::XidEvent>> NvmlGpuDriver::WaitXid(int timeout_ms)
   auto it = registered_.find(data.device);
   if (it == registered_.end()) return Ok(std::vector<node::XidEvent>{});
   return Ok(std::vector<node::XidEvent>{{it->second, data.eventData}});
+}
+
+DriverResult<uint32_t> NvmlGpuDriver::ComputeProcessCount(const std::string& gpu_uuid) {
+  using R = DriverResult<uint32_t>;
+  std::lock_guard lock(mu_);
+  if (lib_->nvmlDeviceGetComputeRunningProcesses_v3 == nullptr) {
+    return R::Fail(DriverError{"nvmlDeviceGetComputeRunningProcesses_v3", NVML_ERROR_NOT_SUPPORTED,
+                               gpu_uuid + ": the NVML library has no such function"});
+  }
+  auto cached = Gpu(gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  // Without a buffer NVML answers the count: SUCCESS when there is none, else INSUFFICIENT_SIZE.
+  unsigned count = 0;
+  int rc = lib_->nvmlDeviceGetComputeRunningProcesses_v3(cached.value->handle, &count, nullptr);
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) {
+    return R::Fail(Fail("nvmlDeviceGetComputeRunningProcesses_v3", rc, gpu_uuid));
+  }
+  return Ok(static_cast<uint32_t>(rc == NVML_SUCCESS ? 0 : count));
+}
+
+DriverResult<node::MigModeChange> NvmlGpuDriver::SetMigMode(const std::string& gpu_uuid,
+                                                            bool enabled) {
+  using R = DriverResult<node::MigModeChange>;
+  std::lock_guard lock(mu_);
+  if (lib_->nvmlDeviceSetMigMode == nullptr) {
+    return R::Fail(DriverError{"nvmlDeviceSetMigMode", NVML_ERROR_NOT_SUPPORTED,
+                               gpu_uuid + ": the NVML library has no such function"});
+  }
+  auto cached = Gpu(gpu_uuid);
+  if (!cached.ok) return R::Fail(cached.error);
+  const std::string what = gpu_uuid + std::string(enabled ? ": enabling" : ": disabling") + " MIG";
+  nvmlReturn_t activation = NVML_SUCCESS;
+  int rc = lib_->nvmlDeviceSetMigMode(cached.value->handle,
+                                      enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE,
+                                      &activation);
+  // The profiles belong to the old mode, and the driver may have reset the GPU: the handle and
+  // everything read from it are read again.
+  gpus_.erase(gpu_uuid);
+  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceSetMigMode", rc, what));
+  nvmlDevice_t handle = nullptr;
+  if (rc = lib_->nvmlDeviceGetHandleByUUID(gpu_uuid.c_str(), &handle); rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlDeviceGetHandleByUUID", rc, what));
+  }
+  unsigned current = 0;
+  unsigned pending = 0;
+  if (rc = lib_->nvmlDeviceGetMigMode(handle, &current, &pending); rc != NVML_SUCCESS) {
+    return R::Fail(Fail("nvmlDeviceGetMigMode", rc, what));
+  }
+  node::MigModeChange change;
+  change.current_enabled = current == NVML_DEVICE_MIG_ENABLE;
+  change.pending_enabled = pending == NVML_DEVICE_MIG_ENABLE;
+  change.gpu_in_use = activation == NVML_ERROR_IN_USE;
+  if (activation != NVML_SUCCESS) {
+    change.activation = std::string(lib_->nvmlErrorString(activation)) + " (NVML code " +
+                        std::to_string(activation) + ")";
+  }
+  return Ok(std::move(change));
 }
 
 }  // namespace tessera::nvml

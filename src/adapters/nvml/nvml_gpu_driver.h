@@ -33,6 +33,11 @@ class NvmlGpuDriver final : public node::GpuDriver {
   node::DriverResult<node::Empty> DestroyInstance(const node::DriverMigInstance& instance) override;
   node::DriverResult<node::Empty> WatchXid(const std::string& gpu_uuid) override;
   node::DriverResult<std::vector<node::XidEvent>> WaitXid(int timeout_ms) override;
+  // nvmlDeviceGetComputeRunningProcesses_v3 and nvmlDeviceSetMigMode: NOT_SUPPORTED when the
+  // library lacks them (both are optional symbols).
+  node::DriverResult<uint32_t> ComputeProcessCount(const std::string& gpu_uuid) override;
+  node::DriverResult<node::MigModeChange> SetMigMode(const std::string& gpu_uuid,
+                                                     bool enabled) override;
 
   // Called for every failed NVML call (function, code): the agent's error metrics.
   void set_error_observer(std::function<void(const std::string&, int)> observer) {

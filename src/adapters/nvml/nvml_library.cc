@@ -21,6 +21,11 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path) 
   }
   TESSERA_NVML_FUNCTIONS(TESSERA_NVML_RESOLVE)
 #undef TESSERA_NVML_RESOLVE
+#define TESSERA_NVML_RESOLVE_OPTIONAL(name, ret, params)                               \
+  lib->name = reinterpret_cast<ret(*) params>(/* NOLINT(bugprone-macro-parentheses) */ \
+                                              ::dlsym(lib->handle_, #name));
+  TESSERA_NVML_OPTIONAL_FUNCTIONS(TESSERA_NVML_RESOLVE_OPTIONAL)
+#undef TESSERA_NVML_RESOLVE_OPTIONAL
   return lib;
 }
 

@@ -76,6 +76,16 @@ Status ReadString(const Json& obj, std::string_view key, const std::string& wher
   return Status::Ok();
 }
 
+Status ReadStringOrInteger(const Json& obj, std::string_view key, const std::string& where,
+                           std::string* out) {
+  const Json* v = FindKey(obj, key);
+  if (v != nullptr && v->is_number_integer()) {
+    *out = std::to_string(v->get<long long>());
+    return Status::Ok();
+  }
+  return ReadString(obj, key, where, out);
+}
+
 Status ReadBool(const Json& obj, std::string_view key, const std::string& where, bool* out) {
   const Json* v = FindKey(obj, key);
   if (v == nullptr || v->is_null()) return Status::Ok();

@@ -20,6 +20,10 @@ const Json* FindKey(const Json& obj, std::string_view key);
 // (or out of range) fails with "<where>.<key>: ...". JSON null counts as absent, as in Go.
 Status ReadString(const Json& obj, std::string_view key, const std::string& where,
                   std::string* out);
+// A string, or an integer written as its decimal text (YAML's `libCudaLogLevel: 1` is a number
+// once converted to JSON; HAMi's YAML decoder takes it as the string "1").
+Status ReadStringOrInteger(const Json& obj, std::string_view key, const std::string& where,
+                           std::string* out);
 Status ReadBool(const Json& obj, std::string_view key, const std::string& where, bool* out);
 Status ReadInt(const Json& obj, std::string_view key, const std::string& where, long long min,
                long long max, long long* out);

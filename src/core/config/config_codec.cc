@@ -48,7 +48,7 @@ Status DecodeNvidia(const Json& j, NvidiaConfig* c, std::vector<std::string>* wa
       "memoryfactor",        "disablecorelimit",     "gpucorepolicy",
       "runtimeclassname",    "migprofileallowlist",  "devicesplitcount",
       "devicememoryscaling", "devicecorescaling",    "preconfigureddevicememory",
-      "libcudaloglevel",     "enablenumatopology"};
+      "libcudaloglevel",     "enablenumatopology",   "migfallback"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string lower;
     for (char ch : it.key())
@@ -86,6 +86,11 @@ Status DecodeNvidia(const Json& j, NvidiaConfig* c, std::vector<std::string>* wa
     return s;
   }
   if (!(s = codec::ReadBool(j, "enableNumaTopology", w, &c->enable_numa_topology))) return s;
+  if (!(s = codec::ReadStringOrInteger(j, "libCudaLogLevel", w, &c->lib_cuda_log_level))) return s;
+  if (!(s = codec::ReadString(j, "migFallback", w, &c->mig_fallback))) return s;
+  if (c->mig_fallback != "none" && c->mig_fallback != "hami-core") {
+    return Error{"nvidia.migFallback: \"" + c->mig_fallback + "\" is not one of none, hami-core"};
+  }
   if (const Json* list = codec::FindKey(j, "migProfileAllowlist"); list && !list->is_null()) {
     if (!list->is_array()) return Error{"nvidia.migProfileAllowlist: expected a list"};
     for (size_t i = 0; i < list->size(); ++i) {

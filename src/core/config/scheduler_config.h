@@ -32,7 +32,12 @@ struct NvidiaConfig {
   double device_core_scaling = 1.0;
   int32_t pre_configured_device_memory = 0;
   bool enable_numa_topology = false;
+  std::string
+      lib_cuda_log_level;  // HAMi-core's LIBCUDA_LOG_LEVEL for shared containers; "" = unset
   std::vector<MigAllowlistEntry> mig_profile_allowlist;
+  // tessera's, read by the agent only: what a GPU of a `mig` node whose MIG mode is off becomes,
+  // "none" (left out) or "hami-core" (shared). HAMi ignores the key.
+  std::string mig_fallback = "none";
 
   // The allowlist's profiles for a GPU model: the first entry with a model substring of `type`.
   // nullptr when no entry matches (all reported profiles are allowed).

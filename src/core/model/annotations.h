@@ -32,6 +32,10 @@ inline constexpr std::string_view kScoringWeights = "hami.io/device-scoring-weig
 // tessera's own: written on a pending pod to make kube-scheduler try it again, when capacity
 // came free after its last attempt and kube-scheduler will not ask on its own (docs/serve.md).
 inline constexpr std::string_view kRequeuedAt = "tessera.io/requeued-at";
+// tessera's own: written by the agent on its Node, the MIG instances on its GPUs that tessera
+// did not create (codec/foreign_mig.h); tessera's scheduler places nothing on their slices.
+// HAMi's scheduler does not read it.
+inline constexpr std::string_view kForeignMigInstances = "tessera.io/foreign-mig-instances";
 
 // The device type word written into allocation annotations.
 inline constexpr std::string_view kNvidiaType = "NVIDIA";

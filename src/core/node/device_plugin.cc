@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/node/hami_core_folders.h"
+
 namespace tessera::node {
 
 std::vector<PluginDevice> ReplicaDevices(const std::vector<std::string>& gpu_uuids,
@@ -78,10 +80,14 @@ ContainerResponse SharedGpuResponse(const codec::ContainerDevices& devices,
   if (options.disable_core_limit) r.envs["GPU_CORE_UTILIZATION_POLICY"] = "disable";
   const std::string lib = options.lib_path.empty() ? vgpu + "/libvgpu.so" : options.lib_path;
   r.mounts.push_back({vgpu + "/libvgpu.so", lib, true});
-  r.mounts.push_back({vgpu, vgpu + "/containers/" + pod_uid + "_" + container, false});
-  r.mounts.push_back({"/tmp/vgpulock", "/tmp/vgpulock", false});
-  if (!cuda_disable_control)
+  // The cache folder, the lock folder and the preload are HAMi-core's: a container that turns
+  // it off (CUDA_DISABLE_CONTROL) gets none of them, so the agent makes no folder for it.
+  if (!cuda_disable_control) {
+    r.mounts.push_back(
+        {vgpu, vgpu + "/containers/" + ContainerFolderName(pod_uid, container), false});
+    r.mounts.push_back({kVgpuLockDir, kVgpuLockDir, false});
     r.mounts.push_back({"/etc/ld.so.preload", vgpu + "/ld.so.preload", true});
+  }
   if (options.license_present) {
     r.mounts.push_back({"/tmp/license", vgpu + "/license", true});
     r.mounts.push_back({"/usr/bin/vgpuvalidator", vgpu + "/vgpuvalidator", true});

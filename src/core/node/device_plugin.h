@@ -56,6 +56,9 @@ struct DeviceListStrategy {
   std::string cdi_kind = "k8s.device-plugin.nvidia.com/gpu";
 };
 
+// HAMi-core's lock folder, the same path on the host and in the container (hami-node.md 8.2).
+inline constexpr const char* kVgpuLockDir = "/tmp/vgpulock";
+
 // What HAMi-core needs on the node (hami-node.md 8.2).
 struct HamiCoreOptions {
   std::string hook_path = "/usr/local/vgpu";  // HOOK_PATH: holds vgpu/libvgpu.so

@@ -32,7 +32,8 @@ struct DriverGpu {
   uint64_t memory_mib = 0;
   std::string pci_bus_id;  // "00000000:3B:00.0"
   bool mig_capable = false;
-  bool mig_enabled = false;
+  bool mig_enabled = false;                    // MIG mode now (nvmlDeviceGetMigMode's current)
+  bool mig_pending_enabled = false;            // after the next GPU reset or reboot (its pending)
   std::vector<DriverMigProfile> mig_profiles;  // filled when MIG is enabled
 };
 
@@ -65,6 +66,19 @@ struct DriverResult {
 };
 
 struct Empty {};
+
+// What asking the driver for a MIG mode left. On Ampere (A100, A30) the new mode waits for a GPU
+// reset or reboot (pending); from Hopper on an idle GPU takes it at once (mig-hardware.md 4).
+struct MigModeChange {
+  bool current_enabled = false;  // the mode now
+  bool pending_enabled = false;  // the mode after the next GPU reset or reboot
+  bool gpu_in_use = false;       // the driver's activation status: the GPU was not idle
+  std::string activation;        // that status in words, when it is not a success
+};
+
+// The codes of DriverError that callers branch on (NVML's values).
+inline constexpr int kDriverNotSupported = 3;  // a call the driver (or GPU) does not implement
+inline constexpr int kDriverNoPermission = 4;  // e.g. nvmlDeviceSetMigMode without root
 
 // What discovery found: the GPUs it could read, and one error per GPU it could not (such a GPU
 // is left out rather than failing the whole node, unlike HAMi's panic, hami-node.md W10).
@@ -102,6 +116,18 @@ class GpuDriver {
   // Waits up to `timeout_ms` for the next XID event on a watched GPU; an empty list on timeout,
   // and (after the timeout) when no GPU is watched.
   virtual DriverResult<std::vector<XidEvent>> WaitXid(int timeout_ms) = 0;
+
+  // Compute processes running on the GPU (0: idle): MIG mode is changed only on an idle GPU.
+  // The defaults answer "not supported", for drivers (and fakes) without these calls.
+  virtual DriverResult<uint32_t> ComputeProcessCount(const std::string& gpu_uuid) {
+    return DriverResult<uint32_t>::Fail(
+        {"ComputeProcessCount", kDriverNotSupported, gpu_uuid + ": not supported by this driver"});
+  }
+  // Asks for MIG mode on (or off). Needs root; the driver may reset the GPU to apply it.
+  virtual DriverResult<MigModeChange> SetMigMode(const std::string& gpu_uuid, bool /*enabled*/) {
+    return DriverResult<MigModeChange>::Fail(
+        {"SetMigMode", kDriverNotSupported, gpu_uuid + ": not supported by this driver"});
+  }
 };
 
 }  // namespace tessera::node

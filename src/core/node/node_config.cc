@@ -14,6 +14,9 @@ NodeDeviceConfig FromDeviceConfig(const config::NvidiaConfig& nvidia) {
   c.disable_core_limit = nvidia.disable_core_limit;
   c.resource_count_name = nvidia.resource_count_name;
   c.mig_profile_allowlist = nvidia.mig_profile_allowlist;
+  c.lib_cuda_log_level = nvidia.lib_cuda_log_level;
+  // The codec accepts only the known values.
+  c.mig_fallback = ParseMigFallback(nvidia.mig_fallback).value_or(MigFallback::kNone);
   return c;
 }
 
@@ -34,6 +37,17 @@ Result<NodeDeviceConfig> ApplyNodeConfig(NodeDeviceConfig base, const Json* node
     std::string mode;
     if (auto s = codec::ReadString(e, "operatingmode", where, &mode); !s) return Error{s.message()};
     if (!mode.empty()) base.operating_mode = mode;
+    std::string fallback;
+    if (auto s = codec::ReadString(e, "migfallback", where, &fallback); !s) {
+      return Error{s.message()};
+    }
+    if (!fallback.empty()) {
+      auto parsed = ParseMigFallback(fallback);
+      if (!parsed) {
+        return Error{where + ".migfallback: \"" + fallback + "\" is not one of none, hami-core"};
+      }
+      base.mig_fallback = *parsed;
+    }
     if (auto s = codec::ReadIntAs(e, "devicesplitcount", where, 1, 1000, &base.device_split_count);
         !s) {
       return Error{s.message()};
@@ -53,7 +67,8 @@ Result<NodeDeviceConfig> ApplyNodeConfig(NodeDeviceConfig base, const Json* node
         !s) {
       return Error{s.message()};
     }
-    if (auto s = codec::ReadString(e, "libcudaloglevel", where, &base.lib_cuda_log_level); !s) {
+    if (auto s = codec::ReadStringOrInteger(e, "libcudaloglevel", where, &base.lib_cuda_log_level);
+        !s) {
       return Error{s.message()};
     }
     if (auto s = codec::ReadBool(e, "enablenumatopology", where, &base.enable_numa_topology); !s) {

@@ -48,6 +48,12 @@ model::MigProfile Published(const DriverMigProfile& p, const std::string& name, 
 
 }  // namespace
 
+std::optional<MigFallback> ParseMigFallback(const std::string& text) {
+  if (text == "none") return MigFallback::kNone;
+  if (text == "hami-core") return MigFallback::kHamiCore;
+  return std::nullopt;
+}
+
 std::string RegisteredType(const std::string& nvml_name) {
   return nvml_name.rfind("NVIDIA", 0) == 0 ? nvml_name : "NVIDIA-" + nvml_name;
 }
@@ -74,6 +80,18 @@ Registration BuildRegistration(const RegistrationInput& input, const NodeDeviceC
                           config.operating_mode + "\"; left out (a shared GPU cannot run on it)");
       continue;
     }
+    if (mig_node && gpu->mig_capable && !gpu->mig_enabled) {
+      // Not silently shared (issue 38 G): reported, and registered as the fallback says.
+      const bool shared = config.mig_fallback == MigFallback::kHamiCore;
+      out.mig_mode_off.push_back({gpu->uuid, gpu->index, gpu->mig_pending_enabled, shared});
+      const std::string state =
+          gpu->mig_pending_enabled ? "is pending until a GPU reset or reboot" : "is off";
+      out.notes.push_back(gpu->uuid + ": the node's operating mode is \"mig\" but MIG mode " +
+                          state +
+                          (shared ? "; shared with HAMi-core (migFallback: hami-core)"
+                                  : "; left out (migFallback: none)"));
+      if (!shared) continue;
+    }
     if (mig_node && gpu->mig_enabled) {
       d.mode = "mig";
       d.total_mem_mib = static_cast<int32_t>(gpu->memory_mib);
@@ -99,7 +117,8 @@ Registration BuildRegistration(const RegistrationInput& input, const NodeDeviceC
         continue;
       }
     } else {
-      // A GPU without MIG on a "mig" node is shared the HAMi-core way.
+      // A GPU that cannot run MIG on a "mig" node is shared the HAMi-core way, and so is one
+      // whose MIG mode is off when the fallback says so.
       d.mode = mig_node ? "hami-core" : config.operating_mode;
       d.count = config.device_split_count;
       int64_t mem = static_cast<int64_t>(gpu->memory_mib);

@@ -5,6 +5,7 @@
 // order (by NVML index) so that an unchanged node is never re-patched.
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,12 @@
 #include "core/node/gpu_driver.h"
 
 namespace tessera::node {
+
+// What a GPU of a "mig" node whose MIG mode is off (or only pending, until a GPU reset) becomes.
+// kNone, the default: left out of the registration and the kubelet's devices, so nothing lands
+// on it (a MIG pod would fail at Allocate, and sharing is not what the node was configured for).
+// kHamiCore: shared with HAMi-core as a GPU without MIG, as tessera did before.
+enum class MigFallback { kNone, kHamiCore };
 
 // The effective configuration of one node: device-config.yaml's nvidia section with the
 // node's entry of config.json applied (node_config.h).
@@ -33,6 +40,7 @@ struct NodeDeviceConfig {
   // Empty: every profile the driver reports. Otherwise the first entry whose models name a
   // substring of the GPU's name gives its profiles, and a model no entry names gets none.
   std::vector<config::MigAllowlistEntry> mig_profile_allowlist;
+  MigFallback mig_fallback = MigFallback::kNone;
 };
 
 struct RegistrationInput {
@@ -41,12 +49,25 @@ struct RegistrationInput {
   std::map<std::string, int32_t> numa;  // GPU UUID -> NUMA node (absent: 0)
 };
 
+// A GPU that the node's "mig" operating mode wants in MIG mode, whose MIG mode is not on.
+struct MigModeOff {
+  std::string gpu_uuid;
+  uint32_t index = 0;
+  bool reset_pending = false;  // on after the next GPU reset or reboot
+  bool shared = false;         // registered for HAMi-core (kHamiCore); else left out
+  bool operator==(const MigModeOff&) const = default;
+};
+
 struct Registration {
   std::vector<model::GpuDevice> devices;  // by NVML index
-  std::vector<std::string> notes;         // GPUs left out, and why
+  std::vector<std::string> notes;         // GPUs left out or registered otherwise, and why
+  std::vector<MigModeOff> mig_mode_off;   // by NVML index
 };
 
 Registration BuildRegistration(const RegistrationInput& input, const NodeDeviceConfig& config);
+
+// "none" -> kNone, "hami-core" -> kHamiCore; nullopt for anything else.
+std::optional<MigFallback> ParseMigFallback(const std::string& text);
 
 // HAMi's `type`: the NVML name, prefixed "NVIDIA-" when it does not start with "NVIDIA".
 std::string RegisteredType(const std::string& nvml_name);

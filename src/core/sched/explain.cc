@@ -72,7 +72,8 @@ std::vector<GpuExplanation> ExplainGpus(const state::ClusterState& state,
       g.memory_slices = model.memory_slices();
       for (const state::MigInstance& inst : node.instances[i]) {
         g.instances.push_back(ExplainedInstance{inst.pod_key, inst.profile_name,
-                                                inst.placement.start, inst.placement.size});
+                                                inst.placement.start, inst.placement.size,
+                                                inst.foreign});
       }
       if (shown != nullptr && g.reason.empty()) {
         const int32_t mem = MemoryRequest(node, static_cast<int>(i), true, *shown);
@@ -211,7 +212,8 @@ ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Po
   for (NodeExplanation& n : e.nodes) {
     const state::NodeState* ns = live.node(n.name);
     if (ns == nullptr || !ns->usable()) continue;
-    const bool shared = ns->spec_id >= 0 && !NamesAnyGpuOf(*prefs, *ns);
+    // Foreign MIG instances outlast every pod: such a node's answer is not its spec's.
+    const bool shared = ns->spec_id >= 0 && ns->foreign_mig.empty() && !NamesAnyGpuOf(*prefs, *ns);
     auto cached = shared ? empty_answer.find(ns->spec_id) : empty_answer.end();
     if (cached != empty_answer.end()) {
       n.fits_when_empty = cached->second;

@@ -17,10 +17,11 @@ namespace tessera::sched {
 
 // A MIG instance held on a GPU.
 struct ExplainedInstance {
-  std::string pod;
+  std::string pod;  // empty for a foreign instance
   std::string profile;
   uint32_t start = 0;
   uint32_t size = 0;
+  bool foreign = false;  // not tessera's (the node's tessera.io/foreign-mig-instances)
 };
 
 // A profile that could take one of the pod's instances on a GPU now, and where.

@@ -32,7 +32,7 @@ void FormatGpu(const GpuExplanation& g, std::string* out) {
     char letter = 'a';
     for (const ExplainedInstance& inst : g.instances) {
       o += std::string(" ") + letter + "=" + inst.profile + "@" + std::to_string(inst.start) + " " +
-           inst.pod;
+           (inst.foreign ? std::string("(not tessera's)") : inst.pod);
       letter = letter == 'z' ? 'a' : static_cast<char>(letter + 1);
     }
     if (!g.options.empty()) {
@@ -132,8 +132,9 @@ codec::Json ExplanationToJson(const Explanation& e) {
         jg["memorySlices"] = g.memory_slices;
         Json inst = Json::array();
         for (const auto& i : g.instances) {
-          inst.push_back(
-              {{"pod", i.pod}, {"profile", i.profile}, {"start", i.start}, {"size", i.size}});
+          Json one = {{"pod", i.pod}, {"profile", i.profile}, {"start", i.start}, {"size", i.size}};
+          if (i.foreign) one["foreign"] = true;
+          inst.push_back(std::move(one));
         }
         jg["instances"] = std::move(inst);
         Json options = Json::array();

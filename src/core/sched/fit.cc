@@ -80,6 +80,18 @@ std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::D
   return {};
 }
 
+// Why `demands` cannot all be placed on MIG GPU `dev`: the slices instances tessera did not
+// create hold, when without them they could be, else HAMi's CardMigTopologyInfeasible. Only
+// called on a failure, and arranges again only on a GPU that has foreign instances.
+std::string_view MigInfeasibleReason(const state::NodeState& node, int dev,
+                                     const std::vector<mig::InstanceDemand>& demands) {
+  if (node.usage[dev].foreign_slices != 0 &&
+      node.mig_models[dev].Arrange(state::ClusterState::LayoutWithoutForeign(node, dev), demands)) {
+    return reason::kCardMigSlicesHeldByForeignInstances;
+  }
+  return reason::kCardMigTopologyInfeasible;
+}
+
 // The pod's quota use if it got `slots` (plus `extra` for `extra_slot`, when given), collapsed as
 // HAMi's quota counts it (state::QuotaCollapse), per GPU of the node.
 state::QuotaUse SlotsQuotaUse(const SlotAssignments& slots, int num_init,
@@ -175,11 +187,14 @@ class PodFitter {
   }
 
   // Check 15 for MIG: can the pod's instances on this GPU, plus one more, all be placed?
-  std::optional<std::vector<mig::InstanceChoice>> TryMig(int dev, const mig::InstanceDemand& d) {
+  std::optional<std::vector<mig::InstanceChoice>> TryMig(int dev, const mig::InstanceDemand& d,
+                                                         std::string_view* why) {
     std::vector<mig::InstanceDemand> demands;
     for (const auto& p : pending_[dev]) demands.push_back(p.demand);
     demands.push_back(d);
-    return node_.mig_models[dev].Arrange(node_.usage[dev].layout, demands);
+    auto arranged = node_.mig_models[dev].Arrange(node_.usage[dev].layout, demands);
+    if (!arranged) *why = MigInfeasibleReason(node_, dev, demands);
+    return arranged;
   }
 
   bool FitContainer(int slot, const ContainerRequest& request, std::string* failure) {
@@ -263,9 +278,10 @@ class PodFitter {
       }
       if (mig) {
         mig::InstanceDemand demand{memreq, request.cores};
-        auto arranged = TryMig(dev, demand);
+        std::string_view why;
+        auto arranged = TryMig(dev, demand, &why);
         if (!arranged) {
-          reasons[reason::kCardMigTopologyInfeasible]++;
+          reasons[why]++;
           continue;
         }
         pending_[dev].push_back(PendingInstance{demand, slot, static_cast<int>(chosen.size())});
@@ -524,9 +540,9 @@ std::vector<std::string> GpuReasons(const state::NodeState& node, const Containe
       reasons[i] = std::string(r);
       continue;
     }
-    if (mig &&
-        !node.mig_models[i].Arrange(u.layout, {mig::InstanceDemand{memreq, request.cores}})) {
-      reasons[i] = std::string(reason::kCardMigTopologyInfeasible);
+    const std::vector<mig::InstanceDemand> one{mig::InstanceDemand{memreq, request.cores}};
+    if (mig && !node.mig_models[i].Arrange(u.layout, one)) {
+      reasons[i] = std::string(MigInfeasibleReason(node, dev, one));
     }
   }
   return reasons;
@@ -547,7 +563,12 @@ bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& requ
   state::NodeState empty = node;
   empty.summaries_current = false;  // its usage is edited below
   for (state::DeviceUsage& u : empty.usage) u = state::DeviceUsage{};
-  for (auto& held : empty.instances) held.clear();
+  // Instances tessera did not create stay: no eviction removes them.
+  for (size_t dev = 0; dev < empty.instances.size(); ++dev) {
+    auto& held = empty.instances[dev];
+    std::erase_if(held, [](const state::MigInstance& m) { return !m.foreign; });
+    if (!held.empty()) state::ClusterState::RebuildLayout(empty, static_cast<int>(dev));
+  }
   empty.pods.clear();
   empty.cpu_used_milli = 0;
   PodPreferences without_quota = prefs;

@@ -33,7 +33,9 @@ std::string NodeEvaluator::RefusalReason(const state::NodeState& node, const Nod
 }
 
 bool PreemptionCheck::Resolvable(const state::NodeState& node) {
-  if (node.spec_id < 0 || NamesAnyGpuOf(cycle_.prefs(), node)) {
+  // Instances tessera did not create stay when every pod is gone: such a node's answer is its
+  // own, not its spec's.
+  if (node.spec_id < 0 || !node.foreign_mig.empty() || NamesAnyGpuOf(cycle_.prefs(), node)) {
     return ResolvableByPreemption(node, cycle_.request(), cycle_.prefs());
   }
   const auto spec = static_cast<size_t>(node.spec_id);

@@ -24,6 +24,10 @@ inline constexpr std::string_view kCardMigTopologyInfeasible = "CardMigTopologyI
 inline constexpr std::string_view kAllocatedCardsInsufficientRequest =
     "AllocatedCardsInsufficientRequest";
 inline constexpr std::string_view kNodeInsufficientDevice = "NodeInsufficientDevice";
+// tessera's own, in place of CardMigTopologyInfeasible: the instance would fit on the GPU but
+// for MIG instances tessera did not create (tessera.io/foreign-mig-instances).
+inline constexpr std::string_view kCardMigSlicesHeldByForeignInstances =
+    "CardMigSlicesHeldByForeignInstances";
 }  // namespace reason
 
 // Counts of reasons over one node's GPUs.

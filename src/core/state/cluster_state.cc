@@ -75,6 +75,7 @@ void ClusterState::RefreshSignature(NodeState& ns) {
     Mix(h, static_cast<uint64_t>(u.used_mem));
     Mix(h, (static_cast<uint64_t>(u.layout.occupied) << 32) ^
                static_cast<uint32_t>(u.fail_closed + u.layout_conflicts));
+    Mix(h, u.foreign_slices);
   }
   Mix(h, static_cast<uint64_t>(ns.cpu_allocatable_milli.value_or(-1) - ns.cpu_used_milli));
   ns.signature = h;
@@ -238,6 +239,13 @@ void ClusterState::UpsertNode(const model::Node& node) {
   const std::string* old_reg =
       ns.registration_decoded ? ns.node.Annotation(std::string(ann::kNodeRegister)) : nullptr;
   const bool same_registration = reg != nullptr && old_reg != nullptr && *reg == *old_reg;
+  // The foreign instances too are decoded only when their annotation changed.
+  const std::string foreign_key(ann::kForeignMigInstances);
+  const std::string* foreign = node.Annotation(foreign_key);
+  const std::string* old_foreign = ns.node.Annotation(foreign_key);
+  const bool same_foreign =
+      (foreign == nullptr && old_foreign == nullptr) ||
+      (foreign != nullptr && old_foreign != nullptr && *foreign == *old_foreign);
   const std::string old_unusable = std::move(ns.unusable_reason);
   const std::set<std::string> old_cordoned = std::move(ns.cordoned);
   ns.name = node.name;
@@ -246,10 +254,14 @@ void ClusterState::UpsertNode(const model::Node& node) {
   ns.pair_scores.clear();
   ns.cordoned.clear();
   if (!same_registration) DecodeRegistration(reg, ns);
+  if (!same_foreign) DecodeForeignMig(foreign, ns);
   if (reg == nullptr) {
     ns.unusable_reason = "node unregistered";
   } else if (!ns.registration_error.empty()) {
     ns.unusable_reason = "node unusable: " + ns.registration_error;
+  } else if (!ns.foreign_mig_error.empty()) {
+    // Which slices are taken is unknown: no placement on this node can be shown safe.
+    ns.unusable_reason = "node unusable: " + ns.foreign_mig_error;
   }
   if (auto b = blocked_.find(node.name); b != blocked_.end()) ns.unusable_reason = b->second;
   if (ns.usable()) {
@@ -278,8 +290,34 @@ void ClusterState::UpsertNode(const model::Node& node) {
   }
   ResetUsage(ns);
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
+  ApplyForeign(ns);
   RefreshSignature(ns);
   if (node_list_.size() != nodes_.size()) AddToNodeList(ns);
+}
+
+void ClusterState::DecodeForeignMig(const std::string* text, NodeState& ns) {
+  ns.foreign_mig.clear();
+  ns.foreign_mig_error.clear();
+  if (text == nullptr) return;
+  auto decoded = codec::DecodeForeignMigInstances(*text, ns.name);
+  if (decoded.ok()) {
+    ns.foreign_mig = std::move(decoded.value());
+  } else {
+    ns.foreign_mig_error = decoded.error().message;
+  }
+}
+
+void ClusterState::ApplyForeign(NodeState& ns) {
+  std::set<int> touched;
+  for (const auto& f : ns.foreign_mig) {
+    const int dev = ns.DeviceIndex(f.gpu_uuid);
+    // Only MIG placement reads them: a GPU not in MIG mode (or not registered) has no slices.
+    if (dev < 0 || !ns.devices[dev].IsMig()) continue;
+    ns.instances[dev].push_back(MigInstance{"", ns.mig_models[dev].ProfileIndex(f.profile),
+                                            f.profile, f.placement, /*foreign=*/true});
+    touched.insert(dev);
+  }
+  for (int dev : touched) RebuildLayout(ns, dev);
 }
 
 void ClusterState::DecodeRegistration(const std::string* reg, NodeState& ns) {
@@ -524,21 +562,52 @@ void ClusterState::Unapply(NodeState& ns, const std::string& key) {
   applied_.erase(it);
 }
 
+namespace {
+// Places tessera's instances of a MIG GPU (not the foreign ones) on `layout`; returns how many
+// break the GPU's rules (overlap, unknown profile or placement), whose slices are taken anyway.
+int32_t PlaceTesserasInstances(const NodeState& ns, int dev, mig::Layout* layout) {
+  const mig::GpuMigModel& model = ns.mig_models[dev];
+  int32_t conflicts = 0;
+  for (const auto& inst : ns.instances[dev]) {
+    if (inst.foreign) continue;
+    if (inst.profile >= 0 && model.CanPlace(*layout, inst.profile, inst.placement)) {
+      model.Place(*layout, inst.profile, inst.placement);
+      continue;
+    }
+    conflicts++;
+    layout->occupied |= mig::PlacementMask(inst.placement);
+  }
+  return conflicts;
+}
+}  // namespace
+
 void ClusterState::RebuildLayout(NodeState& ns, int dev) {
   const mig::GpuMigModel& model = ns.mig_models[dev];
   DeviceUsage& u = ns.usage[dev];
-  // Instances that break the GPU's rules (overlap, unknown profile or placement) mean the
-  // annotations disagree with the hardware: the GPU is then not offered to anyone.
+  // Instances that break the GPU's rules mean the annotations disagree with the hardware: the
+  // GPU is then not offered to anyone.
   u.layout = mig::Layout{};
-  u.layout_conflicts = 0;
+  u.layout_conflicts = PlaceTesserasInstances(ns, dev, &u.layout);
+  u.foreign_slices = 0;
+  // A foreign instance is on the hardware whatever the annotations say: it adds its slices (and
+  // its count, when its profile and placement are legal there) but never closes the GPU. One
+  // that overlaps a pod's reserved instance leaves both sets of slices taken.
   for (const auto& inst : ns.instances[dev]) {
+    if (!inst.foreign) continue;
+    const uint32_t mask = mig::PlacementMask(inst.placement);
+    u.foreign_slices |= mask;
     if (inst.profile >= 0 && model.CanPlace(u.layout, inst.profile, inst.placement)) {
       model.Place(u.layout, inst.profile, inst.placement);
-      continue;
+    } else {
+      u.layout.occupied |= mask;
     }
-    u.layout_conflicts++;
-    u.layout.occupied |= mig::PlacementMask(inst.placement);
   }
+}
+
+mig::Layout ClusterState::LayoutWithoutForeign(const NodeState& ns, int dev) {
+  mig::Layout layout;
+  PlaceTesserasInstances(ns, dev, &layout);
+  return layout;
 }
 
 namespace {

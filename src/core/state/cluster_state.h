@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/codec/foreign_mig.h"
 #include "core/codec/mig_allocations.h"
 #include "core/codec/pod_devices.h"
 #include "core/common/result.h"
@@ -30,16 +31,22 @@ struct DeviceUsage {
   mig::Layout layout;            // MIG instances' occupancy
   int32_t fail_closed = 0;       // pods whose annotations contradict this GPU: it is not used
   int32_t layout_conflicts = 0;  // MIG instances that break the GPU's placement rules
+  // Memory slices held by MIG instances tessera did not create (tessera.io/foreign-mig-
+  // instances); part of `layout` too. Kept apart so failure reasons can name them.
+  uint32_t foreign_slices = 0;
   bool Trusted() const { return fail_closed == 0 && layout_conflicts == 0; }
   bool operator==(const DeviceUsage&) const = default;
 };
 
 // One MIG instance held on a GPU.
 struct MigInstance {
-  std::string pod_key;
+  std::string pod_key;  // empty for a foreign instance
   int profile = -1;
   std::string profile_name;
   model::Placement placement;
+  // Not tessera's: the agent reported it in tessera.io/foreign-mig-instances. It holds its
+  // slices for as long as the node's annotation lists it; no pod owns it.
+  bool foreign = false;
 };
 
 // A pod's hold on one node, as its allocation annotations describe it.
@@ -98,6 +105,11 @@ struct NodeState {
   // changed since: an update that leaves it as it was keeps them (no JSON parse per heartbeat).
   bool registration_decoded = false;
   std::string registration_error;  // why the registration did not decode; empty when it did
+  // The node's tessera.io/foreign-mig-instances, decoded (MIG instances tessera did not create;
+  // they are in `instances` on the GPUs in MIG mode), or why it did not decode: the node is
+  // then unusable with that reason.
+  std::vector<codec::ForeignMigInstance> foreign_mig;
+  std::string foreign_mig_error;
   model::PairScores pair_scores;
   std::set<std::string> cordoned;
   std::vector<DeviceUsage> usage;
@@ -188,6 +200,14 @@ class ClusterState {
   // not decode are held_gpus, with the decode error as `problem`. Never an error.
   static Result<std::optional<PodReservation>> ReservationFromAnnotations(const model::Pod& pod);
 
+  // A MIG GPU's layout and conflicts from its instances: tessera's first, checked against the
+  // GPU's rules; then the foreign ones, which only add their slices (the hardware holds them,
+  // whatever the registration lists).
+  static void RebuildLayout(NodeState& node, int device);
+  // The layout of a MIG GPU with only tessera's instances: what it would be without the
+  // foreign ones (failure reasons say when those are what a pod does not fit for).
+  static mig::Layout LayoutWithoutForeign(const NodeState& node, int device);
+
   const std::map<std::string, NodeState>& nodes() const { return nodes_; }
   // The nodes by name, as a flat list (cheaper to walk than the map).
   const std::vector<const NodeState*>& node_list() const { return node_list_; }
@@ -235,7 +255,10 @@ class ClusterState {
   };
   void Apply(NodeState& node, const PodReservation& pod);
   void Unapply(NodeState& node, const std::string& key);
-  void RebuildLayout(NodeState& node, int device);
+  // The foreign MIG instances of node.foreign_mig into its GPUs' instances and layouts.
+  static void ApplyForeign(NodeState& node);
+  // Decodes tessera.io/foreign-mig-instances (nullptr: none) into foreign_mig or its error.
+  static void DecodeForeignMig(const std::string* text, NodeState& node);
   void ResetUsage(NodeState& node);
 
   // One node state, as SameAs compares it.

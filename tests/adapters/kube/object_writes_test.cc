@@ -96,6 +96,34 @@ TEST(ResponseCodeTest, StatusesMapToErrorCodes) {
   EXPECT_EQ(s.message(), "patch node n1: HTTP 409");
 }
 
+TEST(FailPodTest, PatchesTheStatusWithTheUidAsAPrecondition) {
+  FakeApiServer server;
+  server.On(
+      "PATCH", "/api/v1/namespaces/ns/pods/p/status",
+      [](const RecordedRequest&, httplib::Response& res) {
+        ReplyJson(res, 200, {{"metadata", {{"name", "p"}}}, {"status", {{"phase", "Failed"}}}});
+      });
+  Client client(ConfigFor(server));
+  auto pod = FailPod(client, "ns", "p", "uid-1", "MigInstanceLost", "gone");
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  const auto requests = server.Requests("PATCH", "/api/v1/namespaces/ns/pods/p/status");
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].Header("Content-Type"), "application/strategic-merge-patch+json");
+  EXPECT_EQ(requests[0].JsonBody(), Json::parse(R"({"metadata": {"uid": "uid-1"},
+      "status": {"phase": "Failed", "reason": "MigInstanceLost", "message": "gone",
+      "conditions": [{"type": "DisruptionTarget", "status": "True",
+                      "reason": "MigInstanceLost", "message": "gone"}]}})"));
+}
+
+TEST(FailPodTest, WithoutAUidNothingIsSent) {
+  FakeApiServer server;
+  Client client(ConfigFor(server));
+  auto pod = FailPod(client, "ns", "p", "", "MigInstanceLost", "gone");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_THAT(pod.error().message, HasSubstr("fail pod ns/p: the pod's uid is required"));
+  EXPECT_TRUE(server.Requests().empty());
+}
+
 TEST(BindPodTest, PostsABindingAndAcceptsCreated) {
   FakeApiServer server;
   server.On("POST", "/api/v1/namespaces/ns/pods/p/binding",

@@ -49,6 +49,73 @@ TEST(NvmlGpuDriverTest, DiscoversGpusProfilesAndPlacements) {
   EXPECT_EQ(t4.pci_bus_id, "00000000:3B:00.0");
 }
 
+// --set-mig-mode's driver calls (issue 38 G): the process count, and MIG mode enabled at once
+// (H100), pending a reset (A100, with the activation status in words) or pending because the
+// GPU is in use; discovery then reports the mode and, when on, the profiles.
+TEST(NvmlGpuDriverTest, CountsProcessesAndEnablesMigModeOrReportsItPending) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-h100", "model": "H100-SXM5-80GB", "migMode": false},
+                        {"uuid": "GPU-a100", "model": "A100-40GB", "migMode": false},
+                        {"uuid": "GPU-busy", "model": "H100-SXM5-80GB", "processes": 3},
+                        {"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  auto driver = sim.Driver();
+  auto before = driver->Discover();
+  ASSERT_TRUE(before.ok) << before.error.message;
+  EXPECT_TRUE(before.value.gpus[0].mig_capable);
+  EXPECT_FALSE(before.value.gpus[0].mig_enabled);
+  EXPECT_FALSE(before.value.gpus[0].mig_pending_enabled);
+  EXPECT_TRUE(before.value.gpus[0].mig_profiles.empty());
+
+  auto idle = driver->ComputeProcessCount("GPU-h100");
+  ASSERT_TRUE(idle.ok) << idle.error.message;
+  EXPECT_EQ(idle.value, 0U);
+  auto busy = driver->ComputeProcessCount("GPU-busy");
+  ASSERT_TRUE(busy.ok) << busy.error.message;
+  EXPECT_EQ(busy.value, 3U);
+
+  auto h100 = driver->SetMigMode("GPU-h100", true);
+  ASSERT_TRUE(h100.ok) << h100.error.message;
+  EXPECT_TRUE(h100.value.current_enabled);
+  EXPECT_TRUE(h100.value.pending_enabled);
+  EXPECT_TRUE(h100.value.activation.empty());
+  auto a100 = driver->SetMigMode("GPU-a100", true);
+  ASSERT_TRUE(a100.ok) << a100.error.message;
+  EXPECT_FALSE(a100.value.current_enabled);
+  EXPECT_TRUE(a100.value.pending_enabled);
+  EXPECT_FALSE(a100.value.gpu_in_use);
+  EXPECT_NE(a100.value.activation.find("GPU requires reset (NVML code 16)"), std::string::npos)
+      << a100.value.activation;
+  auto in_use = driver->SetMigMode("GPU-busy", true);
+  ASSERT_TRUE(in_use.ok) << in_use.error.message;
+  EXPECT_FALSE(in_use.value.current_enabled);
+  EXPECT_TRUE(in_use.value.gpu_in_use);
+  auto t4 = driver->SetMigMode("GPU-t4", true);
+  ASSERT_FALSE(t4.ok);
+  EXPECT_EQ(t4.error.function, "nvmlDeviceSetMigMode");
+  EXPECT_EQ(t4.error.code, node::kDriverNotSupported);
+
+  auto after = driver->Discover();
+  ASSERT_TRUE(after.ok) << after.error.message;
+  EXPECT_TRUE(after.value.gpus[0].mig_enabled);
+  EXPECT_NE(Profile(after.value.gpus[0], "1g.10gb"), nullptr);
+  EXPECT_FALSE(after.value.gpus[1].mig_enabled);
+  EXPECT_TRUE(after.value.gpus[1].mig_pending_enabled);
+  // The GPU now in MIG mode takes instances through the same driver (its cache was dropped).
+  auto gi = driver->CreateGpuInstance("GPU-h100", "1g.10gb", {0, 1});
+  EXPECT_TRUE(gi.ok) << gi.error.message;
+}
+
+TEST(NvmlGpuDriverTest, SetMigModeWithoutPermissionIsAnErrorNamingTheCall) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-h100", "model": "H100-SXM5-80GB", "migMode": false}])",
+                    "fail:nvmlDeviceSetMigMode:*:NO_PERMISSION");
+  auto driver = sim.Driver();
+  auto set = driver->SetMigMode("GPU-h100", true);
+  ASSERT_FALSE(set.ok);
+  EXPECT_EQ(set.error.code, node::kDriverNoPermission);
+  EXPECT_NE(set.error.message.find("nvmlDeviceSetMigMode (GPU-h100: enabling MIG)"),
+            std::string::npos)
+      << set.error.message;
+}
+
 TEST(NvmlGpuDriverTest, CreatesAtExactlyThePlacementAndDestroysAgain) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   auto driver = sim.Driver();

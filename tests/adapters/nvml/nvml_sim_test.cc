@@ -139,6 +139,83 @@ TEST(NvmlSimTest, MigModeOffRefusesInstancesButListsPlacements) {
   lib->nvmlShutdown();
 }
 
+// nvmlDeviceSetMigMode as the guide describes it (mig-hardware.md 4): from Hopper on an idle
+// GPU takes the mode at once; Ampere keeps it pending until a GPU reset (RESET_REQUIRED); a GPU
+// with processes keeps it pending (IN_USE); a reboot applies the pending mode. Issue 38 G.
+TEST(NvmlSimTest, SetMigModeAppliesAtOnceOnlyOnAnIdleGpuThatNeedsNoReset) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-h100", "model": "H100-SXM5-80GB", "migMode": false},
+                        {"uuid": "GPU-a100", "model": "A100-40GB", "migMode": false},
+                        {"uuid": "GPU-busy", "model": "H100-SXM5-80GB", "processes": 2},
+                        {"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  const auto mode = [](nvml::NvmlLibrary& lib, nvmlDevice_t dev) {
+    unsigned current = 9;
+    unsigned pending = 9;
+    EXPECT_EQ(lib.nvmlDeviceGetMigMode(dev, &current, &pending), NVML_SUCCESS);
+    return std::pair{current, pending};
+  };
+  {
+    auto lib = SimulatedNvml::Library();
+    ASSERT_EQ(lib->nvmlInit_v2(), NVML_SUCCESS);
+    nvmlDevice_t h100 = nullptr;
+    nvmlDevice_t a100 = nullptr;
+    nvmlDevice_t busy = nullptr;
+    nvmlDevice_t t4 = nullptr;
+    ASSERT_EQ(lib->nvmlDeviceGetHandleByUUID("GPU-h100", &h100), NVML_SUCCESS);
+    ASSERT_EQ(lib->nvmlDeviceGetHandleByUUID("GPU-a100", &a100), NVML_SUCCESS);
+    ASSERT_EQ(lib->nvmlDeviceGetHandleByUUID("GPU-busy", &busy), NVML_SUCCESS);
+    ASSERT_EQ(lib->nvmlDeviceGetHandleByUUID("GPU-t4", &t4), NVML_SUCCESS);
+
+    unsigned processes = 0;
+    EXPECT_EQ(lib->nvmlDeviceGetComputeRunningProcesses_v3(h100, &processes, nullptr),
+              NVML_SUCCESS);
+    EXPECT_EQ(processes, 0U);
+    EXPECT_EQ(lib->nvmlDeviceGetComputeRunningProcesses_v3(busy, &processes, nullptr),
+              NVML_ERROR_INSUFFICIENT_SIZE);
+    EXPECT_EQ(processes, 2U);  // the size the caller needs
+
+    nvmlReturn_t activation = -1;
+    EXPECT_EQ(lib->nvmlDeviceSetMigMode(h100, NVML_DEVICE_MIG_ENABLE, &activation), NVML_SUCCESS);
+    EXPECT_EQ(activation, NVML_SUCCESS);
+    EXPECT_EQ(mode(*lib, h100), (std::pair{1U, 1U}));
+    nvmlGpuInstanceProfileInfo_t info{};
+    EXPECT_EQ(lib->nvmlDeviceGetGpuInstanceProfileInfo(h100, 0, &info), NVML_SUCCESS);
+
+    EXPECT_EQ(lib->nvmlDeviceSetMigMode(a100, NVML_DEVICE_MIG_ENABLE, &activation), NVML_SUCCESS);
+    EXPECT_EQ(activation, NVML_ERROR_RESET_REQUIRED);
+    EXPECT_EQ(mode(*lib, a100), (std::pair{0U, 1U}));  // pending enable
+    EXPECT_EQ(lib->nvmlDeviceGetGpuInstanceProfileInfo(a100, 0, &info), NVML_ERROR_NOT_SUPPORTED);
+
+    EXPECT_EQ(lib->nvmlDeviceSetMigMode(busy, NVML_DEVICE_MIG_ENABLE, &activation), NVML_SUCCESS);
+    EXPECT_EQ(activation, NVML_ERROR_IN_USE);
+    EXPECT_EQ(mode(*lib, busy), (std::pair{0U, 1U}));
+
+    EXPECT_EQ(lib->nvmlDeviceSetMigMode(t4, NVML_DEVICE_MIG_ENABLE, &activation),
+              NVML_ERROR_NOT_SUPPORTED);
+    EXPECT_EQ(lib->nvmlDeviceSetMigMode(h100, 7, &activation), NVML_ERROR_INVALID_ARGUMENT);
+    // MIG off while a GPU instance exists: IN_USE, and nothing changes.
+    nvmlGpuInstancePlacement_t p{0, 1};
+    nvmlGpuInstance_t gi = nullptr;
+    ASSERT_EQ(lib->nvmlDeviceCreateGpuInstanceWithPlacement(h100, info.id, &p, &gi), NVML_SUCCESS);
+    EXPECT_EQ(lib->nvmlDeviceSetMigMode(h100, NVML_DEVICE_MIG_DISABLE, &activation),
+              NVML_ERROR_IN_USE);
+    EXPECT_EQ(mode(*lib, h100), (std::pair{1U, 1U}));
+    lib->nvmlShutdown();
+  }
+  // The modes are kept in the state file; a reboot applies the pending ones and ends the
+  // processes.
+  sim.Reboot();
+  auto lib = SimulatedNvml::Library();
+  ASSERT_EQ(lib->nvmlInit_v2(), NVML_SUCCESS);
+  for (const char* uuid : {"GPU-h100", "GPU-a100", "GPU-busy"}) {
+    nvmlDevice_t dev = nullptr;
+    ASSERT_EQ(lib->nvmlDeviceGetHandleByUUID(uuid, &dev), NVML_SUCCESS);
+    EXPECT_EQ(mode(*lib, dev), (std::pair{1U, 1U})) << uuid;
+    unsigned processes = 0;
+    EXPECT_EQ(lib->nvmlDeviceGetComputeRunningProcesses_v3(dev, &processes, nullptr), NVML_SUCCESS);
+  }
+  lib->nvmlShutdown();
+}
+
 TEST(NvmlSimTest, InstancesSurviveRestartWithFreshIdsAndUniqueUuids) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   auto lib = SimulatedNvml::Library();

@@ -121,6 +121,47 @@ TEST(RegistrationTest, GpusThatCannotServeAreLeftOutWithAReason) {
 namespace tessera::node {
 namespace {
 
+// Issue 38 G: a MIG-capable GPU of a "mig" node whose MIG mode is off, or only pending until a
+// reset, is not silently shared: it is listed in mig_mode_off and, by default, left out.
+TEST(RegistrationTest, AGpuWithMigModeOffOnAMigNodeIsLeftOutByDefault) {
+  NodeDeviceConfig config;
+  config.operating_mode = "mig";
+  RegistrationInput input;
+  DriverGpu off = Rtx(0, "GPU-off");
+  off.mig_enabled = off.mig_pending_enabled = false;
+  off.mig_profiles.clear();  // the driver reports them only in MIG mode
+  DriverGpu pending = off;
+  pending.index = 2;
+  pending.uuid = "GPU-pending";
+  pending.mig_pending_enabled = true;
+  input.gpus = {off, Rtx(1, "GPU-on"), pending, T4(3, "GPU-t4")};
+  auto reg = BuildRegistration(input, config);
+  ASSERT_EQ(reg.devices.size(), 2U);
+  EXPECT_EQ(reg.devices[0].uuid, "GPU-on");
+  EXPECT_EQ(reg.devices[1].uuid, "GPU-t4");  // cannot run MIG at all: shared, as before
+  EXPECT_EQ(reg.mig_mode_off, (std::vector<MigModeOff>{{"GPU-off", 0, false, false},
+                                                       {"GPU-pending", 2, true, false}}));
+  ASSERT_EQ(reg.notes.size(), 2U);
+  EXPECT_EQ(reg.notes[0],
+            "GPU-off: the node's operating mode is \"mig\" but MIG mode is off; left out "
+            "(migFallback: none)");
+  EXPECT_NE(reg.notes[1].find("is pending until a GPU reset or reboot"), std::string::npos);
+
+  config.mig_fallback = MigFallback::kHamiCore;
+  auto shared = BuildRegistration(input, config);
+  ASSERT_EQ(shared.devices.size(), 4U);
+  EXPECT_EQ(shared.devices[0].mode, "hami-core");
+  EXPECT_EQ(shared.devices[0].count, 10);
+  EXPECT_EQ(shared.devices[0].total_mem_mib, 97887);
+  EXPECT_TRUE(shared.mig_mode_off[0].shared);
+
+  // A filtered GPU is not reported; on a node that is not "mig" nothing is.
+  config.filter_uuids = {"GPU-off"};
+  EXPECT_EQ(BuildRegistration(input, config).mig_mode_off.size(), 1U);
+  config.operating_mode = "hami-core";
+  EXPECT_TRUE(BuildRegistration(input, config).mig_mode_off.empty());
+}
+
 TEST(RegistrationTest, ANonMigGpuOnAMigNodeIsShared) {
   NodeDeviceConfig config;
   config.operating_mode = "mig";
