@@ -26,17 +26,16 @@ constexpr node::PodViewFreshness kFreshView{true, std::numeric_limits<int64_t>::
 class MemoryApi : public agent::NodeApi {
  public:
   std::vector<model::Pod> pods;
-  agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return {pods, {}}; }
+  agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool) override { return pods; }
   agent::ApiResult<agent::PodView> PodViewOnNode() override {
-    return {agent::PodView{pods, std::numeric_limits<int64_t>::max()}, {}};
+    return agent::PodView{pods, std::numeric_limits<int64_t>::max()};
   }
-  agent::ApiResult<model::Node> GetNode() override { return {model::Node{}, {}}; }
+  agent::ApiResult<model::Node> GetNode() override { return model::Node{}; }
   agent::ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
                                                       const std::string& name) override {
-    agent::ApiResult<std::optional<model::Pod>> read;
-    read.value.emplace();  // NotFound unless a pod has the name
+    std::optional<model::Pod> read;  // NotFound unless a pod has the name
     for (const auto& p : pods) {
-      if (p.ns == ns && p.name == name) read.value->emplace(p);
+      if (p.ns == ns && p.name == name) read.emplace(p);
     }
     return read;
   }
@@ -46,17 +45,17 @@ class MemoryApi : public agent::NodeApi {
     for (const auto& [k, v] : patch) {
       if (v) out.annotations[k] = *v;
     }
-    return {out, {}};
+    return out;
   }
   agent::ApiResult<model::Node> PatchNode(const agent::AnnotationPatch&,
                                           const std::string&) override {
-    return {model::Node{}, {}};
+    return model::Node{};
   }
   void PodEvent(const model::Pod&, const std::string&, const std::string&, bool) override {}
   void NodeEvent(const std::string&, const std::string&, bool) override {}
   agent::ApiResult<model::Pod> FailPod(const model::Pod& pod, const std::string&,
                                        const std::string&) override {
-    return {pod, {}};
+    return pod;
   }
 };
 

@@ -91,18 +91,17 @@ ApiResult<model::Pod> Allocator::ChoosePod(const std::vector<model::Pod>& pods, 
     candidates.push_back(&pod);
   }
   if (candidates.empty()) {
-    return {std::nullopt,
-            {404, "no pod on node " + config_.node_name + " is waiting for " +
-                      std::to_string(count) + " GPU(s) (bind-phase allocating)"}};
+    return agent::ApiFailure(404, "no pod on node " + config_.node_name + " is waiting for " +
+                                      std::to_string(count) + " GPU(s) (bind-phase allocating)");
   }
   if (candidates.size() > 1) {
     // HAMi's node lock, when a scheduler holds it, names the pod; otherwise the oldest bind.
     auto node = api_.GetNode();
     if (node.ok()) {
-      if (const std::string* value = node.value->Annotation(kNodeLock)) {
+      if (const std::string* value = node->Annotation(kNodeLock)) {
         if (const auto lock = codec::ParseNodeLock(*value)) {
           for (const auto* c : candidates) {
-            if (lock->HeldBy(c->ns, c->name)) return {*c, {}};
+            if (lock->HeldBy(c->ns, c->name)) return *c;
           }
         }
       }
@@ -110,7 +109,7 @@ ApiResult<model::Pod> Allocator::ChoosePod(const std::vector<model::Pod>& pods, 
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const auto* a, const auto* b) { return BindTime(*a) < BindTime(*b); });
   }
-  return {*candidates.front(), {}};
+  return *candidates.front();
 }
 
 Result<std::vector<node::ContainerResponse>> Allocator::Allocate(
@@ -121,15 +120,13 @@ Result<std::vector<node::ContainerResponse>> Allocator::Allocate(
   // One read of the node's pods per Allocate: the informer's cache, and one list from the API
   // server only when the cache does not show the pod (it may lag the scheduler's bind).
   auto pods = api_.PodsOnNode(false);
-  ApiResult<model::Pod> pod{std::nullopt, pods.failure};
-  if (pods.ok()) pod = ChoosePod(*pods.value, count);
+  ApiResult<model::Pod> pod = pods.ok() ? ChoosePod(pods.value(), count) : pods.error();
   if (!pod.ok()) {
     pods = api_.PodsOnNode(true);
-    pod = {std::nullopt, pods.failure};
-    if (pods.ok()) pod = ChoosePod(*pods.value, count);
+    pod = pods.ok() ? ChoosePod(pods.value(), count) : pods.error();
   }
-  if (!pod.ok()) return Error{"Allocate on node " + config_.node_name + ": " + pod.failure.message};
-  return AllocateFor(*pod.value, *pods.value, container_requests);
+  if (!pod.ok()) return Error{"Allocate on node " + config_.node_name + ": " + pod.error().message};
+  return AllocateFor(pod.value(), pods.value(), container_requests);
 }
 
 Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
@@ -248,25 +245,25 @@ Result<std::vector<node::ContainerResponse>> Allocator::AllocateFor(
   for (int attempt = 0;; ++attempt) {
     auto patched = api_.PatchPod(pod, patch, rv);
     if (patched.ok()) break;
-    if (patched.failure.http_status != 409 || attempt + 1 >= config_.patch_attempts) {
-      const std::string m = who + ": recording the allocation failed: " + patched.failure.message;
+    if (patched.error().code != ErrorCode::kConflict || attempt + 1 >= config_.patch_attempts) {
+      const std::string m = who + ": recording the allocation failed: " + patched.error().message;
       Fail(pod, m);
       return Error{m};
     }
     // Only this pod is read again (from the API server), not the node's pods.
     auto now = api_.ReadPod(pod.ns, pod.name);
-    if (now.ok() && !now.value->has_value()) {
+    if (now.ok() && !now->has_value()) {
       return Error{who + ": the pod disappeared while it was being allocated"};
     }
-    if (now.ok() && (*now.value)->uid != pod.uid) {
+    if (now.ok() && now.value()->uid != pod.uid) {
       return Error{who +
                    ": the pod was replaced by another of the same name while it was being "
                    "allocated"};
     }
     if (!now.ok()) {
-      return Error{who + ": re-reading the pod after a conflict failed: " + now.failure.message};
+      return Error{who + ": re-reading the pod after a conflict failed: " + now.error().message};
     }
-    rv = (*now.value)->resource_version;
+    rv = now.value()->resource_version;
   }
   if (!HasNvidia(remaining)) ReleaseNodeLock(pod);
   return responses;
@@ -279,9 +276,9 @@ std::vector<std::vector<std::string>> Allocator::Preferred(
   if (requests.empty()) return out;
   auto pods = api_.PodsOnNode(false);
   if (!pods.ok()) return out;  // the kubelet then chooses itself
-  auto pod = ChoosePod(*pods.value, static_cast<size_t>(std::max(0, requests.front().size)));
+  auto pod = ChoosePod(pods.value(), static_cast<size_t>(std::max(0, requests.front().size)));
   if (!pod.ok()) return out;
-  auto devices = codec::DecodePodDevices(*pod.value->Annotation(kToAllocate));
+  auto devices = codec::DecodePodDevices(*pod->Annotation(kToAllocate));
   if (!devices.ok()) return out;
   std::vector<const codec::ContainerDevices*> entries;
   for (const auto& c : devices.value()) {
@@ -302,12 +299,12 @@ void Allocator::Fail(const model::Pod& pod, const std::string& message) {
 void Allocator::ReleaseNodeLock(const model::Pod& pod) {
   auto node = api_.GetNode();
   if (!node.ok()) return;
-  const std::string* value = node.value->Annotation(kNodeLock);
+  const std::string* value = node->Annotation(kNodeLock);
   if (value == nullptr) return;
   // A lock owned by another pod (or unreadable) stays; a legacy lock (time only) is ours.
   const auto lock = codec::ParseNodeLock(*value);
   const bool owned = lock && (lock->legacy() || lock->HeldBy(pod.ns, pod.name));
-  if (owned) (void)api_.PatchNode({{kNodeLock, std::nullopt}}, node.value->resource_version);
+  if (owned) (void)api_.PatchNode({{kNodeLock, std::nullopt}}, node->resource_version);
 }
 
 }  // namespace tessera::agent

@@ -78,11 +78,11 @@ ForeignMigSync ForeignMigPublisher::Sync(const ReconcileReport& report,
     seeded_ = true;
     auto got = api_.GetNode();
     if (got.ok()) {
-      read = std::move(got.value);
+      read = std::move(got.value());
       known_ = ReadPublished(*read).value_or(std::vector<codec::ForeignMigInstance>{});
       unpublished_ = true;  // compared below with the node just read: a bad value is replaced
     } else {
-      fail("reading node: " + got.failure.message);
+      fail("reading node: " + got.error().message);
     }
   }
   std::vector<codec::ForeignMigInstance> next;
@@ -109,10 +109,10 @@ ForeignMigSync ForeignMigPublisher::Sync(const ReconcileReport& report,
     if (!read) {
       auto got = api_.GetNode();
       if (!got.ok()) {
-        fail("reading node: " + got.failure.message);
+        fail("reading node: " + got.error().message);
         return out;
       }
-      read = std::move(got.value);
+      read = std::move(got.value());
     }
     const std::string text = codec::EncodeForeignMigInstances(known_);
     const std::string* current = read->Annotation(kForeignKey);
@@ -122,7 +122,7 @@ ForeignMigSync ForeignMigPublisher::Sync(const ReconcileReport& report,
       patch[kForeignKey] = text.empty() ? std::nullopt : std::optional<std::string>(text);
       auto patched = api_.PatchNode(patch, "");
       if (!patched.ok()) {
-        fail("publishing " + kForeignKey + ": " + patched.failure.message);
+        fail("publishing " + kForeignKey + ": " + patched.error().message);
         return out;
       }
       out.patched = true;

@@ -54,8 +54,8 @@ node::DriverResult<std::vector<DriverMigInstance>> MigManager::Instances(const s
 void MigManager::Rollback(const std::vector<DriverMigInstance>& created, std::string* why) {
   for (auto it = created.rbegin(); it != created.rend(); ++it) {
     auto destroyed = driver_.DestroyInstance(*it);
-    if (!destroyed.ok) {
-      *why += "; rollback failed, the reconciler will retry: " + destroyed.error.message;
+    if (!destroyed.ok()) {
+      *why += "; rollback failed, the reconciler will retry: " + destroyed.error().message;
       continue;  // the ledger keeps it, so the reconciler destroys it later
     }
     std::erase_if(ledger_, [&](const auto& e) {
@@ -84,9 +84,9 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   for (const auto& a : allocs) {
     if (input.instances_by_gpu.count(a.gpu_uuid) > 0) continue;
     auto list = Instances(a.gpu_uuid);
-    if (!list.ok)
-      return Error{node::DescribeAllocation(claim, allocs.front()) + ": " + list.error.message};
-    input.instances_by_gpu[a.gpu_uuid] = std::move(list.value);
+    if (!list.ok())
+      return Error{node::DescribeAllocation(claim, allocs.front()) + ": " + list.error().message};
+    input.instances_by_gpu[a.gpu_uuid] = std::move(list.value());
   }
   auto planned = node::PlanRealize(input);
   if (!planned.ok()) return planned.error();
@@ -101,10 +101,10 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   // they are gone, so a failure here leaves them to the reconciler.
   for (const auto& stale : plan.replace) {
     auto gone = driver_.DestroyInstance(stale);
-    if (!gone.ok) {
+    if (!gone.ok()) {
       return Error{node::DescribeAllocation(claim, allocs.front()) +
                    ": the instance an ended pod left at " + std::to_string(stale.placement.start) +
-                   " cannot be destroyed: " + gone.error.message};
+                   " cannot be destroyed: " + gone.error().message};
     }
     ++destroyed_;
     std::erase_if(ledger_, [&](const auto& e) {
@@ -142,14 +142,14 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
       const auto& a = allocs[i];
       auto list = listed.find(a.gpu_uuid);
       if (list == listed.end()) list = listed.emplace(a.gpu_uuid, Instances(a.gpu_uuid)).first;
-      if (!list->second.ok) continue;
-      const auto& now_there = list->second.value;
+      if (!list->second.ok()) continue;
+      const auto& now_there = list->second.value();
       auto made = std::find_if(now_there.begin(), now_there.end(),
                                [&](const auto& inst) { return node::Matches(inst, a); });
       if (made != now_there.end()) {
         auto gone = driver_.DestroyInstance(*made);
-        if (!gone.ok) {
-          why += "; rollback failed, the reconciler will retry: " + gone.error.message;
+        if (!gone.ok()) {
+          why += "; rollback failed, the reconciler will retry: " + gone.error().message;
           continue;
         }
       }
@@ -161,17 +161,19 @@ Result<std::vector<RealizedInstance>> MigManager::Realize(const node::PodMigClai
   };
   for (size_t i : to_create) {
     auto gi = driver_.CreateGpuInstance(allocs[i].gpu_uuid, allocs[i].profile, allocs[i].placement);
-    if (!gi.ok) return fail(node::DescribeAllocation(claim, allocs[i]) + ": " + gi.error.message);
-    instances[i] = gi.value;
-    created.push_back(gi.value);
+    if (!gi.ok())
+      return fail(node::DescribeAllocation(claim, allocs[i]) + ": " + gi.error().message);
+    instances[i] = gi.value();
+    created.push_back(gi.value());
     ++created_;
     out[i].created = true;
     to_finish.push_back(i);
   }
   for (size_t i : to_finish) {
     auto ci = driver_.CreateComputeInstance(instances[i]);
-    if (!ci.ok) return fail(node::DescribeAllocation(claim, allocs[i]) + ": " + ci.error.message);
-    instances[i] = ci.value;
+    if (!ci.ok())
+      return fail(node::DescribeAllocation(claim, allocs[i]) + ": " + ci.error().message);
+    instances[i] = ci.value();
   }
 
   for (size_t i = 0; i < allocs.size(); ++i) {
@@ -232,28 +234,28 @@ void MigManager::Recreate(const node::LostInstance& lost, ReconcileReport* repor
   }
   auto gi = driver_.CreateGpuInstance(before.gpu_uuid, before.profile, before.placement);
   node::DriverResult<DriverMigInstance> made = gi;
-  if (gi.ok) {
+  if (gi.ok()) {
     ++created_;
-    made = driver_.CreateComputeInstance(gi.value);
+    made = driver_.CreateComputeInstance(gi.value());
   }
-  if (!made.ok) {
+  if (!made.ok()) {
     // A driver error may come after the driver acted: clear the placement, or, when that is not
     // provably done, leave the intent, which proves what is there, to the next pass.
     auto list = Instances(before.gpu_uuid);
-    bool cleared = list.ok;
-    if (list.ok) {
-      for (const auto& inst : list.value) {
+    bool cleared = list.ok();
+    if (list.ok()) {
+      for (const auto& inst : list.value()) {
         if (!node::Matches(inst, lost.allocation)) continue;
         auto gone = driver_.DestroyInstance(inst);
-        if (gone.ok) ++destroyed_;
-        cleared = cleared && gone.ok;
+        if (gone.ok()) ++destroyed_;
+        cleared = cleared && gone.ok();
       }
     }
     if (cleared) {
-      keep_lost_record(made.error.message);
+      keep_lost_record(made.error().message);
     } else {
       node::LostInstance failed = lost;
-      failed.message = what + ": " + made.error.message;
+      failed.message = what + ": " + made.error().message;
       report->errors.push_back(failed.message + "; the intent stays for the next pass");
       report->lost.push_back(std::move(failed));
     }
@@ -263,8 +265,8 @@ void MigManager::Recreate(const node::LostInstance& lost, ReconcileReport* repor
     return SameKey(e, before.gpu_uuid, before.profile, before.placement);
   });
   entry->created = true;
-  entry->gpu_instance_id = made.value.gpu_instance_id;
-  entry->mig_uuid = made.value.mig_uuid;
+  entry->gpu_instance_id = made.value().gpu_instance_id;
+  entry->mig_uuid = made.value().mig_uuid;
   entry->written_ms = now_ms_();
   // The instance exists and the entry in memory proves it; a failed save is retried with the
   // next change, and until then the intent on disk proves it too.
@@ -272,12 +274,12 @@ void MigManager::Recreate(const node::LostInstance& lost, ReconcileReport* repor
   RecreatedInstance done{lost.pod, lost.pod_uid, lost.allocation,
                          lost.allocation.runtime ? lost.allocation.runtime->mig_uuid : "", ""};
   done.allocation.runtime = codec::MigRuntimeIdentity{
-      made.value.mig_uuid, made.value.gpu_instance_id, made.value.compute_instance_id};
+      made.value().mig_uuid, made.value().gpu_instance_id, made.value().compute_instance_id};
   done.message = "pod " + lost.pod + ": its MIG instance " + before.profile + " at " +
                  std::to_string(before.placement.start) + ":" +
                  std::to_string(before.placement.size) + " on " + before.gpu_uuid +
                  " was gone (reboot, GPU reset or driver reload) and is recreated there as " +
-                 made.value.mig_uuid;
+                 made.value().mig_uuid;
   if (!done.previous_mig_uuid.empty()) {
     // The kubelet keeps the Allocate answer it cached and restarts containers with it.
     done.message += " (was " + done.previous_mig_uuid + "); containers the kubelet started with " +
@@ -319,12 +321,12 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
     }
     for (const auto& gpu : gpus) {
       auto list = Instances(gpu);
-      if (!list.ok) {
-        list_errors.push_back(list.error.message);
+      if (!list.ok()) {
+        list_errors.push_back(list.error().message);
         continue;
       }
       input.listed_gpus.insert(gpu);
-      input.actual.insert(input.actual.end(), list.value.begin(), list.value.end());
+      input.actual.insert(input.actual.end(), list.value().begin(), list.value().end());
     }
     return node::PlanReconcile(input);
   };
@@ -373,16 +375,16 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
   std::map<std::string, DriverMigInstance> finished;  // "gpu/profile/start" -> with its CI
   for (const auto& inst : plan.finish) {
     auto ci = driver_.CreateComputeInstance(inst);
-    if (!ci.ok) {
-      report.errors.push_back(ci.error.message);
+    if (!ci.ok()) {
+      report.errors.push_back(ci.error().message);
       continue;
     }
     ++report.finished;
     finished[inst.gpu_uuid + "/" + inst.profile + "/" + std::to_string(inst.placement.start)] =
-        ci.value;
+        ci.value();
     for (auto& e : ledger_) {
       if (SameKey(e, inst.gpu_uuid, inst.profile, inst.placement)) {
-        e.mig_uuid = ci.value.mig_uuid;
+        e.mig_uuid = ci.value().mig_uuid;
         changed = true;
       }
     }
@@ -390,8 +392,8 @@ ReconcileReport MigManager::Reconcile(const node::NodeClaims& claims,
   std::vector<DriverMigInstance> destroyed;
   for (const auto& inst : plan.destroy) {
     auto done = driver_.DestroyInstance(inst);
-    if (!done.ok) {  // e.g. IN_USE: try again next pass, never block Allocate (W3)
-      report.errors.push_back(done.error.message);
+    if (!done.ok()) {  // e.g. IN_USE: try again next pass, never block Allocate (W3)
+      report.errors.push_back(done.error().message);
       continue;
     }
     destroyed.push_back(inst);

@@ -18,17 +18,26 @@ namespace tessera::agent {
 // A patch of annotations: a value sets the key, nullopt deletes it.
 using AnnotationPatch = std::map<std::string, std::optional<std::string>>;
 
-struct ApiFailure {
-  int http_status = 0;  // 409: the object changed (compare-and-swap lost); 0: no answer
-  std::string message;
-};
-
+// The API's results use the project's one error vocabulary (core/common/result.h): a failure
+// keeps the HTTP status as its origin code (0: no answer), and its code says what kind it is
+// (kConflict for 409: the object changed, a compare-and-swap lost).
 template <class T>
-struct ApiResult {
-  std::optional<T> value;
-  ApiFailure failure;
-  bool ok() const { return value.has_value(); }
-};
+using ApiResult = Result<T>;
+
+// The error of an API call answered with `http_status` (0: no answer).
+inline Error ApiFailure(int http_status, std::string message) {
+  ErrorCode code = ErrorCode::kUnavailable;  // no answer, 429, 5xx: may pass
+  if (http_status == 409) {
+    code = ErrorCode::kConflict;
+  } else if (http_status == 404) {
+    code = ErrorCode::kNotFound;
+  } else if (http_status == 401 || http_status == 403) {
+    code = ErrorCode::kPermissionDenied;
+  } else if (http_status >= 400 && http_status < 500 && http_status != 429) {
+    code = ErrorCode::kInvalidInput;
+  }
+  return Error{std::move(message), code, http_status == 0 ? "" : "HTTP", http_status};
+}
 
 // The pods bound to this node, with the time up to which the view provably holds every change.
 struct PodView {

@@ -19,8 +19,8 @@ std::string Fate(const node::MigModeOff& off) {
                     : "it is not registered, so no pod is placed on it (migFallback: none)";
 }
 
-std::string TryKey(const node::DriverError& e) {
-  return "failed " + e.function + " " + std::to_string(e.code);
+std::string TryKey(const Error& e) {
+  return "failed " + e.origin + " " + std::to_string(e.origin_code);
 }
 
 }  // namespace
@@ -62,12 +62,13 @@ Result<Publication> RegistrationPublisher::Publish(const std::set<std::string>& 
   input.unhealthy = unhealthy;
   const auto discover = [&]() -> Status {
     auto found = driver_.Discover();
-    if (!found.ok) return Error{"GPU discovery: " + found.error.message, ErrorCode::kUnavailable};
-    input.gpus = std::move(found.value.gpus);
+    if (!found.ok())
+      return Error{"GPU discovery: " + found.error().message, ErrorCode::kUnavailable};
+    input.gpus = std::move(found.value().gpus);
     input.numa.clear();
     for (const auto& g : input.gpus) input.numa[g.uuid] = numa_ ? numa_(g.pci_bus_id) : 0;
     out.problems.clear();
-    for (const auto& p : found.value.problems) out.problems.push_back(p.message);
+    for (const auto& p : found.value().problems) out.problems.push_back(p.message);
     return Status::Ok();
   };
   if (auto s = discover(); !s) return Error{s.message(), s.code()};
@@ -89,15 +90,15 @@ Result<Publication> RegistrationPublisher::Publish(const std::set<std::string>& 
   // annotation is restored (HAMi's cache would not, hami-node.md W11).
   auto node = api_.GetNode();
   if (!node.ok()) {
-    out.node_write = Error{node.failure.message, ErrorCode::kUnavailable};
+    out.node_write = Error{node.error().message, ErrorCode::kUnavailable};
     return out;
   }
-  const std::string* current = node.value->Annotation(kRegister);
+  const std::string* current = node->Annotation(kRegister);
   if (current != nullptr && *current == out.annotation) return out;
   auto patched = api_.PatchNode({{kRegister, out.annotation}}, "");
   if (!patched.ok()) {
     out.node_write =
-        Error{"publishing " + kRegister + ": " + patched.failure.message, ErrorCode::kUnavailable};
+        Error{"publishing " + kRegister + ": " + patched.error().message, ErrorCode::kUnavailable};
     return out;
   }
   out.patched = true;
@@ -120,29 +121,29 @@ bool RegistrationPublisher::EnableMigMode(const node::Registration& planned, Pub
     std::string why;
     // Never on a GPU that computes: the driver may reset it to apply the mode.
     auto processes = driver_.ComputeProcessCount(off.gpu_uuid);
-    if (!processes.ok) {
-      key = TryKey(processes.error);
-      why = "cannot tell whether " + gpu + " is idle: " + processes.error.message;
-    } else if (processes.value > 0) {
+    if (!processes.ok()) {
+      key = TryKey(processes.error());
+      why = "cannot tell whether " + gpu + " is idle: " + processes.error().message;
+    } else if (processes.value() > 0) {
       result = MigModeEnableResult::kBusy;
       key = "busy";
-      why = gpu + " is used by " + std::to_string(processes.value) +
+      why = gpu + " is used by " + std::to_string(processes.value()) +
             " compute process(es); MIG mode is enabled once none does";
-    } else if (auto set = driver_.SetMigMode(off.gpu_uuid, true); !set.ok) {
-      key = TryKey(set.error);
-      why = "cannot enable MIG mode on " + gpu + ": " + set.error.message;
-      if (set.error.code == node::kDriverNoPermission) {
+    } else if (auto set = driver_.SetMigMode(off.gpu_uuid, true); !set.ok()) {
+      key = TryKey(set.error());
+      why = "cannot enable MIG mode on " + gpu + ": " + set.error().message;
+      if (set.error().code == ErrorCode::kPermissionDenied) {
         why += " (the agent needs root and the GPU's device files: a privileged container)";
       }
-    } else if (set.value.current_enabled) {
+    } else if (set.value().current_enabled) {
       result = MigModeEnableResult::kEnabled;
-    } else if (set.value.pending_enabled) {
+    } else if (set.value().pending_enabled) {
       result = MigModeEnableResult::kResetPending;
-      activation_[off.gpu_uuid] = set.value.activation;
+      activation_[off.gpu_uuid] = set.value().activation;
     } else {
       key = "unchanged";
       why = "asked to enable MIG mode on " + gpu + ", the driver left it off" +
-            (set.value.activation.empty() ? "" : " (" + set.value.activation + ")");
+            (set.value().activation.empty() ? "" : " (" + set.value().activation + ")");
     }
     out->enable_tries.push_back(result);
     if (result == MigModeEnableResult::kEnabled || result == MigModeEnableResult::kResetPending) {

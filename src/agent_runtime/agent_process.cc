@@ -147,8 +147,8 @@ agent::ReconcileReport AgentProcess::Reconcile() {
   node::NodeClaims claims;
   node::PodViewFreshness freshness;
   if (view.ok()) {
-    claims = node::ClaimsOnNode(view.value->pods, options_.node_name);
-    freshness = {true, view.value->fresh_ms};
+    claims = node::ClaimsOnNode(view->pods, options_.node_name);
+    freshness = {true, view->fresh_ms};
   }
   std::vector<std::string> problems;
   for (const auto& p : claims.problems) problems.push_back("MIG claims: " + p);
@@ -161,7 +161,7 @@ agent::ReconcileReport AgentProcess::Reconcile() {
   reconcile.reclaim_foreign = options_.reclaim_foreign;
   reconcile.prove_gone = [this](const std::vector<node::PodRef>& pods) { return ProveGone(pods); };
   agent::ReconcileReport report = mig_.Reconcile(claims, freshness, reconcile);
-  SyncHostFiles(view.ok() ? &*view.value : nullptr, &problems);
+  SyncHostFiles(view.ok() ? &view.value() : nullptr, &problems);
   for (const auto& pod : report.proven_gone) {
     spdlog::info(
         "MIG reconcile: pod {} is gone or has ended (read from the API server); its instances "
@@ -181,12 +181,12 @@ agent::ReconcileReport AgentProcess::Reconcile() {
       }
     }
   }
-  ReportOnce(report, view.ok() ? &view.value->pods : nullptr);
+  ReportOnce(report, view.ok() ? &view->pods : nullptr);
   // Pods whose annotation lacks what the driver now reports (e.g. confirmed after a crash
   // between creation and the pod patch) get their identities recorded.
   if (view.ok()) {
     for (const auto& [key, allocations] : report.identities) {
-      for (const auto& pod : view.value->pods) {
+      for (const auto& pod : view->pods) {
         if (pod.Key() != key) continue;
         auto decoded = codec::DecodeMigAllocations(
             *pod.Annotation(std::string(model::annotations::kMigAllocations)));
@@ -262,10 +262,10 @@ agent::GoneProofs AgentProcess::ProveGone(const std::vector<node::PodRef>& pods)
     }
     auto got = api_.ReadPod(p.pod.substr(0, slash), p.pod.substr(slash + 1));
     if (!got.ok()) {
-      proofs.errors.push_back("cannot prove pod " + p.pod + " gone: " + got.failure.message);
+      proofs.errors.push_back("cannot prove pod " + p.pod + " gone: " + got.error().message);
       continue;
     }
-    if (node::ReadProvesGone(*got.value, p.uid)) proofs.gone_uids.insert(p.uid);
+    if (node::ReadProvesGone(got.value(), p.uid)) proofs.gone_uids.insert(p.uid);
   }
   return proofs;
 }
@@ -328,7 +328,7 @@ void AgentProcess::FailUnrecoverablePods(const agent::ReconcileReport& report,
       if (pod.uid != f.pod_uid || pod.IsTerminal()) continue;
       auto failed = api_.FailPod(pod, f.reason, f.message);
       if (!failed.ok()) {  // retried next pass, while the report still names the pod
-        spdlog::warn("MIG reconcile: failing pod {}: {}", f.pod, failed.failure.message);
+        spdlog::warn("MIG reconcile: failing pod {}: {}", f.pod, failed.error().message);
         continue;
       }
       spdlog::warn("MIG reconcile: pod {} failed: {}", f.pod, f.message);
@@ -356,7 +356,7 @@ void AgentProcess::WatchXidOfRegisteredGpus() {
   int64_t longest_wait_ms = 0;
   for (const std::string& gpu : xid_watches_.Due(gpus, now)) {
     auto watched = driver_.WatchXid(gpu);
-    if (watched.ok) {
+    if (watched.ok()) {
       if (xid_watches_.failures(gpu) > 0) {
         spdlog::info("GPU health: XID events of GPU {} are received now, after {} failed tries",
                      gpu, xid_watches_.failures(gpu));
@@ -367,7 +367,7 @@ void AgentProcess::WatchXidOfRegisteredGpus() {
     // The GPU keeps its health: a failed registration says nothing about the GPU itself.
     longest_wait_ms = std::max(longest_wait_ms, xid_watches_.Failed(gpu, now));
     failed.push_back(gpu + " (try " + std::to_string(xid_watches_.failures(gpu)) +
-                     "): " + watched.error.message);
+                     "): " + watched.error().message);
   }
   if (!failed.empty()) {
     spdlog::warn(
@@ -391,17 +391,17 @@ bool AgentProcess::PollHealth(int timeout_ms) {
       PauseHealth(timeout_ms);
     } else {
       auto events = driver_.WaitXid(timeout_ms);
-      if (!events.ok) {
+      if (!events.ok()) {
         const int64_t delay = xid_wait_backoff_.Failed(SteadyMs());
         spdlog::warn("GPU health: waiting for XID events: {} (failure {}, retrying in {} s)",
-                     events.error.message, xid_wait_backoff_.failures(), delay / 1000);
+                     events.error().message, xid_wait_backoff_.failures(), delay / 1000);
       } else {
         if (xid_wait_backoff_.failures() > 0) {
           spdlog::info("GPU health: XID events are received again, after {} failed waits",
                        xid_wait_backoff_.failures());
           xid_wait_backoff_.Succeeded();
         }
-        for (const auto& e : events.value) {
+        for (const auto& e : events.value()) {
           const node::XidEffect effect = xid_policy_.Effect(e.xid);
           if (effect == node::XidEffect::kIgnored) continue;
           const bool needs_reset = effect == node::XidEffect::kNeedsReset;

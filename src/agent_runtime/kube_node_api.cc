@@ -112,26 +112,26 @@ agent::ApiResult<std::vector<model::Pod>> KubeNodeApi::PodsOnNode(bool fresh) {
     std::lock_guard lock(mu_);
     std::vector<model::Pod> out;
     for (const auto& [uid, pod] : pods_) out.push_back(pod);
-    return {out, {}};
+    return out;
   }
   const std::string path =
       "/api/v1/pods?fieldSelector=" + kube::EscapeUrlComponent("spec.nodeName=" + node_name_);
   kube::Response r = client_.Get(path);
   if (!r.ok()) {
     ++api_errors_;
-    return {std::nullopt,
-            {static_cast<int>(r.status), "list pods on " + node_name_ + ": " + r.Describe()}};
+    return agent::ApiFailure(static_cast<int>(r.status),
+                             "list pods on " + node_name_ + ": " + r.Describe());
   }
   auto json = kube::Json::parse(r.body, nullptr, false);
   if (json.is_discarded() || !json.contains("items") || !json["items"].is_array()) {
-    return {std::nullopt, {0, "list pods on " + node_name_ + ": not a pod list"}};
+    return agent::ApiFailure(0, "list pods on " + node_name_ + ": not a pod list");
   }
   std::vector<model::Pod> out;
   for (const auto& item : json["items"]) {
     auto pod = codec::DecodePod(item);
     if (pod.ok()) out.push_back(std::move(pod.value()));
   }
-  return {out, {}};
+  return out;
 }
 
 agent::ApiResult<agent::PodView> KubeNodeApi::PodViewOnNode() {
@@ -142,12 +142,12 @@ agent::ApiResult<agent::PodView> KubeNodeApi::PodViewOnNode() {
     agent::PodView view;
     view.fresh_ms = fresh;
     for (const auto& [uid, pod] : pods_) view.pods.push_back(pod);
-    return {std::move(view), {}};
+    return view;
   }
   const int64_t asked = MillisSinceEpoch(std::chrono::system_clock::now());
   auto listed = PodsOnNode(true);
-  if (!listed.ok()) return {std::nullopt, listed.failure};
-  return {agent::PodView{std::move(*listed.value), asked}, {}};
+  if (!listed.ok()) return listed.error();
+  return agent::PodView{std::move(listed.value()), asked};
 }
 
 agent::ApiResult<std::optional<model::Pod>> KubeNodeApi::ReadPod(const std::string& ns,
@@ -160,38 +160,34 @@ agent::ApiResult<std::optional<model::Pod>> KubeNodeApi::ReadPod(const std::stri
     // Only the API server's own NotFound for this very pod proves it absent: a 404 from a
     // proxy or for a wrong path says nothing about the pod.
     if (IsNotFoundOfPod(r.body, name)) {
-      agent::ApiResult<std::optional<model::Pod>> absent;
-      absent.value.emplace();
-      return absent;
+      return std::optional<model::Pod>{};
     }
     ++api_errors_;
-    return {std::nullopt,
-            {0, what + ": " + r.Describe() + ", not the API server's NotFound for the pod"}};
+    return agent::ApiFailure(
+        0, what + ": " + r.Describe() + ", not the API server's NotFound for the pod");
   }
   if (!r.ok()) {
     ++api_errors_;
-    return {std::nullopt, {static_cast<int>(r.status), what + ": " + r.Describe()}};
+    return agent::ApiFailure(static_cast<int>(r.status), what + ": " + r.Describe());
   }
   auto json = kube::Json::parse(r.body, nullptr, false);
   auto pod = codec::DecodePod(json.is_discarded() ? kube::Json{} : json);
-  if (!pod.ok()) return {std::nullopt, {0, what + ": " + pod.error().message}};
-  agent::ApiResult<std::optional<model::Pod>> found;
-  found.value.emplace(std::move(pod.value()));
-  return found;
+  if (!pod.ok()) return agent::ApiFailure(0, what + ": " + pod.error().message);
+  return std::optional<model::Pod>{std::move(pod.value())};
 }
 
 agent::ApiResult<model::Node> KubeNodeApi::GetNode() {
   kube::Response r = client_.Get(kube::NodePath(node_name_));
   if (!r.ok()) {
     ++api_errors_;
-    return {std::nullopt,
-            {static_cast<int>(r.status), "get node " + node_name_ + ": " + r.Describe()}};
+    return agent::ApiFailure(static_cast<int>(r.status),
+                             "get node " + node_name_ + ": " + r.Describe());
   }
   auto json = kube::Json::parse(r.body, nullptr, false);
   auto node = codec::DecodeNode(json.is_discarded() ? kube::Json{} : json);
   if (!node.ok())
-    return {std::nullopt, {0, "get node " + node_name_ + ": " + node.error().message}};
-  return {node.value(), {}};
+    return agent::ApiFailure(0, "get node " + node_name_ + ": " + node.error().message);
+  return node.value();
 }
 
 agent::ApiResult<model::Pod> KubeNodeApi::PatchPod(const model::Pod& pod,
@@ -202,12 +198,12 @@ agent::ApiResult<model::Pod> KubeNodeApi::PatchPod(const model::Pod& pod,
                                              resource_version, &response);
   if (!patched.ok()) {
     ++api_errors_;
-    return {std::nullopt, {static_cast<int>(response.status), patched.error().message}};
+    return agent::ApiFailure(static_cast<int>(response.status), patched.error().message);
   }
   auto decoded = codec::DecodePod(patched.value());
-  if (!decoded.ok()) return {std::nullopt, {0, decoded.error().message}};
+  if (!decoded.ok()) return agent::ApiFailure(0, decoded.error().message);
   Upsert(patched.value());
-  return {decoded.value(), {}};
+  return decoded.value();
 }
 
 agent::ApiResult<model::Node> KubeNodeApi::PatchNode(const agent::AnnotationPatch& patch,
@@ -217,11 +213,11 @@ agent::ApiResult<model::Node> KubeNodeApi::PatchNode(const agent::AnnotationPatc
                                               resource_version, &response);
   if (!patched.ok()) {
     ++api_errors_;
-    return {std::nullopt, {static_cast<int>(response.status), patched.error().message}};
+    return agent::ApiFailure(static_cast<int>(response.status), patched.error().message);
   }
   auto decoded = codec::DecodeNode(patched.value());
-  if (!decoded.ok()) return {std::nullopt, {0, decoded.error().message}};
-  return {decoded.value(), {}};
+  if (!decoded.ok()) return agent::ApiFailure(0, decoded.error().message);
+  return decoded.value();
 }
 
 agent::ApiResult<model::Pod> KubeNodeApi::FailPod(const model::Pod& pod, const std::string& reason,
@@ -230,12 +226,12 @@ agent::ApiResult<model::Pod> KubeNodeApi::FailPod(const model::Pod& pod, const s
   auto failed = kube::FailPod(client_, pod.ns, pod.name, pod.uid, reason, message, &response);
   if (!failed.ok()) {
     ++api_errors_;
-    return {std::nullopt, {static_cast<int>(response.status), failed.error().message}};
+    return agent::ApiFailure(static_cast<int>(response.status), failed.error().message);
   }
   auto decoded = codec::DecodePod(failed.value());
-  if (!decoded.ok()) return {std::nullopt, {0, decoded.error().message}};
+  if (!decoded.ok()) return agent::ApiFailure(0, decoded.error().message);
   Upsert(failed.value());
-  return {decoded.value(), {}};
+  return decoded.value();
 }
 
 void KubeNodeApi::PodEvent(const model::Pod& pod, const std::string& reason,

@@ -48,12 +48,12 @@ Status MigCdiSpecFile::Sync() {
   }
   for (const std::string& gpu : to_list) {
     auto listed = driver_.ListInstances(gpu);
-    if (!listed.ok) {
+    if (!listed.ok()) {
       problems.push_back("CDI spec: listing the MIG instances of GPU " + gpu + ": " +
-                         listed.error.message);
+                         listed.error().message);
       continue;
     }
-    for (const auto& i : listed.value) {
+    for (const auto& i : listed.value()) {
       if (i.mig_uuid.empty() || !i.has_compute_instance) continue;
       known_[i.mig_uuid] = {i.mig_uuid, gpu, i.gpu_instance_id, i.compute_instance_id};
     }

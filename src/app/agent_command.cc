@@ -161,14 +161,14 @@ Result<std::chrono::milliseconds> Millis(const std::string& flag, const std::str
 
 int DiscoverOnly(node::GpuDriver& driver, const node::NodeDeviceConfig& config) {
   auto found = driver.Discover();
-  if (!found.ok) return Fail("GPU discovery: " + found.error.message);
+  if (!found.ok()) return Fail("GPU discovery: " + found.error().message);
   node::RegistrationInput input;
-  input.gpus = found.value.gpus;
+  input.gpus = found.value().gpus;
   node::Registration reg = node::BuildRegistration(input, config);
   const std::string text = codec::EncodeNodeRegister(reg.devices);
   nlohmann::ordered_json out;
   out["gpus"] = nlohmann::ordered_json::array();
-  for (const auto& g : found.value.gpus) {
+  for (const auto& g : found.value().gpus) {
     nlohmann::ordered_json gj{{"index", g.index},
                               {"uuid", g.uuid},
                               {"name", g.name},
@@ -193,7 +193,7 @@ int DiscoverOnly(node::GpuDriver& driver, const node::NodeDeviceConfig& config) 
     out["gpus"].push_back(gj);
   }
   out["problems"] = nlohmann::ordered_json::array();
-  for (const auto& p : found.value.problems) out["problems"].push_back(p.message);
+  for (const auto& p : found.value().problems) out["problems"].push_back(p.message);
   out["notes"] = reg.notes;
   out["hami.io/node-nvidia-register"] = text;
   std::cout << out.dump(2) << "\n";

@@ -101,7 +101,7 @@ TEST(AllocatorTest, MigPodGetsItsInstancesAndTheirUuidsAreRecorded) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->size(), 1U);
   const std::string ids = (*r)[0].envs.at("NVIDIA_VISIBLE_DEVICES");
-  auto instances = f.driver->ListInstances("GPU-rtx-0").value;
+  auto instances = f.driver->ListInstances("GPU-rtx-0").value();
   ASSERT_EQ(instances.size(), 2U);
   EXPECT_EQ(instances[0].placement.start, 6U);
   EXPECT_EQ(instances[1].placement.start, 9U);
@@ -165,7 +165,7 @@ TEST(AllocatorTest, BadRequestsFailThePodWithAReasonAndTouchNothingElse) {
   EXPECT_EQ(*f.api.Pod("b").Annotation(std::string(ann::kBindPhase)), "failed");
   ASSERT_EQ(f.api.events.size(), 1U);
   EXPECT_NE(f.api.events[0].find("FailedAllocateGPU"), std::string::npos);
-  EXPECT_TRUE(f.driver->ListInstances("GPU-rtx-0").value.empty());
+  EXPECT_TRUE(f.driver->ListInstances("GPU-rtx-0").value().empty());
   // Malformed allocations annotation.
   f.api.pods = {AllocatingPod("c", kTwoSlices, "[{\"containerIndex\":0}]")};
   r = f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}});
@@ -285,7 +285,7 @@ TEST(AllocatorTest, OneAllocateReadsTheNodesPodsOnce) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(f.api.cache_reads, 1);
   EXPECT_EQ(f.api.fresh_lists, 1);
-  EXPECT_EQ(f.driver->ListInstances("GPU-rtx-0").value.size(), 4U);
+  EXPECT_EQ(f.driver->ListInstances("GPU-rtx-0").value().size(), 4U);
 }
 
 // In CDI mode the container is handed `<kind>=MIG-<uuid>`: an instance missing from the spec

@@ -18,10 +18,10 @@ namespace tessera::testing {
 class FakeGpuDriver : public node::GpuDriver {
  public:
   std::vector<node::DriverGpu> gpus;
-  std::vector<node::DriverError> problems;
+  std::vector<Error> problems;
   std::map<std::string, uint32_t> processes;  // by GPU UUID; absent: idle
-  std::optional<node::DriverError> discover_failure;
-  std::optional<node::DriverError> set_mig_mode_failure;
+  std::optional<Error> discover_failure;
+  std::optional<Error> set_mig_mode_failure;
   // What SetMigMode does on an idle GPU: apply at once (Hopper), or leave it pending (Ampere).
   bool set_mig_mode_needs_reset = false;
   std::vector<std::string> set_mig_mode_calls;  // GPU UUIDs
@@ -36,37 +36,39 @@ class FakeGpuDriver : public node::GpuDriver {
 
   node::DriverResult<node::Discovery> Discover() override {
     ++discoveries;
-    if (discover_failure) return node::DriverResult<node::Discovery>::Fail(*discover_failure);
-    return {node::Discovery{gpus, problems}, true, {}};
+    if (discover_failure) return *discover_failure;
+    return node::Discovery{gpus, problems};
   }
   node::DriverResult<std::vector<node::DriverMigInstance>> ListInstances(
       const std::string&) override {
-    return {};
+    return std::vector<node::DriverMigInstance>{};
   }
   node::DriverResult<node::DriverMigInstance> CreateGpuInstance(const std::string& gpu,
                                                                 const std::string&,
                                                                 const model::Placement&) override {
-    return node::DriverResult<node::DriverMigInstance>::Fail({"create", 3, gpu + ": fake"});
+    return node::DriverError("create", 3, gpu + ": fake");
   }
   node::DriverResult<node::DriverMigInstance> CreateComputeInstance(
       const node::DriverMigInstance& i) override {
-    return node::DriverResult<node::DriverMigInstance>::Fail({"create", 3, i.gpu_uuid});
+    return node::DriverError("create", 3, i.gpu_uuid);
   }
   node::DriverResult<node::Empty> DestroyInstance(const node::DriverMigInstance&) override {
-    return {};
+    return node::Empty{};
   }
-  node::DriverResult<node::Empty> WatchXid(const std::string&) override { return {}; }
-  node::DriverResult<std::vector<node::XidEvent>> WaitXid(int) override { return {}; }
+  node::DriverResult<node::Empty> WatchXid(const std::string&) override { return node::Empty{}; }
+  node::DriverResult<std::vector<node::XidEvent>> WaitXid(int) override {
+    return std::vector<node::XidEvent>{};
+  }
 
   node::DriverResult<uint32_t> ComputeProcessCount(const std::string& gpu) override {
     auto it = processes.find(gpu);
-    return {it == processes.end() ? 0U : it->second, true, {}};
+    return it == processes.end() ? 0U : it->second;
   }
   node::DriverResult<node::MigModeChange> SetMigMode(const std::string& uuid,
                                                      bool enabled) override {
     set_mig_mode_calls.push_back(uuid);
     if (set_mig_mode_failure) {
-      return node::DriverResult<node::MigModeChange>::Fail(*set_mig_mode_failure);
+      return *set_mig_mode_failure;
     }
     node::DriverGpu& gpu = Gpu(uuid);
     node::MigModeChange change;
@@ -83,7 +85,7 @@ class FakeGpuDriver : public node::GpuDriver {
     }
     change.current_enabled = gpu.mig_enabled;
     change.pending_enabled = gpu.mig_pending_enabled;
-    return {change, true, {}};
+    return change;
   }
 
   // The profiles a GPU reports once MIG mode is on.

@@ -28,8 +28,8 @@ class FakeNodeApi : public agent::NodeApi {
   std::optional<int64_t> fresh_ms;
   // The pods ReadPod finds, as the API server holds them now; unset: the same as `pods`.
   std::optional<std::vector<model::Pod>> server_pods;
-  std::optional<agent::ApiFailure> read_failure;  // set: every ReadPod fails with it
-  std::vector<std::string> reads;                 // "<namespace>/<name>" of each ReadPod
+  std::optional<Error> read_failure;  // set: every ReadPod fails with it
+  std::vector<std::string> reads;     // "<namespace>/<name>" of each ReadPod
 
   // What the informer's cache shows (unset: `pods`), and how often the pods were listed.
   std::optional<std::vector<model::Pod>> cached_pods;
@@ -38,33 +38,32 @@ class FakeNodeApi : public agent::NodeApi {
 
   agent::ApiResult<std::vector<model::Pod>> PodsOnNode(bool fresh) override {
     ++(fresh ? fresh_lists : cache_reads);
-    return {fresh ? pods : cached_pods.value_or(pods), {}};
+    return fresh ? pods : cached_pods.value_or(pods);
   }
   agent::ApiResult<agent::PodView> PodViewOnNode() override {
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-    return {agent::PodView{pods, fresh_ms.value_or(now)}, {}};
+    return agent::PodView{pods, fresh_ms.value_or(now)};
   }
   // Set: GetNode and PatchNode fail with it. Counted: reads and patches of the node.
-  std::optional<agent::ApiFailure> node_failure;
+  std::optional<Error> node_failure;
   int node_reads = 0;
   int node_patches = 0;
   std::vector<bool> node_event_warnings;  // per node_events entry
 
   agent::ApiResult<model::Node> GetNode() override {
     ++node_reads;
-    if (node_failure) return {std::nullopt, *node_failure};
-    return {node, {}};
+    if (node_failure) return *node_failure;
+    return node;
   }
   agent::ApiResult<std::optional<model::Pod>> ReadPod(const std::string& ns,
                                                       const std::string& name) override {
     reads.push_back(ns + "/" + name);
-    if (read_failure) return {std::nullopt, *read_failure};
-    agent::ApiResult<std::optional<model::Pod>> read;
-    read.value.emplace();  // NotFound unless a pod has the name
+    if (read_failure) return *read_failure;
+    std::optional<model::Pod> read;  // NotFound unless a pod has the name
     for (const auto& p : server_pods.value_or(pods)) {
-      if (p.ns == ns && p.name == name) read.value->emplace(p);
+      if (p.ns == ns && p.name == name) read.emplace(p);
     }
     return read;
   }
@@ -74,13 +73,13 @@ class FakeNodeApi : public agent::NodeApi {
     ++patches;
     auto it =
         std::find_if(pods.begin(), pods.end(), [&](const auto& p) { return p.uid == pod.uid; });
-    if (it == pods.end()) return {std::nullopt, {404, "pod not found"}};
+    if (it == pods.end()) return agent::ApiFailure(404, "pod not found");
     if (!rv.empty() && (conflicts_to_inject > 0 || rv != it->resource_version)) {
       if (conflicts_to_inject > 0) {
         --conflicts_to_inject;
         it->resource_version = std::to_string(std::stoi(it->resource_version) + 1);
       }
-      return {std::nullopt, {409, "the object has been modified"}};
+      return agent::ApiFailure(409, "the object has been modified");
     }
     for (const auto& [k, v] : patch) {
       if (v) {
@@ -90,11 +89,11 @@ class FakeNodeApi : public agent::NodeApi {
       }
     }
     it->resource_version = std::to_string(std::stoi(it->resource_version) + 1);
-    return {*it, {}};
+    return *it;
   }
   agent::ApiResult<model::Node> PatchNode(const agent::AnnotationPatch& patch,
                                           const std::string&) override {
-    if (node_failure) return {std::nullopt, *node_failure};
+    if (node_failure) return *node_failure;
     ++node_patches;
     for (const auto& [k, v] : patch) {
       if (v) {
@@ -103,7 +102,7 @@ class FakeNodeApi : public agent::NodeApi {
         node.annotations.erase(k);
       }
     }
-    return {node, {}};
+    return node;
   }
   void PodEvent(const model::Pod& pod, const std::string& reason, const std::string& message,
                 bool) override {
@@ -115,9 +114,9 @@ class FakeNodeApi : public agent::NodeApi {
       if (p.uid != pod.uid) continue;
       p.phase = "Failed";
       failed.push_back(p.Key() + " " + reason + ": " + message);
-      return {p, {}};
+      return p;
     }
-    return {std::nullopt, {409, "pod " + pod.Key() + ": uid precondition failed"}};
+    return agent::ApiFailure(409, "pod " + pod.Key() + ": uid precondition failed");
   }
   void NodeEvent(const std::string& reason, const std::string& message, bool warning) override {
     node_events.push_back(reason + ": " + message);

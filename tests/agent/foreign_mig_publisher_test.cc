@@ -133,7 +133,7 @@ TEST_F(ForeignMigPublisherTest, ARestartStartsFromWhatTheNodeLists) {
 }
 
 TEST_F(ForeignMigPublisherTest, AFailedWriteIsRetriedOnBackOff) {
-  api.node_failure = ApiFailure{503, "the API server is unavailable"};
+  api.node_failure = ApiFailure(503, "the API server is unavailable");
   ForeignMigSync s = publisher.Sync(Found({Instance("GPU-a", 0, 9)}, mig), mig, 0);
   ASSERT_TRUE(s.error);
   EXPECT_THAT(*s.error, HasSubstr("the API server is unavailable"));

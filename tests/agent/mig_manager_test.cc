@@ -56,8 +56,8 @@ struct Agent {
   }
   std::vector<node::DriverMigInstance> Instances() {
     auto list = driver->ListInstances("GPU-rtx-0");
-    EXPECT_TRUE(list.ok) << list.error.message;
-    return list.value;
+    EXPECT_TRUE(list.ok()) << list.error().message;
+    return list.value();
   }
   int64_t clock = 1000;
   std::unique_ptr<nvml::NvmlGpuDriver> driver;
@@ -165,8 +165,8 @@ TEST(MigManagerTest, ForeignInstancesAreNeverTakenOverEvenAtAPodsPlacement) {
   {  // Instances made by someone else (nvidia-mig-parted, an operator, a lost ledger).
     auto driver = sim.Driver();
     auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
-    ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
-    ASSERT_TRUE(driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3}).ok);  // no CI
+    ASSERT_TRUE(gi.ok() && driver->CreateComputeInstance(gi.value()).ok());
+    ASSERT_TRUE(driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3}).ok());  // no CI
   }
   Agent agent(sim);
   const auto before = agent.Instances();
@@ -424,10 +424,10 @@ TEST(MigManagerTest, ALostInstanceIsNotRecreatedWhereAForeignInstanceSits) {
   {
     auto driver = sim.Driver();
     auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
-    ASSERT_TRUE(gi.ok);
-    auto ci = driver->CreateComputeInstance(gi.value);
-    ASSERT_TRUE(ci.ok);
-    foreign = ci.value;
+    ASSERT_TRUE(gi.ok());
+    auto ci = driver->CreateComputeInstance(gi.value());
+    ASSERT_TRUE(ci.ok());
+    foreign = ci.value();
   }
   Agent agent(sim);
   agent.clock += 1000;  // the view below is newer than pod b's entries: pod b ended
@@ -451,7 +451,7 @@ TEST(MigManagerTest, ALostInstanceIsNotRecreatedWhereAForeignInstanceSits) {
   // The operator removes it: pod a's instance is made there.
   {
     auto driver = sim.Driver();
-    ASSERT_TRUE(driver->DestroyInstance(foreign).ok);
+    ASSERT_TRUE(driver->DestroyInstance(foreign).ok());
   }
   auto freed = agent.manager.Reconcile(Claims({PodA()}), {true, agent.clock});
   ASSERT_EQ(freed.recreated.size(), 1U);
@@ -684,7 +684,7 @@ TEST(MigManagerTest, ANewPodNeverGetsTheInstanceAnEndedPodLeft) {
   // An instance tessera did not make is never taken over.
   {
     auto gi = agent.driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3});
-    ASSERT_TRUE(gi.ok);
+    ASSERT_TRUE(gi.ok());
   }
   PodMigClaim d{"default/d", "uid-d", {Alloc(0, 0, "GPU-rtx-0", 0)}};
   auto refused = agent.manager.Realize(d, 0, Claims({c, d}));

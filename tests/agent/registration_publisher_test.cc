@@ -131,17 +131,17 @@ TEST(RegistrationPublisherTest, PublishesByIndexPatchesOnlyChangesAndRestoresADe
 
 TEST(RegistrationPublisherTest, DiscoveryFailureIsAnErrorAndAnUnreadableNodeIsReported) {
   Fixture f(MigNode());
-  f.driver.discover_failure = node::DriverError{"nvmlDeviceGetCount_v2", 999, "all GPUs: boom"};
+  f.driver.discover_failure = node::DriverError("nvmlDeviceGetCount_v2", 999, "all GPUs: boom");
   auto failed = f.publisher.Publish({});
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().message.find("GPU discovery: all GPUs: boom"), std::string::npos);
 
   struct UnreachableNode : FakeNodeApi {
-    agent::ApiResult<model::Node> GetNode() override { return {std::nullopt, {0, "no answer"}}; }
+    agent::ApiResult<model::Node> GetNode() override { return agent::ApiFailure(0, "no answer"); }
   } api;
   FakeGpuDriver driver;
   driver.gpus = {H100("GPU-h", 0, true)};
-  driver.problems = {node::DriverError{"nvmlDeviceGetName", 15, "GPU index 1: lost"}};
+  driver.problems = {node::DriverError("nvmlDeviceGetName", 15, "GPU index 1: lost")};
   RegistrationPublisher publisher(driver, api, MigNode(), {}, nullptr, [] { return 0; });
   auto p = publisher.Publish({});
   ASSERT_TRUE(p.ok());
@@ -289,9 +289,9 @@ TEST(RegistrationPublisherTest, AMigModeAlreadyPendingIsReportedWithoutATry) {
 TEST(RegistrationPublisherTest, ARefusedSetMigModeIsReportedOnceWithTheDriversError) {
   Fixture f(MigNode(), /*set_mig_mode=*/true);
   f.driver.gpus = {H100("GPU-h", 0, false)};
-  f.driver.set_mig_mode_failure = node::DriverError{
+  f.driver.set_mig_mode_failure = node::DriverError(
       "nvmlDeviceSetMigMode", node::kDriverNoPermission,
-      "nvmlDeviceSetMigMode (GPU-h: enabling MIG): Insufficient Permissions (NVML code 4)"};
+      "nvmlDeviceSetMigMode (GPU-h: enabling MIG): Insufficient Permissions (NVML code 4)");
   Publication p = f.Publish();
   EXPECT_EQ(p.enable_tries, std::vector<MigModeEnableResult>{MigModeEnableResult::kFailed});
   ASSERT_EQ(f.EventReasons(), (std::vector<std::string>{"MigModeEnableFailed", "MigModeOff"}));

@@ -79,8 +79,8 @@ size_t LedgerSize(const SimulatedNvml& sim) {
 
 size_t InstancesOnTheGpu(SimulatedNvml& sim) {
   auto list = sim.Driver()->ListInstances("GPU-rtx-0");
-  EXPECT_TRUE(list.ok) << list.error.message;
-  return list.value.size();
+  EXPECT_TRUE(list.ok()) << list.error().message;
+  return list.value().size();
 }
 
 // Issue 38 C: the pod cache's watch silently died before pod a was bound, so the cache never
@@ -142,7 +142,7 @@ TEST(AgentProcessTest, AFailedReadDestroysNothingAndIsRetriedNextPass) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   RealizePodA(sim, /*age_ms=*/1000);
   FakeNodeApi api;  // pod a deleted: neither in the view nor on the API server
-  api.read_failure = agent::ApiFailure{0, "read pod default/a: connection refused"};
+  api.read_failure = agent::ApiFailure(0, "read pod default/a: connection refused");
   auto driver = sim.Driver();
   AgentProcess process(*driver, api, Options(sim), nullptr);
   ASSERT_TRUE(process.Start([] { return true; }).ok());
@@ -217,7 +217,7 @@ TEST(AgentProcessTest, AForeignInstanceAtAPodsPlacementIsReportedNotTakenOver) {
   {
     auto driver = sim.Driver();
     auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
-    ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
+    ASSERT_TRUE(gi.ok() && driver->CreateComputeInstance(gi.value()).ok());
   }
   FakeNodeApi api;
   api.pods = {PodA()};
@@ -278,12 +278,12 @@ TEST(AgentProcessTest, AfterARebootALivePodsInstancesAreRecreatedAndRecorded) {
   sim.Reboot();
   agent_runtime::AgentMetrics metrics;
   auto driver = sim.Driver();
-  ASSERT_EQ(driver->ListInstances("GPU-rtx-0").value.size(), 0U);
+  ASSERT_EQ(driver->ListInstances("GPU-rtx-0").value().size(), 0U);
   AgentProcess restarted(*driver, api, Options(sim), &metrics);
   ASSERT_TRUE(restarted.Start([] { return true; }).ok());  // reconciles once
   auto list = driver->ListInstances("GPU-rtx-0");
-  ASSERT_TRUE(list.ok);
-  ASSERT_EQ(list.value.size(), 2U);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list.value().size(), 2U);
   auto recorded =
       codec::DecodeMigAllocations(*api.Pod("a").Annotation(std::string(ann::kMigAllocations)));
   ASSERT_TRUE(recorded.ok());
@@ -291,9 +291,10 @@ TEST(AgentProcessTest, AfterARebootALivePodsInstancesAreRecreatedAndRecorded) {
     const auto& a = recorded.value()[i];
     ASSERT_TRUE(a.runtime.has_value());
     EXPECT_NE(a.runtime->mig_uuid, before[i]);
-    const bool exists = std::any_of(list.value.begin(), list.value.end(), [&](const auto& inst) {
-      return node::Matches(inst, a) && inst.mig_uuid == a.runtime->mig_uuid;
-    });
+    const bool exists =
+        std::any_of(list.value().begin(), list.value().end(), [&](const auto& inst) {
+          return node::Matches(inst, a) && inst.mig_uuid == a.runtime->mig_uuid;
+        });
     EXPECT_TRUE(exists) << a.runtime->mig_uuid;
   }
   ASSERT_EQ(api.events.size(), 3U);
@@ -350,7 +351,7 @@ TEST(AgentProcessTest, AfterARebootAPodWhosePlacementWasTakenIsReportedLost) {
   {
     auto driver = sim.Driver();
     auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
-    ASSERT_TRUE(gi.ok && driver->CreateComputeInstance(gi.value).ok);
+    ASSERT_TRUE(gi.ok() && driver->CreateComputeInstance(gi.value()).ok());
   }
   FakeNodeApi api;
   api.pods = {PodA()};

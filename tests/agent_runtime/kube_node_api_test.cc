@@ -33,10 +33,10 @@ TEST(KubeNodeApiTest, ReadPodIsAQuorumReadOfThePod) {
   kube::Client client(ConfigFor(server), FastRetryOptions());
   KubeNodeApi api(client, "n1");
   auto read = api.ReadPod("team-a", "p1");
-  ASSERT_TRUE(read.ok()) << read.failure.message;
-  ASSERT_TRUE(read.value->has_value());
-  EXPECT_EQ((*read.value)->uid, "uid-1");
-  EXPECT_EQ((*read.value)->phase, "Running");
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ(read.value()->uid, "uid-1");
+  EXPECT_EQ(read.value()->phase, "Running");
   const auto requests = server.Requests("GET", kPath);
   ASSERT_EQ(requests.size(), 1U);
   EXPECT_FALSE(requests[0].HasParam("resourceVersion"));  // "most recent": from etcd
@@ -70,14 +70,14 @@ TEST(KubeNodeApiTest, ReadPodIsAbsentOnlyOnTheApiServersNotFoundForThePod) {
   kube::Client client(ConfigFor(server), FastRetryOptions());
   KubeNodeApi api(client, "n1");
   auto absent = api.ReadPod("team-a", "p1");
-  ASSERT_TRUE(absent.ok()) << absent.failure.message;
-  EXPECT_FALSE(absent.value->has_value());
+  ASSERT_TRUE(absent.ok()) << absent.error().message;
+  EXPECT_FALSE(absent->has_value());
 
   for (const char* name : {"p2", "p3", "p4", "p5"}) {  // p5: the fake's 404 without details
     auto read = api.ReadPod("team-a", name);
     ASSERT_FALSE(read.ok()) << name;
-    EXPECT_EQ(read.failure.http_status, 0) << name;
-    EXPECT_THAT(read.failure.message,
+    EXPECT_EQ(read.error().origin_code, 0) << name;
+    EXPECT_THAT(read.error().message,
                 HasSubstr("read pod team-a/" + std::string(name) + ": HTTP 404"));
   }
 }
@@ -91,8 +91,8 @@ TEST(KubeNodeApiTest, ReadPodFailsOnAnyOtherAnswer) {
   KubeNodeApi api(client, "n1");
   auto forbidden = api.ReadPod("team-a", "p1");
   ASSERT_FALSE(forbidden.ok());
-  EXPECT_EQ(forbidden.failure.http_status, 403);
-  EXPECT_THAT(forbidden.failure.message, HasSubstr("read pod team-a/p1"));
+  EXPECT_EQ(forbidden.error().origin_code, 403);
+  EXPECT_THAT(forbidden.error().message, HasSubstr("read pod team-a/p1"));
   server.On("GET", kPath, [](const RecordedRequest&, httplib::Response& res) {
     ReplyJson(res, 200, {{"kind", "Status"}, {"metadata", "not an object"}});
   });

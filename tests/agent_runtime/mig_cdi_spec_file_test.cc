@@ -118,7 +118,7 @@ TEST(MigCdiSpecFileTest, CreatedInstancesAreInTheSpecAndLeaveItWhenDestroyed) {
   EXPECT_EQ(st.st_mode & 0777, 0644U);
   const auto json = codec::Json::parse(ReadText(file));
   EXPECT_EQ(json["kind"], "k8s.device-plugin.nvidia.com/gpu");
-  const auto instances = f.driver->ListInstances("GPU-rtx-0").value;
+  const auto instances = f.driver->ListInstances("GPU-rtx-0").value();
   ASSERT_EQ(instances.size(), 2U);
   ASSERT_EQ(json["devices"].size(), 2U);
   for (const auto& i : instances) {

@@ -9,7 +9,6 @@
 
 namespace tessera::nvml {
 
-using node::DriverError;
 using node::DriverMigInstance;
 using node::DriverResult;
 
@@ -17,7 +16,7 @@ namespace {
 
 template <class T>
 DriverResult<T> Ok(T value) {
-  return DriverResult<T>{std::move(value), true, {}};
+  return DriverResult<T>(std::move(value));
 }
 
 }  // namespace
@@ -38,11 +37,12 @@ NvmlGpuDriver::~NvmlGpuDriver() {
   lib_->nvmlShutdown();
 }
 
-DriverError NvmlGpuDriver::Fail(const char* function, int code, const std::string& what) const {
+Error NvmlGpuDriver::Fail(const char* function, int code, const std::string& what) const {
   if (observer_) observer_(function, code);
-  return DriverError{function, code,
-                     std::string(function) + " (" + what + "): " + lib_->nvmlErrorString(code) +
-                         " (NVML code " + std::to_string(code) + ")"};
+  return node::DriverError(function, code,
+                           std::string(function) + " (" + what +
+                               "): " + lib_->nvmlErrorString(code) + " (NVML code " +
+                               std::to_string(code) + ")");
 }
 
 DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_t handle) {
@@ -51,11 +51,11 @@ DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_
   const std::string where = "GPU index " + std::to_string(index);
   std::array<char, kNvmlDeviceUuidBufferSize> text{};
   if (int rc = lib_->nvmlDeviceGetUUID(handle, text.data(), text.size()); rc != NVML_SUCCESS) {
-    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetUUID", rc, where));
+    return Fail("nvmlDeviceGetUUID", rc, where);
   }
   gpu.uuid = text.data();
   if (int rc = lib_->nvmlDeviceGetName(handle, text.data(), text.size()); rc != NVML_SUCCESS) {
-    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetName", rc, gpu.uuid));
+    return Fail("nvmlDeviceGetName", rc, gpu.uuid);
   }
   gpu.name = text.data();
   nvmlMemory_t memory{};
@@ -63,7 +63,7 @@ DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_
   if (rc == NVML_SUCCESS) {
     gpu.memory_mib = memory.total >> 20;
   } else if (rc != NVML_ERROR_NOT_SUPPORTED) {  // NOT_SUPPORTED: the configured fallback applies
-    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetMemoryInfo", rc, gpu.uuid));
+    return Fail("nvmlDeviceGetMemoryInfo", rc, gpu.uuid);
   }
   nvmlPciInfo_t pci{};
   if (lib_->nvmlDeviceGetPciInfo_v3(handle, &pci) == NVML_SUCCESS) gpu.pci_bus_id = pci.busId;
@@ -75,7 +75,7 @@ DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_
     gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     gpu.mig_pending_enabled = pending == NVML_DEVICE_MIG_ENABLE;
   } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
-    return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetMigMode", rc, gpu.uuid));
+    return Fail("nvmlDeviceGetMigMode", rc, gpu.uuid);
   }
   if (!gpu.mig_enabled) return Ok(std::move(gpu));
 
@@ -85,8 +85,8 @@ DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_
     rc = lib_->nvmlDeviceGetGpuInstanceProfileInfo(handle, e, &info);
     if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
     if (rc != NVML_SUCCESS) {
-      return DriverResult<node::DriverGpu>::Fail(Fail("nvmlDeviceGetGpuInstanceProfileInfo", rc,
-                                                      gpu.uuid + " profile " + std::to_string(e)));
+      return Fail("nvmlDeviceGetGpuInstanceProfileInfo", rc,
+                  gpu.uuid + " profile " + std::to_string(e));
     }
     node::DriverMigProfile p;
     p.nvml_enum = e;
@@ -109,8 +109,8 @@ DriverResult<node::DriverGpu> NvmlGpuDriver::ReadGpu(unsigned index, nvmlDevice_
                                                                &count);
     }
     if (rc != NVML_SUCCESS) {
-      return DriverResult<node::DriverGpu>::Fail(Fail(
-          "nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc, gpu.uuid + " profile " + p.name));
+      return Fail("nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc,
+                  gpu.uuid + " profile " + p.name);
     }
     for (unsigned i = 0; i < count; ++i) {
       p.placements.push_back(model::Placement{placements[i].start, placements[i].size});
@@ -126,7 +126,7 @@ DriverResult<node::Discovery> NvmlGpuDriver::Discover() {
   node::Discovery found;
   unsigned count = 0;
   if (int rc = lib_->nvmlDeviceGetCount_v2(&count); rc != NVML_SUCCESS) {
-    return DriverResult<node::Discovery>::Fail(Fail("nvmlDeviceGetCount_v2", rc, "all GPUs"));
+    return Fail("nvmlDeviceGetCount_v2", rc, "all GPUs");
   }
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t handle = nullptr;
@@ -136,12 +136,12 @@ DriverResult<node::Discovery> NvmlGpuDriver::Discover() {
       continue;
     }
     auto gpu = ReadGpu(i, handle);
-    if (!gpu.ok) {
-      found.problems.push_back(gpu.error);
+    if (!gpu.ok()) {
+      found.problems.push_back(gpu.error());
       continue;
     }
-    gpus_[gpu.value.uuid] = GpuCache{handle, gpu.value};
-    found.gpus.push_back(std::move(gpu.value));
+    gpus_[gpu.value().uuid] = GpuCache{handle, gpu.value()};
+    found.gpus.push_back(std::move(gpu.value()));
   }
   return Ok(std::move(found));
 }
@@ -150,30 +150,29 @@ DriverResult<NvmlGpuDriver::GpuCache*> NvmlGpuDriver::Gpu(const std::string& uui
   if (auto it = gpus_.find(uuid); it != gpus_.end()) return Ok(&it->second);
   nvmlDevice_t handle = nullptr;
   if (int rc = lib_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &handle); rc != NVML_SUCCESS) {
-    return DriverResult<GpuCache*>::Fail(Fail("nvmlDeviceGetHandleByUUID", rc, uuid));
+    return Fail("nvmlDeviceGetHandleByUUID", rc, uuid);
   }
   unsigned index = 0;
   if (int rc = lib_->nvmlDeviceGetIndex(handle, &index); rc != NVML_SUCCESS) {
-    return DriverResult<GpuCache*>::Fail(Fail("nvmlDeviceGetIndex", rc, uuid));
+    return Fail("nvmlDeviceGetIndex", rc, uuid);
   }
   auto gpu = ReadGpu(index, handle);
-  if (!gpu.ok) return DriverResult<GpuCache*>::Fail(gpu.error);
-  return Ok(&(gpus_[uuid] = GpuCache{handle, std::move(gpu.value)}));
+  if (!gpu.ok()) return gpu.error();
+  return Ok(&(gpus_[uuid] = GpuCache{handle, std::move(gpu.value())}));
 }
 
 DriverResult<std::string> NvmlGpuDriver::MigUuidOf(nvmlDevice_t device, unsigned gi, unsigned ci,
                                                    const std::string& gpu_uuid) {
   unsigned max = 0;
   if (int rc = lib_->nvmlDeviceGetMaxMigDeviceCount(device, &max); rc != NVML_SUCCESS) {
-    return DriverResult<std::string>::Fail(Fail("nvmlDeviceGetMaxMigDeviceCount", rc, gpu_uuid));
+    return Fail("nvmlDeviceGetMaxMigDeviceCount", rc, gpu_uuid);
   }
   for (unsigned i = 0; i < max; ++i) {
     nvmlDevice_t mig = nullptr;
     int rc = lib_->nvmlDeviceGetMigDeviceHandleByIndex(device, i, &mig);
     if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // sparse
     if (rc != NVML_SUCCESS) {
-      return DriverResult<std::string>::Fail(
-          Fail("nvmlDeviceGetMigDeviceHandleByIndex", rc, gpu_uuid));
+      return Fail("nvmlDeviceGetMigDeviceHandleByIndex", rc, gpu_uuid);
     }
     unsigned mig_gi = 0;
     unsigned mig_ci = 0;
@@ -184,15 +183,13 @@ DriverResult<std::string> NvmlGpuDriver::MigUuidOf(nvmlDevice_t device, unsigned
     if (mig_gi != gi || mig_ci != ci) continue;
     std::array<char, kNvmlDeviceUuidBufferSize> text{};
     if (rc = lib_->nvmlDeviceGetUUID(mig, text.data(), text.size()); rc != NVML_SUCCESS) {
-      return DriverResult<std::string>::Fail(
-          Fail("nvmlDeviceGetUUID", rc, gpu_uuid + " MIG device"));
+      return Fail("nvmlDeviceGetUUID", rc, gpu_uuid + " MIG device");
     }
     return Ok(std::string(text.data()));
   }
-  return DriverResult<std::string>::Fail(
-      DriverError{"nvmlDeviceGetMigDeviceHandleByIndex", NVML_ERROR_NOT_FOUND,
-                  "no MIG device for GPU instance " + std::to_string(gi) + " compute instance " +
-                      std::to_string(ci) + " on " + gpu_uuid});
+  return node::DriverError("nvmlDeviceGetMigDeviceHandleByIndex", NVML_ERROR_NOT_FOUND,
+                           "no MIG device for GPU instance " + std::to_string(gi) +
+                               " compute instance " + std::to_string(ci) + " on " + gpu_uuid);
 }
 
 DriverResult<std::vector<nvmlComputeInstance_t>> NvmlGpuDriver::ComputeInstancesOf(
@@ -204,15 +201,13 @@ DriverResult<std::vector<nvmlComputeInstance_t>> NvmlGpuDriver::ComputeInstances
         gi, p, kNvmlComputeInstanceEngineProfileShared, &info);
     if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
     if (rc != NVML_SUCCESS) {
-      return DriverResult<std::vector<nvmlComputeInstance_t>>::Fail(
-          Fail("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, gpu_uuid));
+      return Fail("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, gpu_uuid);
     }
     std::vector<nvmlComputeInstance_t> cis(std::max(1U, info.instanceCount));
     unsigned n = static_cast<unsigned>(cis.size());
     rc = lib_->nvmlGpuInstanceGetComputeInstances(gi, info.id, cis.data(), &n);
     if (rc != NVML_SUCCESS) {
-      return DriverResult<std::vector<nvmlComputeInstance_t>>::Fail(
-          Fail("nvmlGpuInstanceGetComputeInstances", rc, gpu_uuid));
+      return Fail("nvmlGpuInstanceGetComputeInstances", rc, gpu_uuid);
     }
     all.insert(all.end(), cis.begin(), cis.begin() + std::min<size_t>(n, cis.size()));
   }
@@ -222,10 +217,9 @@ DriverResult<std::vector<nvmlComputeInstance_t>> NvmlGpuDriver::ComputeInstances
 DriverResult<std::vector<DriverMigInstance>> NvmlGpuDriver::ListInstances(
     const std::string& gpu_uuid) {
   std::lock_guard lock(mu_);
-  using R = DriverResult<std::vector<DriverMigInstance>>;
   auto cached = Gpu(gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
-  GpuCache& gpu = *cached.value;
+  if (!cached.ok()) return cached.error();
+  GpuCache& gpu = *cached.value();
   std::vector<DriverMigInstance> out;
   if (!gpu.gpu.mig_enabled) return Ok(std::move(out));
   for (const auto& profile : gpu.gpu.mig_profiles) {
@@ -233,12 +227,12 @@ DriverResult<std::vector<DriverMigInstance>> NvmlGpuDriver::ListInstances(
     unsigned n = static_cast<unsigned>(gis.size());
     int rc = lib_->nvmlDeviceGetGpuInstances(gpu.handle, profile.nvml_id, gis.data(), &n);
     if (rc != NVML_SUCCESS) {
-      return R::Fail(Fail("nvmlDeviceGetGpuInstances", rc, gpu_uuid + " profile " + profile.name));
+      return Fail("nvmlDeviceGetGpuInstances", rc, gpu_uuid + " profile " + profile.name);
     }
     for (unsigned i = 0; i < std::min<size_t>(n, gis.size()); ++i) {
       nvmlGpuInstanceInfo_t info{};
       if (rc = lib_->nvmlGpuInstanceGetInfo(gis[i], &info); rc != NVML_SUCCESS) {
-        return R::Fail(Fail("nvmlGpuInstanceGetInfo", rc, gpu_uuid));
+        return Fail("nvmlGpuInstanceGetInfo", rc, gpu_uuid);
       }
       DriverMigInstance inst;
       inst.gpu_uuid = gpu_uuid;
@@ -246,17 +240,18 @@ DriverResult<std::vector<DriverMigInstance>> NvmlGpuDriver::ListInstances(
       inst.profile = profile.name;
       inst.placement = model::Placement{info.placement.start, info.placement.size};
       auto cis = ComputeInstancesOf(gis[i], gpu_uuid);
-      if (!cis.ok) return R::Fail(cis.error);
-      if (!cis.value.empty()) {
+      if (!cis.ok()) return cis.error();
+      if (!cis.value().empty()) {
         nvmlComputeInstanceInfo_t ci{};
-        if (rc = lib_->nvmlComputeInstanceGetInfo_v2(cis.value.front(), &ci); rc != NVML_SUCCESS) {
-          return R::Fail(Fail("nvmlComputeInstanceGetInfo_v2", rc, gpu_uuid));
+        if (rc = lib_->nvmlComputeInstanceGetInfo_v2(cis.value().front(), &ci);
+            rc != NVML_SUCCESS) {
+          return Fail("nvmlComputeInstanceGetInfo_v2", rc, gpu_uuid);
         }
         inst.has_compute_instance = true;
         inst.compute_instance_id = ci.id;
         auto uuid = MigUuidOf(gpu.handle, info.id, ci.id, gpu_uuid);
-        if (!uuid.ok) return R::Fail(uuid.error);
-        inst.mig_uuid = uuid.value;
+        if (!uuid.ok()) return uuid.error();
+        inst.mig_uuid = uuid.value();
       }
       out.push_back(std::move(inst));
     }
@@ -269,36 +264,35 @@ DriverResult<std::vector<DriverMigInstance>> NvmlGpuDriver::ListInstances(
 DriverResult<DriverMigInstance> NvmlGpuDriver::CreateGpuInstance(
     const std::string& gpu_uuid, const std::string& profile, const model::Placement& placement) {
   std::lock_guard lock(mu_);
-  using R = DriverResult<DriverMigInstance>;
   auto cached = Gpu(gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
-  GpuCache& gpu = *cached.value;
+  if (!cached.ok()) return cached.error();
+  GpuCache& gpu = *cached.value();
   const std::string what = gpu_uuid + " profile " + profile + " at " +
                            std::to_string(placement.start) + ":" + std::to_string(placement.size);
   if (!gpu.gpu.mig_enabled) {
-    return R::Fail(DriverError{"nvmlDeviceGetMigMode", NVML_ERROR_NOT_SUPPORTED,
-                               "cannot create " + what + ": MIG mode is not enabled"});
+    return node::DriverError("nvmlDeviceGetMigMode", NVML_ERROR_NOT_SUPPORTED,
+                             "cannot create " + what + ": MIG mode is not enabled");
   }
   auto p = std::find_if(gpu.gpu.mig_profiles.begin(), gpu.gpu.mig_profiles.end(),
                         [&](const auto& x) { return x.name == profile; });
   if (p == gpu.gpu.mig_profiles.end()) {
-    return R::Fail(DriverError{"nvmlDeviceGetGpuInstanceProfileInfo", NVML_ERROR_NOT_SUPPORTED,
-                               "cannot create " + what + ": the GPU has no such profile"});
+    return node::DriverError("nvmlDeviceGetGpuInstanceProfileInfo", NVML_ERROR_NOT_SUPPORTED,
+                             "cannot create " + what + ": the GPU has no such profile");
   }
   if (std::find(p->placements.begin(), p->placements.end(), placement) == p->placements.end()) {
-    return R::Fail(DriverError{"nvmlDeviceGetGpuInstancePossiblePlacements_v2",
-                               NVML_ERROR_INVALID_ARGUMENT,
-                               "cannot create " + what + ": not a legal placement of the profile"});
+    return node::DriverError("nvmlDeviceGetGpuInstancePossiblePlacements_v2",
+                             NVML_ERROR_INVALID_ARGUMENT,
+                             "cannot create " + what + ": not a legal placement of the profile");
   }
   nvmlGpuInstancePlacement_t wanted{placement.start, placement.size};
   nvmlGpuInstance_t gi = nullptr;
   int rc = lib_->nvmlDeviceCreateGpuInstanceWithPlacement(gpu.handle, p->nvml_id, &wanted, &gi);
   if (rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlDeviceCreateGpuInstanceWithPlacement", rc, what));
+    return Fail("nvmlDeviceCreateGpuInstanceWithPlacement", rc, what);
   }
   nvmlGpuInstanceInfo_t info{};
   if (rc = lib_->nvmlGpuInstanceGetInfo(gi, &info); rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlGpuInstanceGetInfo", rc, what));
+    return Fail("nvmlGpuInstanceGetInfo", rc, what);
   }
   DriverMigInstance inst;
   inst.gpu_uuid = gpu_uuid;
@@ -311,116 +305,112 @@ DriverResult<DriverMigInstance> NvmlGpuDriver::CreateGpuInstance(
 DriverResult<DriverMigInstance> NvmlGpuDriver::CreateComputeInstance(
     const DriverMigInstance& instance) {
   std::lock_guard lock(mu_);
-  using R = DriverResult<DriverMigInstance>;
   auto cached = Gpu(instance.gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
-  GpuCache& gpu = *cached.value;
+  if (!cached.ok()) return cached.error();
+  GpuCache& gpu = *cached.value();
   const std::string what = instance.gpu_uuid + " GPU instance " +
                            std::to_string(instance.gpu_instance_id) + " (" + instance.profile + ")";
   auto p = std::find_if(gpu.gpu.mig_profiles.begin(), gpu.gpu.mig_profiles.end(),
                         [&](const auto& x) { return x.name == instance.profile; });
   if (p == gpu.gpu.mig_profiles.end()) {
-    return R::Fail(DriverError{"nvmlDeviceGetGpuInstanceProfileInfo", NVML_ERROR_NOT_SUPPORTED,
-                               what + ": the GPU has no such profile"});
+    return node::DriverError("nvmlDeviceGetGpuInstanceProfileInfo", NVML_ERROR_NOT_SUPPORTED,
+                             what + ": the GPU has no such profile");
   }
   nvmlGpuInstance_t gi = nullptr;
   int rc = lib_->nvmlDeviceGetGpuInstanceById(gpu.handle, instance.gpu_instance_id, &gi);
-  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetGpuInstanceById", rc, what));
+  if (rc != NVML_SUCCESS) return Fail("nvmlDeviceGetGpuInstanceById", rc, what);
   const int ci_profile = node::ComputeProfileForSlices(p->slice_count);
   if (ci_profile < 0) {
-    return R::Fail(DriverError{"nvmlGpuInstanceGetComputeInstanceProfileInfo",
-                               NVML_ERROR_NOT_SUPPORTED, what + ": no compute profile covers it"});
+    return node::DriverError("nvmlGpuInstanceGetComputeInstanceProfileInfo",
+                             NVML_ERROR_NOT_SUPPORTED, what + ": no compute profile covers it");
   }
   nvmlComputeInstanceProfileInfo_t info{};
   rc = lib_->nvmlGpuInstanceGetComputeInstanceProfileInfo(
       gi, static_cast<unsigned>(ci_profile), kNvmlComputeInstanceEngineProfileShared, &info);
   if (rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, what));
+    return Fail("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, what);
   }
   nvmlComputeInstance_t ci = nullptr;
   if (rc = lib_->nvmlGpuInstanceCreateComputeInstance(gi, info.id, &ci); rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlGpuInstanceCreateComputeInstance", rc, what));
+    return Fail("nvmlGpuInstanceCreateComputeInstance", rc, what);
   }
   nvmlComputeInstanceInfo_t ci_info{};
   if (rc = lib_->nvmlComputeInstanceGetInfo_v2(ci, &ci_info); rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlComputeInstanceGetInfo_v2", rc, what));
+    return Fail("nvmlComputeInstanceGetInfo_v2", rc, what);
   }
   auto uuid = MigUuidOf(gpu.handle, instance.gpu_instance_id, ci_info.id, instance.gpu_uuid);
-  if (!uuid.ok) return R::Fail(uuid.error);
+  if (!uuid.ok()) return uuid.error();
   DriverMigInstance out = instance;
   out.has_compute_instance = true;
   out.compute_instance_id = ci_info.id;
-  out.mig_uuid = uuid.value;
+  out.mig_uuid = uuid.value();
   return Ok(std::move(out));
 }
 
 DriverResult<node::Empty> NvmlGpuDriver::DestroyInstance(const DriverMigInstance& instance) {
   std::lock_guard lock(mu_);
-  using R = DriverResult<node::Empty>;
   auto cached = Gpu(instance.gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
-  GpuCache& gpu = *cached.value;
+  if (!cached.ok()) return cached.error();
+  GpuCache& gpu = *cached.value();
   const std::string what = instance.gpu_uuid + " GPU instance " +
                            std::to_string(instance.gpu_instance_id) + " (" + instance.profile +
                            " at " + std::to_string(instance.placement.start) + ")";
   nvmlGpuInstance_t gi = nullptr;
   int rc = lib_->nvmlDeviceGetGpuInstanceById(gpu.handle, instance.gpu_instance_id, &gi);
   if (rc == NVML_ERROR_NOT_FOUND) return Ok(node::Empty{});
-  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetGpuInstanceById", rc, what));
+  if (rc != NVML_SUCCESS) return Fail("nvmlDeviceGetGpuInstanceById", rc, what);
   // GI ids are reused: destroy only the instance we mean, never a newer one with its id.
   nvmlGpuInstanceInfo_t info{};
   if (rc = lib_->nvmlGpuInstanceGetInfo(gi, &info); rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlGpuInstanceGetInfo", rc, what));
+    return Fail("nvmlGpuInstanceGetInfo", rc, what);
   }
   if (info.placement.start != instance.placement.start ||
       info.placement.size != instance.placement.size) {
     return Ok(node::Empty{});
   }
   auto cis = ComputeInstancesOf(gi, instance.gpu_uuid);
-  if (!cis.ok) return R::Fail(cis.error);
-  for (nvmlComputeInstance_t ci : cis.value) {
+  if (!cis.ok()) return cis.error();
+  for (nvmlComputeInstance_t ci : cis.value()) {
     rc = lib_->nvmlComputeInstanceDestroy(ci);
     if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) {
-      return R::Fail(Fail("nvmlComputeInstanceDestroy", rc, what));
+      return Fail("nvmlComputeInstanceDestroy", rc, what);
     }
   }
   rc = lib_->nvmlGpuInstanceDestroy(gi);
   if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) {
-    return R::Fail(Fail("nvmlGpuInstanceDestroy", rc, what));
+    return Fail("nvmlGpuInstanceDestroy", rc, what);
   }
   return Ok(node::Empty{});
 }
 
 DriverResult<node::Empty> NvmlGpuDriver::WatchXid(const std::string& gpu_uuid) {
-  using R = DriverResult<node::Empty>;
   std::lock_guard lock(mu_);
   if (events_ == nullptr) {
     if (int rc = lib_->nvmlEventSetCreate(&events_); rc != NVML_SUCCESS) {
       events_ = nullptr;
-      return R::Fail(Fail("nvmlEventSetCreate", rc, "for " + gpu_uuid));
+      return Fail("nvmlEventSetCreate", rc, "for " + gpu_uuid);
     }
   }
   auto cached = Gpu(gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
-  const nvmlDevice_t handle = cached.value->handle;
+  if (!cached.ok()) return cached.error();
+  const nvmlDevice_t handle = cached.value()->handle;
   if (registered_.count(handle) > 0) return Ok(node::Empty{});
   unsigned long long supported = 0;
   int rc = lib_->nvmlDeviceGetSupportedEventTypes(handle, &supported);
-  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceGetSupportedEventTypes", rc, gpu_uuid));
+  if (rc != NVML_SUCCESS) return Fail("nvmlDeviceGetSupportedEventTypes", rc, gpu_uuid);
   const unsigned long long mask =
       supported & (kNvmlEventTypeXidCriticalError | kNvmlEventTypeDoubleBitEccError |
                    kNvmlEventTypeSingleBitEccError);
   rc = lib_->nvmlDeviceRegisterEvents(handle, mask, events_);
   // NOT_SUPPORTED: the GPU reports no such events (HAMi only logs it); nothing to retry.
   if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
-    return R::Fail(Fail("nvmlDeviceRegisterEvents", rc, gpu_uuid));
+    return Fail("nvmlDeviceRegisterEvents", rc, gpu_uuid);
   }
   registered_[handle] = gpu_uuid;
   return Ok(node::Empty{});
 }
 
 DriverResult<std::vector<node::XidEvent>> NvmlGpuDriver::WaitXid(int timeout_ms) {
-  using R = DriverResult<std::vector<node::XidEvent>>;
   nvmlEventSet_t set = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -435,7 +425,7 @@ DriverResult<std::vector<node::XidEvent>> NvmlGpuDriver::WaitXid(int timeout_ms)
   // The wait runs without the driver's lock: MIG calls go on meanwhile.
   int rc = lib_->nvmlEventSetWait_v2(set, &data, static_cast<unsigned>(timeout_ms));
   if (rc == NVML_ERROR_TIMEOUT) return Ok(std::vector<node::XidEvent>{});
-  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlEventSetWait_v2", rc, "all watched GPUs"));
+  if (rc != NVML_SUCCESS) return Fail("nvmlEventSetWait_v2", rc, "all watched GPUs");
   if ((data.eventType & kNvmlEventTypeXidCriticalError) == 0)
     return Ok(std::vector<node::XidEvent>{});
   std::lock_guard lock(mu_);
@@ -445,50 +435,48 @@ DriverResult<std::vector<node::XidEvent>> NvmlGpuDriver::WaitXid(int timeout_ms)
 }
 
 DriverResult<uint32_t> NvmlGpuDriver::ComputeProcessCount(const std::string& gpu_uuid) {
-  using R = DriverResult<uint32_t>;
   std::lock_guard lock(mu_);
   if (lib_->nvmlDeviceGetComputeRunningProcesses_v3 == nullptr) {
-    return R::Fail(DriverError{"nvmlDeviceGetComputeRunningProcesses_v3", NVML_ERROR_NOT_SUPPORTED,
-                               gpu_uuid + ": the NVML library has no such function"});
+    return node::DriverError("nvmlDeviceGetComputeRunningProcesses_v3", NVML_ERROR_NOT_SUPPORTED,
+                             gpu_uuid + ": the NVML library has no such function");
   }
   auto cached = Gpu(gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
+  if (!cached.ok()) return cached.error();
   // Without a buffer NVML answers the count: SUCCESS when there is none, else INSUFFICIENT_SIZE.
   unsigned count = 0;
-  int rc = lib_->nvmlDeviceGetComputeRunningProcesses_v3(cached.value->handle, &count, nullptr);
+  int rc = lib_->nvmlDeviceGetComputeRunningProcesses_v3(cached.value()->handle, &count, nullptr);
   if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) {
-    return R::Fail(Fail("nvmlDeviceGetComputeRunningProcesses_v3", rc, gpu_uuid));
+    return Fail("nvmlDeviceGetComputeRunningProcesses_v3", rc, gpu_uuid);
   }
   return Ok(static_cast<uint32_t>(rc == NVML_SUCCESS ? 0 : count));
 }
 
 DriverResult<node::MigModeChange> NvmlGpuDriver::SetMigMode(const std::string& gpu_uuid,
                                                             bool enabled) {
-  using R = DriverResult<node::MigModeChange>;
   std::lock_guard lock(mu_);
   if (lib_->nvmlDeviceSetMigMode == nullptr) {
-    return R::Fail(DriverError{"nvmlDeviceSetMigMode", NVML_ERROR_NOT_SUPPORTED,
-                               gpu_uuid + ": the NVML library has no such function"});
+    return node::DriverError("nvmlDeviceSetMigMode", NVML_ERROR_NOT_SUPPORTED,
+                             gpu_uuid + ": the NVML library has no such function");
   }
   auto cached = Gpu(gpu_uuid);
-  if (!cached.ok) return R::Fail(cached.error);
+  if (!cached.ok()) return cached.error();
   const std::string what = gpu_uuid + std::string(enabled ? ": enabling" : ": disabling") + " MIG";
   nvmlReturn_t activation = NVML_SUCCESS;
-  int rc = lib_->nvmlDeviceSetMigMode(cached.value->handle,
+  int rc = lib_->nvmlDeviceSetMigMode(cached.value()->handle,
                                       enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE,
                                       &activation);
   // The profiles belong to the old mode, and the driver may have reset the GPU: the handle and
   // everything read from it are read again.
   gpus_.erase(gpu_uuid);
-  if (rc != NVML_SUCCESS) return R::Fail(Fail("nvmlDeviceSetMigMode", rc, what));
+  if (rc != NVML_SUCCESS) return Fail("nvmlDeviceSetMigMode", rc, what);
   nvmlDevice_t handle = nullptr;
   if (rc = lib_->nvmlDeviceGetHandleByUUID(gpu_uuid.c_str(), &handle); rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlDeviceGetHandleByUUID", rc, what));
+    return Fail("nvmlDeviceGetHandleByUUID", rc, what);
   }
   unsigned current = 0;
   unsigned pending = 0;
   if (rc = lib_->nvmlDeviceGetMigMode(handle, &current, &pending); rc != NVML_SUCCESS) {
-    return R::Fail(Fail("nvmlDeviceGetMigMode", rc, what));
+    return Fail("nvmlDeviceGetMigMode", rc, what);
   }
   node::MigModeChange change;
   change.current_enabled = current == NVML_DEVICE_MIG_ENABLE;

@@ -52,7 +52,7 @@ class NvmlGpuDriver final : public node::GpuDriver {
     nvmlDevice_t handle = nullptr;
     node::DriverGpu gpu;
   };
-  node::DriverError Fail(const char* function, int code, const std::string& what) const;
+  Error Fail(const char* function, int code, const std::string& what) const;
   node::DriverResult<node::DriverGpu> ReadGpu(unsigned index, nvmlDevice_t handle);
   // The GPU's handle and profiles, discovered once per MIG-mode lifetime.
   node::DriverResult<GpuCache*> Gpu(const std::string& uuid);

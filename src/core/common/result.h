@@ -9,17 +9,23 @@ namespace tessera {
 // What kind of failure an error is, for callers that must react differently (retry on a
 // conflict, give up on invalid input); they branch on this, never on the message's text.
 enum class ErrorCode {
-  kInvalidInput,  // the input (an object, a field, a request) cannot be used as it is
-  kNotFound,      // the object is not there
-  kConflict,      // someone else changed it first (HTTP 409): read again and retry
-  kUnavailable,   // the other side did not answer, or answered with a transient failure
-  kInternal,      // a bug or a broken invariant
+  kInvalidInput,      // the input (an object, a field, a request) cannot be used as it is
+  kNotFound,          // the object is not there
+  kConflict,          // someone else changed it first (HTTP 409): read again and retry
+  kUnavailable,       // the other side did not answer, or answered with a transient failure
+  kInternal,          // a bug or a broken invariant
+  kUnsupported,       // the other side (a driver, a GPU) does not implement what was asked
+  kPermissionDenied,  // the other side refused for lack of rights
 };
 
 // An error is a human-readable message that already names the object and field it is about.
+// An error from another system also keeps what it said, for callers that count or branch on it
+// beyond the code: the NVML function and its return code, or the API server's HTTP status.
 struct Error {
   std::string message;
   ErrorCode code = ErrorCode::kInvalidInput;
+  std::string origin{};  // e.g. "nvmlDeviceCreateGpuInstanceWithPlacement"; "" when none
+  int origin_code = 0;   // its return code: NVML's nvmlReturn_t, an HTTP status; 0 when none
 };
 
 // Result<T>: a value or an Error. std::expected is C++23; this is the small subset we need.

@@ -50,20 +50,49 @@ struct DriverMigInstance {
   bool operator==(const DriverMigInstance&) const = default;
 };
 
-// A driver error keeps the NVML function and code, so callers can count and branch on codes.
-struct DriverError {
-  std::string function;
-  int code = 0;
-  std::string message;  // names the GPU and what was attempted
-};
-
+// The driver's results use the project's one error vocabulary (core/common/result.h).
 template <class T>
-struct DriverResult {
-  T value{};
-  bool ok = true;
-  DriverError error;
-  static DriverResult Fail(DriverError e) { return DriverResult{T{}, false, std::move(e)}; }
-};
+using DriverResult = Result<T>;
+
+// The codes of the NVML calls that callers branch on (NVML's values; Error::origin_code).
+inline constexpr int kDriverNotSupported = 3;  // a call the driver (or GPU) does not implement
+inline constexpr int kDriverNoPermission = 4;  // e.g. nvmlDeviceSetMigMode without root
+inline constexpr int kDriverNotFound = 6;
+inline constexpr int kDriverGpuIsLost = 15;
+inline constexpr int kDriverInUse = 19;
+
+// A driver error: `message` names the GPU and what was attempted; the NVML function and its
+// return code are kept as the error's origin, and the code says what kind of failure it is.
+inline Error DriverError(std::string function, int nvml_code, std::string message) {
+  ErrorCode code = ErrorCode::kUnavailable;  // GPU lost, unknown, timeouts: may pass
+  switch (nvml_code) {
+    case 2:  // INVALID_ARGUMENT
+    case 7:  // INSUFFICIENT_SIZE
+      code = ErrorCode::kInvalidInput;
+      break;
+    case 1:   // UNINITIALIZED
+    case 18:  // LIB_RM_VERSION_MISMATCH
+      code = ErrorCode::kInternal;
+      break;
+    case kDriverNotSupported:
+    case 13:  // FUNCTION_NOT_FOUND
+      code = ErrorCode::kUnsupported;
+      break;
+    case kDriverNoPermission:
+      code = ErrorCode::kPermissionDenied;
+      break;
+    case kDriverNotFound:
+      code = ErrorCode::kNotFound;
+      break;
+    case kDriverInUse:
+    case 23:  // INSUFFICIENT_RESOURCES
+      code = ErrorCode::kConflict;
+      break;
+    default:
+      break;
+  }
+  return Error{std::move(message), code, std::move(function), nvml_code};
+}
 
 struct Empty {};
 
@@ -76,15 +105,11 @@ struct MigModeChange {
   std::string activation;        // that status in words, when it is not a success
 };
 
-// The codes of DriverError that callers branch on (NVML's values).
-inline constexpr int kDriverNotSupported = 3;  // a call the driver (or GPU) does not implement
-inline constexpr int kDriverNoPermission = 4;  // e.g. nvmlDeviceSetMigMode without root
-
 // What discovery found: the GPUs it could read, and one error per GPU it could not (such a GPU
 // is left out rather than failing the whole node, unlike HAMi's panic, hami-node.md W10).
 struct Discovery {
   std::vector<DriverGpu> gpus;
-  std::vector<DriverError> problems;
+  std::vector<Error> problems;
 };
 
 // A critical driver event (XID) on a GPU.
@@ -120,13 +145,13 @@ class GpuDriver {
   // Compute processes running on the GPU (0: idle): MIG mode is changed only on an idle GPU.
   // The defaults answer "not supported", for drivers (and fakes) without these calls.
   virtual DriverResult<uint32_t> ComputeProcessCount(const std::string& gpu_uuid) {
-    return DriverResult<uint32_t>::Fail(
-        {"ComputeProcessCount", kDriverNotSupported, gpu_uuid + ": not supported by this driver"});
+    return node::DriverError("ComputeProcessCount", kDriverNotSupported,
+                             gpu_uuid + ": not supported by this driver");
   }
   // Asks for MIG mode on (or off). Needs root; the driver may reset the GPU to apply it.
   virtual DriverResult<MigModeChange> SetMigMode(const std::string& gpu_uuid, bool /*enabled*/) {
-    return DriverResult<MigModeChange>::Fail(
-        {"SetMigMode", kDriverNotSupported, gpu_uuid + ": not supported by this driver"});
+    return node::DriverError("SetMigMode", kDriverNotSupported,
+                             gpu_uuid + ": not supported by this driver");
   }
 };
 

@@ -26,9 +26,9 @@ TEST(NvmlGpuDriverTest, DiscoversGpusProfilesAndPlacements) {
       {"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360, "pciBusId": "00000000:3B:00.0"}])");
   auto driver = sim.Driver();
   auto found = driver->Discover();
-  ASSERT_TRUE(found.ok) << found.error.message;
-  ASSERT_EQ(found.value.gpus.size(), 2U);
-  const auto& rtx = found.value.gpus[0];
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  ASSERT_EQ(found.value().gpus.size(), 2U);
+  const auto& rtx = found.value().gpus[0];
   EXPECT_EQ(rtx.uuid, "GPU-rtx-0");
   EXPECT_EQ(rtx.name, "NVIDIA RTX PRO 6000 Blackwell Server Edition");
   EXPECT_EQ(rtx.memory_mib, 97887U);
@@ -42,7 +42,7 @@ TEST(NvmlGpuDriverTest, DiscoversGpusProfilesAndPlacements) {
   EXPECT_EQ(one->placements, (std::vector<model::Placement>{{0, 3}, {3, 3}, {6, 3}, {9, 3}}));
   EXPECT_NE(Profile(rtx, "1g.24gb+me.all"), nullptr);
   EXPECT_NE(Profile(rtx, "4g.96gb"), nullptr);
-  const auto& t4 = found.value.gpus[1];
+  const auto& t4 = found.value().gpus[1];
   EXPECT_EQ(t4.index, 1U);
   EXPECT_FALSE(t4.mig_capable);
   EXPECT_TRUE(t4.mig_profiles.empty());
@@ -59,49 +59,49 @@ TEST(NvmlGpuDriverTest, CountsProcessesAndEnablesMigModeOrReportsItPending) {
                         {"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
   auto driver = sim.Driver();
   auto before = driver->Discover();
-  ASSERT_TRUE(before.ok) << before.error.message;
-  EXPECT_TRUE(before.value.gpus[0].mig_capable);
-  EXPECT_FALSE(before.value.gpus[0].mig_enabled);
-  EXPECT_FALSE(before.value.gpus[0].mig_pending_enabled);
-  EXPECT_TRUE(before.value.gpus[0].mig_profiles.empty());
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  EXPECT_TRUE(before.value().gpus[0].mig_capable);
+  EXPECT_FALSE(before.value().gpus[0].mig_enabled);
+  EXPECT_FALSE(before.value().gpus[0].mig_pending_enabled);
+  EXPECT_TRUE(before.value().gpus[0].mig_profiles.empty());
 
   auto idle = driver->ComputeProcessCount("GPU-h100");
-  ASSERT_TRUE(idle.ok) << idle.error.message;
-  EXPECT_EQ(idle.value, 0U);
+  ASSERT_TRUE(idle.ok()) << idle.error().message;
+  EXPECT_EQ(idle.value(), 0U);
   auto busy = driver->ComputeProcessCount("GPU-busy");
-  ASSERT_TRUE(busy.ok) << busy.error.message;
-  EXPECT_EQ(busy.value, 3U);
+  ASSERT_TRUE(busy.ok()) << busy.error().message;
+  EXPECT_EQ(busy.value(), 3U);
 
   auto h100 = driver->SetMigMode("GPU-h100", true);
-  ASSERT_TRUE(h100.ok) << h100.error.message;
-  EXPECT_TRUE(h100.value.current_enabled);
-  EXPECT_TRUE(h100.value.pending_enabled);
-  EXPECT_TRUE(h100.value.activation.empty());
+  ASSERT_TRUE(h100.ok()) << h100.error().message;
+  EXPECT_TRUE(h100.value().current_enabled);
+  EXPECT_TRUE(h100.value().pending_enabled);
+  EXPECT_TRUE(h100.value().activation.empty());
   auto a100 = driver->SetMigMode("GPU-a100", true);
-  ASSERT_TRUE(a100.ok) << a100.error.message;
-  EXPECT_FALSE(a100.value.current_enabled);
-  EXPECT_TRUE(a100.value.pending_enabled);
-  EXPECT_FALSE(a100.value.gpu_in_use);
-  EXPECT_NE(a100.value.activation.find("GPU requires reset (NVML code 16)"), std::string::npos)
-      << a100.value.activation;
+  ASSERT_TRUE(a100.ok()) << a100.error().message;
+  EXPECT_FALSE(a100.value().current_enabled);
+  EXPECT_TRUE(a100.value().pending_enabled);
+  EXPECT_FALSE(a100.value().gpu_in_use);
+  EXPECT_NE(a100.value().activation.find("GPU requires reset (NVML code 16)"), std::string::npos)
+      << a100.value().activation;
   auto in_use = driver->SetMigMode("GPU-busy", true);
-  ASSERT_TRUE(in_use.ok) << in_use.error.message;
-  EXPECT_FALSE(in_use.value.current_enabled);
-  EXPECT_TRUE(in_use.value.gpu_in_use);
+  ASSERT_TRUE(in_use.ok()) << in_use.error().message;
+  EXPECT_FALSE(in_use.value().current_enabled);
+  EXPECT_TRUE(in_use.value().gpu_in_use);
   auto t4 = driver->SetMigMode("GPU-t4", true);
-  ASSERT_FALSE(t4.ok);
-  EXPECT_EQ(t4.error.function, "nvmlDeviceSetMigMode");
-  EXPECT_EQ(t4.error.code, node::kDriverNotSupported);
+  ASSERT_FALSE(t4.ok());
+  EXPECT_EQ(t4.error().origin, "nvmlDeviceSetMigMode");
+  EXPECT_EQ(t4.error().origin_code, node::kDriverNotSupported);
 
   auto after = driver->Discover();
-  ASSERT_TRUE(after.ok) << after.error.message;
-  EXPECT_TRUE(after.value.gpus[0].mig_enabled);
-  EXPECT_NE(Profile(after.value.gpus[0], "1g.10gb"), nullptr);
-  EXPECT_FALSE(after.value.gpus[1].mig_enabled);
-  EXPECT_TRUE(after.value.gpus[1].mig_pending_enabled);
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_TRUE(after.value().gpus[0].mig_enabled);
+  EXPECT_NE(Profile(after.value().gpus[0], "1g.10gb"), nullptr);
+  EXPECT_FALSE(after.value().gpus[1].mig_enabled);
+  EXPECT_TRUE(after.value().gpus[1].mig_pending_enabled);
   // The GPU now in MIG mode takes instances through the same driver (its cache was dropped).
   auto gi = driver->CreateGpuInstance("GPU-h100", "1g.10gb", {0, 1});
-  EXPECT_TRUE(gi.ok) << gi.error.message;
+  EXPECT_TRUE(gi.ok()) << gi.error().message;
 }
 
 TEST(NvmlGpuDriverTest, SetMigModeWithoutPermissionIsAnErrorNamingTheCall) {
@@ -109,51 +109,52 @@ TEST(NvmlGpuDriverTest, SetMigModeWithoutPermissionIsAnErrorNamingTheCall) {
                     "fail:nvmlDeviceSetMigMode:*:NO_PERMISSION");
   auto driver = sim.Driver();
   auto set = driver->SetMigMode("GPU-h100", true);
-  ASSERT_FALSE(set.ok);
-  EXPECT_EQ(set.error.code, node::kDriverNoPermission);
-  EXPECT_NE(set.error.message.find("nvmlDeviceSetMigMode (GPU-h100: enabling MIG)"),
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.error().origin_code, node::kDriverNoPermission);
+  EXPECT_NE(set.error().message.find("nvmlDeviceSetMigMode (GPU-h100: enabling MIG)"),
             std::string::npos)
-      << set.error.message;
+      << set.error().message;
 }
 
 TEST(NvmlGpuDriverTest, CreatesAtExactlyThePlacementAndDestroysAgain) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   auto driver = sim.Driver();
   auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
-  ASSERT_TRUE(gi.ok) << gi.error.message;
-  EXPECT_FALSE(gi.value.has_compute_instance);
-  auto ci = driver->CreateComputeInstance(gi.value);
-  ASSERT_TRUE(ci.ok) << ci.error.message;
-  EXPECT_EQ(ci.value.mig_uuid.rfind("MIG-", 0), 0U);
+  ASSERT_TRUE(gi.ok()) << gi.error().message;
+  EXPECT_FALSE(gi.value().has_compute_instance);
+  auto ci = driver->CreateComputeInstance(gi.value());
+  ASSERT_TRUE(ci.ok()) << ci.error().message;
+  EXPECT_EQ(ci.value().mig_uuid.rfind("MIG-", 0), 0U);
   auto list = driver->ListInstances("GPU-rtx-0");
-  ASSERT_TRUE(list.ok) << list.error.message;
-  ASSERT_EQ(list.value.size(), 1U);
-  EXPECT_EQ(list.value[0], ci.value);
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  ASSERT_EQ(list.value().size(), 1U);
+  EXPECT_EQ(list.value()[0], ci.value());
 
   auto illegal = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {1, 3});
-  EXPECT_FALSE(illegal.ok);
-  EXPECT_NE(illegal.error.message.find("not a legal placement"), std::string::npos);
+  EXPECT_FALSE(illegal.ok());
+  EXPECT_NE(illegal.error().message.find("not a legal placement"), std::string::npos);
   auto taken = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {9, 3});
-  ASSERT_FALSE(taken.ok);
-  EXPECT_EQ(taken.error.code, NVML_ERROR_INSUFFICIENT_RESOURCES);
-  EXPECT_NE(taken.error.message.find("Insufficient Resources"), std::string::npos);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.error().origin_code, NVML_ERROR_INSUFFICIENT_RESOURCES);
+  EXPECT_NE(taken.error().message.find("Insufficient Resources"), std::string::npos);
 
-  ASSERT_TRUE(driver->DestroyInstance(ci.value).ok);
-  EXPECT_TRUE(driver->ListInstances("GPU-rtx-0").value.empty());
-  EXPECT_TRUE(driver->DestroyInstance(ci.value).ok);  // already gone counts as done
+  ASSERT_TRUE(driver->DestroyInstance(ci.value()).ok());
+  EXPECT_TRUE(driver->ListInstances("GPU-rtx-0").value().empty());
+  EXPECT_TRUE(driver->DestroyInstance(ci.value()).ok());  // already gone counts as done
 }
 
 TEST(NvmlGpuDriverTest, DestroyNeverTakesANewerInstanceThatReusedTheId) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   auto driver = sim.Driver();
   auto old_gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {0, 3});
-  ASSERT_TRUE(old_gi.ok);
-  ASSERT_TRUE(driver->DestroyInstance(old_gi.value).ok);
+  ASSERT_TRUE(old_gi.ok());
+  ASSERT_TRUE(driver->DestroyInstance(old_gi.value()).ok());
   auto reused = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {6, 3});
-  ASSERT_TRUE(reused.ok);
-  ASSERT_EQ(reused.value.gpu_instance_id, old_gi.value.gpu_instance_id);  // the driver reuses ids
-  ASSERT_TRUE(driver->DestroyInstance(old_gi.value).ok);
-  EXPECT_EQ(driver->ListInstances("GPU-rtx-0").value.size(), 1U);
+  ASSERT_TRUE(reused.ok());
+  ASSERT_EQ(reused.value().gpu_instance_id,
+            old_gi.value().gpu_instance_id);  // the driver reuses ids
+  ASSERT_TRUE(driver->DestroyInstance(old_gi.value()).ok());
+  EXPECT_EQ(driver->ListInstances("GPU-rtx-0").value().size(), 1U);
 }
 
 TEST(NvmlGpuDriverTest, ReportsFailedCallsByFunctionAndCode) {
@@ -163,10 +164,10 @@ TEST(NvmlGpuDriverTest, ReportsFailedCallsByFunctionAndCode) {
   std::vector<std::pair<std::string, int>> seen;
   driver->set_error_observer([&](const std::string& f, int code) { seen.emplace_back(f, code); });
   auto gi = driver->CreateGpuInstance("GPU-rtx-0", "1g.24gb", {3, 3});
-  ASSERT_TRUE(gi.ok);
-  auto ci = driver->CreateComputeInstance(gi.value);
-  ASSERT_FALSE(ci.ok);
-  EXPECT_EQ(ci.error.function, "nvmlGpuInstanceCreateComputeInstance");
+  ASSERT_TRUE(gi.ok());
+  auto ci = driver->CreateComputeInstance(gi.value());
+  ASSERT_FALSE(ci.ok());
+  EXPECT_EQ(ci.error().origin, "nvmlGpuInstanceCreateComputeInstance");
   ASSERT_EQ(seen.size(), 1U);
   EXPECT_EQ(seen[0], std::make_pair(std::string("nvmlGpuInstanceCreateComputeInstance"),
                                     static_cast<int>(NVML_ERROR_INSUFFICIENT_RESOURCES)));
@@ -190,20 +191,20 @@ namespace {
 TEST(NvmlGpuDriverTest, WaitsForXidEventsOfWatchedGpus) {
   testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]");
   auto driver = sim.Driver();
-  ASSERT_TRUE(driver->Discover().ok);
+  ASSERT_TRUE(driver->Discover().ok());
   auto unwatched = driver->WaitXid(10);  // nothing watched yet: an empty wait, not an error
-  ASSERT_TRUE(unwatched.ok) << unwatched.error.message;
-  ASSERT_TRUE(driver->WatchXid("GPU-rtx-0").ok);
-  ASSERT_TRUE(driver->WatchXid("GPU-rtx-0").ok);  // again: already watched
+  ASSERT_TRUE(unwatched.ok()) << unwatched.error().message;
+  ASSERT_TRUE(driver->WatchXid("GPU-rtx-0").ok());
+  ASSERT_TRUE(driver->WatchXid("GPU-rtx-0").ok());  // again: already watched
   auto none = driver->WaitXid(10);
-  ASSERT_TRUE(none.ok) << none.error.message;
-  EXPECT_TRUE(none.value.empty());
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none.value().empty());
   sim.AppendXid("GPU-rtx-0", 48);
   auto got = driver->WaitXid(1000);
-  ASSERT_TRUE(got.ok);
-  ASSERT_EQ(got.value.size(), 1U);
-  EXPECT_EQ(got.value[0].gpu_uuid, "GPU-rtx-0");
-  EXPECT_EQ(got.value[0].xid, 48U);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got.value().size(), 1U);
+  EXPECT_EQ(got.value()[0].gpu_uuid, "GPU-rtx-0");
+  EXPECT_EQ(got.value()[0].xid, 48U);
 }
 
 // Each GPU is registered on its own (issue 38 D): GPU-a's registration fails, GPU-b's XIDs
@@ -213,29 +214,29 @@ TEST(NvmlGpuDriverTest, OneGpusFailedRegistrationLeavesTheOthersWatched) {
       "[" + testing::RtxPro6000("GPU-a") + "," + testing::RtxPro6000("GPU-b") + "]",
       "fail:nvmlDeviceRegisterEvents@GPU-a:*:UNKNOWN");
   auto driver = sim.Driver();
-  ASSERT_TRUE(driver->Discover().ok);
+  ASSERT_TRUE(driver->Discover().ok());
   auto a = driver->WatchXid("GPU-a");
-  ASSERT_FALSE(a.ok);
-  EXPECT_EQ(a.error.function, "nvmlDeviceRegisterEvents");
-  EXPECT_NE(a.error.message.find("GPU-a"), std::string::npos) << a.error.message;
-  ASSERT_TRUE(driver->WatchXid("GPU-b").ok);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().origin, "nvmlDeviceRegisterEvents");
+  EXPECT_NE(a.error().message.find("GPU-a"), std::string::npos) << a.error().message;
+  ASSERT_TRUE(driver->WatchXid("GPU-b").ok());
   sim.AppendXid("GPU-b", 79);
   auto got = driver->WaitXid(1000);
-  ASSERT_TRUE(got.ok) << got.error.message;
-  ASSERT_EQ(got.value.size(), 1U);
-  EXPECT_EQ(got.value[0].gpu_uuid, "GPU-b");
-  EXPECT_FALSE(driver->WatchXid("GPU-a").ok);  // every try on GPU-a fails, as configured
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got.value().size(), 1U);
+  EXPECT_EQ(got.value()[0].gpu_uuid, "GPU-b");
+  EXPECT_FALSE(driver->WatchXid("GPU-a").ok());  // every try on GPU-a fails, as configured
 }
 
 TEST(NvmlGpuDriverTest, AFailedEventSetIsAnErrorOfTheWatchNotACrash) {
   testing::SimulatedNvml sim("[" + testing::RtxPro6000() + "]",
                              "fail:nvmlEventSetCreate:1:UNKNOWN");
   auto driver = sim.Driver();
-  ASSERT_TRUE(driver->Discover().ok);
+  ASSERT_TRUE(driver->Discover().ok());
   auto first = driver->WatchXid("GPU-rtx-0");
-  ASSERT_FALSE(first.ok);
-  EXPECT_EQ(first.error.function, "nvmlEventSetCreate");
-  EXPECT_TRUE(driver->WatchXid("GPU-rtx-0").ok);  // the next try creates the set
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.error().origin, "nvmlEventSetCreate");
+  EXPECT_TRUE(driver->WatchXid("GPU-rtx-0").ok());  // the next try creates the set
 }
 
 }  // namespace
