@@ -77,6 +77,7 @@ void Allocator::SetMigGpus(std::set<std::string> gpu_uuids) {
 
 ApiResult<model::Pod> Allocator::ChoosePod(const std::vector<model::Pod>& pods, size_t count) {
   std::vector<const model::Pod*> candidates;
+  std::vector<codec::ContainerDevices> wants;  // each candidate's next container entry
   for (const auto& pod : pods) {
     const std::string* phase = pod.Annotation(kBindPhase);
     const std::string* assigned = pod.Annotation(kAssignedNode);
@@ -89,6 +90,7 @@ ApiResult<model::Pod> Allocator::ChoosePod(const std::vector<model::Pod>& pods, 
     int next = NextEntry(devices.value());
     if (next < 0 || devices.value()[next].size() != count) continue;
     candidates.push_back(&pod);
+    wants.push_back(devices.value()[next]);
   }
   if (candidates.empty()) {
     return agent::ApiFailure(404, "no pod on node " + config_.node_name + " is waiting for " +
@@ -105,6 +107,25 @@ ApiResult<model::Pod> Allocator::ChoosePod(const std::vector<model::Pod>& pods, 
           }
         }
       }
+    }
+    // The kubelet does not say which pod it admits. Without a lock naming one, a guess is
+    // harmless only when every candidate would get the same: the same GPUs, memory and cores,
+    // and no MIG instance (each pod's is its own). Otherwise one pod's devices would go to
+    // another's container, and its instance destroyed under it when the first pod ends.
+    bool interchangeable = true;
+    for (size_t i = 0; i < candidates.size() && interchangeable; ++i) {
+      interchangeable = wants[i] == wants.front();
+      for (const auto& d : wants[i]) interchangeable = interchangeable && !mig_gpus_.count(d.uuid);
+    }
+    if (!interchangeable) {
+      std::string names;
+      for (const auto* c : candidates) names += (names.empty() ? "" : ", ") + c->Key();
+      return Error{"cannot tell which pod the kubelet is admitting: pods " + names +
+                       " wait for different devices on node " + config_.node_name +
+                       " and no node lock (" + kNodeLock +
+                       ") names one; run tessera serve with --node-lock hami (deploy/ does), "
+                       "which binds one pod per node at a time",
+                   ErrorCode::kConflict};
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const auto* a, const auto* b) { return BindTime(*a) < BindTime(*b); });

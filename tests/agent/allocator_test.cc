@@ -4,6 +4,7 @@
 
 #include "agent/allocator.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "agent/fake_node_api.h"
@@ -16,6 +17,7 @@ namespace {
 
 namespace ann = model::annotations;
 using testing::FakeNodeApi;
+using ::testing::HasSubstr;
 using testing::RtxPro6000;
 using testing::SimulatedNvml;
 
@@ -332,6 +334,54 @@ TEST(AllocatorTest, TheNodeLockMatchesWholePodNamesOnly) {
   auto r = f.allocator.Allocate({{"GPU-t4-0"}});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2000m");
+}
+
+// Found by the chaos soak (docs/reliability.md): without a lock naming the pod, the agent took
+// the oldest bind, while the kubelet admits in its own order; one pod's devices went to
+// another's container. Now a guess is made only where it cannot matter.
+TEST(AllocatorTest, PodsWaitingForDifferentDevicesWithoutALockAreNotGuessed) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  Fixture f(sim);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("x", "GPU-t4,NVIDIA,1000,10:;"),
+                AllocatingPod("y", "GPU-t4,NVIDIA,3000,10:;")};
+  f.api.pods[1].uid = "uid-y";
+  auto r = f.allocator.Allocate({{"GPU-t4-0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message,
+              HasSubstr("cannot tell which pod the kubelet is admitting: pods default/x, "
+                        "default/y wait for different devices on node n1"));
+  EXPECT_THAT(r.error().message, HasSubstr("--node-lock hami"));
+  for (const char* name : {"x", "y"}) {  // neither is recorded, nor failed
+    EXPECT_EQ(*f.api.Pod(name).Annotation(std::string(ann::kBindPhase)), "allocating") << name;
+  }
+  EXPECT_EQ(f.api.patches, 0);
+}
+
+TEST(AllocatorTest, MigPodsWithoutALockAreNeverGuessed) {
+  SimulatedNvml sim("[" + RtxPro6000() + "]");
+  Fixture f(sim);
+  f.api.pods = {AllocatingPod("a", kTwoSlices, kAtNineAndSix),
+                AllocatingPod("b", kTwoSlices, kAtNineAndSix)};
+  f.api.pods[1].uid = "uid-b";
+  auto r = f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, HasSubstr("cannot tell which pod the kubelet is admitting"));
+  EXPECT_TRUE(f.mig.LedgerSnapshot().empty());  // nothing created for either
+}
+
+TEST(AllocatorTest, InterchangeablePodsWithoutALockGetTheOldestBind) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
+  Fixture f(sim);
+  f.allocator.SetMigGpus({});
+  f.api.pods = {AllocatingPod("late", "GPU-t4,NVIDIA,1000,10:;"),
+                AllocatingPod("early", "GPU-t4,NVIDIA,1000,10:;")};
+  f.api.pods[0].annotations[std::string(ann::kBindTime)] = "1700000100";
+  f.api.pods[1].uid = "uid-early";
+  auto r = f.allocator.Allocate({{"GPU-t4-0"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*f.api.Pod("early").Annotation(std::string(ann::kBindPhase)), "success");
+  EXPECT_EQ(*f.api.Pod("late").Annotation(std::string(ann::kBindPhase)), "allocating");
 }
 
 }  // namespace
