@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs every test: format and layering checks, a release build with warnings as
 # errors, the adversarial suite against `tessera serve` (tests/adversarial), the end-to-end tests,
-# clang-tidy, one clang ASan+UBSan tree for the tests and the libFuzzer targets (run for a short
-# time each), and a TSan tree for the programs that start threads. scripts/ci-timing.sh times it
-# from a fresh clone (docs/development.md).
+# a 3-minute chaos soak of the whole system (e2e/soak.py), clang-tidy, one clang ASan+UBSan tree
+# for the tests and the libFuzzer targets (run for a short time each), and a TSan tree for the
+# programs that start threads. scripts/ci-timing.sh times it from a fresh clone
+# (docs/development.md).
 # Usage: scripts/run-tests.sh            (FUZZ_SECONDS=N to change the fuzzing time per target)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +110,21 @@ e2e_real() {  # real etcd, kube-apiserver and kube-scheduler around `tessera ser
   if [ -n "$summary" ]; then
     CASES_PASSED=$(echo "$summary" | sed -E 's/^e2e-real: ([0-9]+) passed.*/\1/')
     CASES_FAILED=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  fi
+  return "$rc"
+}
+
+soak() {  # the chaos soak (e2e/soak.py, docs/reliability.md), 3 minutes; counts its invariants
+  # e2e_real exported TESSERA_K8S_BINS (the same Kubernetes binaries); the seed is random and
+  # printed (rerun: e2e/soak.sh --seed N --duration 180). Output in build/soak/.
+  local log=build/soak.log
+  rm -rf build/soak
+  TESSERA_BIN="$ROOT/build/release/src/tessera" e2e/soak.sh --duration 180 --out build/soak \
+    --seed "${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  if grep -qE '^soak: (PASS|FAIL): ' "$log"; then  # one case per invariant
+    CASES_FAILED=$(sed -n '/^invariants (violations)/,/^$/p' "$log" | awk '/^  / && NF == 2 && $2 > 0' | wc -l)
+    CASES_PASSED=$(( $(sed -n '/^invariants (violations)/,/^$/p' "$log" | awk '/^  / && NF == 2' | wc -l) - CASES_FAILED ))
   fi
   return "$rc"
 }
@@ -249,6 +265,7 @@ stage "release build + tests" build_and_test build/release -DCMAKE_BUILD_TYPE=Re
 stage "adversarial (tessera serve under attack, --quick)" adversarial
 start_lint
 stage "end-to-end (real kube-apiserver, kube-scheduler, etcd)" e2e_real
+stage "chaos soak (3 min: churn, kills, stalls, NVML faults, reboot; invariants)" soak
 stage "lint (clang-tidy; ran beside the end-to-end stage)" lint
 stage "ASan+UBSan build + tests (clang)" asan
 stage "fuzzers (${FUZZ_SECONDS}s each, ASan+UBSan)" fuzz

@@ -198,11 +198,16 @@ class NodeLockReleaser:
 
 class Cluster:
     def __init__(self, *, work: str, bins: str, repo: str, tessera_bin: str | None,
-                 node_lock: str = "hami", extender_tls: bool = True):
+                 node_lock: str = "hami", extender_tls: bool = True,
+                 lock_releaser: bool = True):
+        """lock_releaser: with node_lock "hami", a thread plays HAMi's device plugin and
+        releases the lock once its pod is bound; off when a real device plugin (tessera agent)
+        releases it after Allocate."""
         self.work, self.bins, self.repo = work, bins, repo
         self.tessera_bin = tessera_bin
         self.node_lock = node_lock
         self.extender_tls = extender_tls
+        self.lock_releaser = lock_releaser
         self.procs: dict[str, Proc] = {}
         self.kubeconfigs: dict[str, str] = {}
         self.tesseras: list[Tessera] = []
@@ -226,7 +231,7 @@ class Cluster:
         self.proxy_port = free_port()
         self.proxy = ServiceProxy(self.proxy_port, self.pki.ca.cert, tls=self.extender_tls)
         self._start_scheduler()
-        if self.node_lock == "hami":
+        if self.node_lock == "hami" and self.lock_releaser:
             self.releaser = NodeLockReleaser(self.kube)
         self.startup_seconds = time.monotonic() - t0
 
