@@ -57,7 +57,7 @@ def load_runs(summary_path):
             runs.setdefault(key, {})[row["seed"]] = values
     return runs
 
-BASELINES = ["hami-2.10", "largest-free-run", "first-fit", "best-fit", "static-1g",
+BASELINES = ["hami-2.10", "hami-master", "largest-free-run", "first-fit", "best-fit", "static-1g",
              "static-balanced"]
 REFERENCE = "reference-pooled-slices"
 BOUND = "upper-bound"
@@ -154,10 +154,10 @@ def main(path):
         print(f"| {load} | {len(gaps)} | {min(gaps):.1f} | {statistics.mean(gaps):.1f} | "
               f"{max(gaps):.1f} |")
     print()
-    print("| fleet | workload | protocol | tessera | hami-2.10 | largest-free-run | first-fit | "
-          "best-fit | static-1g | static-bal. | reference (pooled) | upper bound | "
+    print("| fleet | workload | protocol | tessera | hami-2.10 | hami-master | largest-free-run | "
+          "first-fit | best-fit | static-1g | static-bal. | reference (pooled) | upper bound | "
           "tessera − best baseline |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|" + "---:|" * 12)
     for key in order:
         if key[2].endswith("-0.6") or "tessera" not in cells[key]:
             continue

@@ -119,11 +119,11 @@ int main(int argc, char** argv) {
           ->delimiter(',');
   auto* policy_option =
       replay
-          ->add_option(
-              "--policy", replay_options.policies,
-              "Policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, "
-              "tessera; with --mig: tessera, hami-2.10, largest-free-run, first-fit, "
-              "best-fit, static-1g, static-balanced (default: these), or tessera-gpu-binpack")
+          ->add_option("--policy", replay_options.policies,
+                       "Policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, "
+                       "tessera; with --mig: tessera, hami-2.10, hami-master, first-fit, best-fit, "
+                       "static-1g, static-balanced (default: these), largest-free-run or "
+                       "tessera-gpu-binpack")
           ->delimiter(',');
   auto* seeds_option = replay->add_option("--seeds", replay_options.seeds,
                                           "Seeds, e.g. 42-51 or 1,2,3 (--mig default 42-46)");
@@ -137,13 +137,19 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   replay
       ->add_option("--workload", mig_options.run.workloads,
-                   "--mig: workloads (uniform, small-heavy, large-heavy, memory-mix, openb; "
+                   "--mig: workloads (uniform, small-heavy, large-heavy, memory-mix, multi-small, "
+                   "multi-mixed, multi-memory, openb; "
                    "default all but openb, and openb when --trace is given)")
       ->delimiter(',');
   replay->add_option("--trace", mig_options.run.trace_csv, "--mig: openb pod list CSV");
   replay
       ->add_option("--nodes-per-fleet", mig_options.run.nodes_per_fleet,
                    "--mig: nodes per fleet (8 GPUs each; 2 on mixed-rtx)")
+      ->capture_default_str();
+  replay
+      ->add_option("--placement-bound-max-gpus", mig_options.run.placement_bound_max_gpus,
+                   "--mig: fleets of at most this many GPUs also get the placement LP bound "
+                   "(saturation and steady state; 0: never)")
       ->capture_default_str();
   replay->add_option("--loads", mig_options.run.loads, "--mig: steady-state offered loads")
       ->delimiter(',')

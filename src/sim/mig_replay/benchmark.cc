@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/upper_bound.h"
 
 namespace tessera::sim::mig_replay {
@@ -104,6 +105,12 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   }
+  if (policy == kPlacementBound) {  // the LP, nothing placed; RunBenchmark skips pending
+    r.metrics = protocol.steady ? PlacementBoundSteadyState(cluster, arrivals, warmup)
+                                : PlacementBoundSaturation(cluster, arrivals);
+    r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+  }
   auto made = MakePlacer(policy, cluster, options.node_policies);
   if (!made.ok()) return Error{"fleet " + fleet + ": " + made.error().message};
   Placer* placer = made->placer.get();
@@ -133,6 +140,11 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
     if (!nodes.ok()) return nodes.error();
     fleet_nodes.push_back(std::move(nodes.value()));
   }
+  std::vector<int> fleet_gpus;  // per fleet, for placement-bound
+  for (size_t f = 0; f < fleet_nodes.size(); ++f) {
+    fleet_gpus.push_back(static_cast<int>(fleet_nodes[f].size()) *
+                         FindFleet(options.fleets[f])->gpus_per_node);
+  }
   std::vector<Protocol> protocols;
   if (options.saturation) protocols.push_back(Protocol{false, 0});
   for (double load : options.loads) protocols.push_back(Protocol{true, load, false});
@@ -150,6 +162,10 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
       for (size_t p = 0; p < protocols.size(); ++p) {
         for (const auto& policy : policies) {
           for (uint64_t seed : options.seeds) tasks.push_back(Task{f, w, p, policy, seed});
+        }
+        if (protocols[p].pending || fleet_gpus[f] > options.placement_bound_max_gpus) continue;
+        for (uint64_t seed : options.seeds) {
+          tasks.push_back(Task{f, w, p, std::string(kPlacementBound), seed});
         }
       }
     }

@@ -35,6 +35,9 @@ struct BenchmarkOptions {
   double warmup_lifetimes = 3;      // protocol (b): arrivals in 3 mean lifetimes fill the cluster
   double measure_lifetimes = 5;     // protocol (b): then 5 mean lifetimes are measured
   int jobs = 1;
+  // Fleets of at most this many GPUs also get placement-bound (protocols a and b; its LP grows
+  // with the stream, which grows with the fleet); 0: never.
+  int placement_bound_max_gpus = 16;
   // Operators' node policies, run as the policies "tessera:NAME" named in `policies`.
   std::vector<sched::NodePolicy> node_policies;
 };
@@ -56,7 +59,7 @@ struct RunRecord {
   std::string fleet;
   std::string workload;
   std::string protocol;
-  std::string policy;  // or kReferencePooledSlices, kUpperBound
+  std::string policy;  // or kReferencePooledSlices, kUpperBound, kPlacementBound
   uint64_t seed = 0;
   RunMetrics metrics;
   std::vector<std::string> type_labels;  // the workload's request types (metrics.by_type)

@@ -1,6 +1,8 @@
 #include "sim/mig_replay/demand.h"
 
+#include <iterator>
 #include <map>
+#include <span>
 #include <utility>
 
 namespace tessera::sim::mig_replay {
@@ -90,6 +92,75 @@ Workload MakeMemoryMixWorkload() {
                                        {19000, 2, 0.05}, {40000, 1, 0.15}, {40000, 2, 0.05}};
   Workload w;
   w.name = std::string(kWorkloadMemoryMix);
+  for (const Entry& e : kEntries) {
+    RequestType t;
+    t.memory_mib = e.memory_mib;
+    t.count = e.count;
+    t.label = std::to_string(e.memory_mib) + "MiB x" + std::to_string(e.count);
+    w.types.push_back(std::move(t));
+    w.probabilities.push_back(e.probability);
+  }
+  return w;
+}
+
+namespace {
+
+struct ShareEntry {
+  int32_t slices;  // of 7
+  int32_t count;
+  double probability;
+};
+
+// "3/7" for one instance, "1/7 x3" for several.
+Workload ShareWorkload(std::string_view name, std::span<const ShareEntry> entries) {
+  Workload w;
+  w.name = std::string(name);
+  for (const ShareEntry& e : entries) {
+    std::string label = std::to_string(e.slices) + "/7";
+    if (e.count > 1) label += " x" + std::to_string(e.count);
+    w.types.push_back(RequestType{e.slices, 7, e.count, std::move(label)});
+    w.probabilities.push_back(e.probability);
+  }
+  return w;
+}
+
+// One instance of every profile size, half the pods: the multi-instance mixes' background.
+constexpr ShareEntry kSingleInstances[] = {
+    {1, 1, 0.15}, {2, 1, 0.10}, {3, 1, 0.10}, {4, 1, 0.08}, {7, 1, 0.07}};
+
+}  // namespace
+
+Workload MakeMultiSmallWorkload() {
+  std::vector<ShareEntry> entries(std::begin(kSingleInstances), std::end(kSingleInstances));
+  entries.insert(entries.end(), {{1, 2, 0.25}, {1, 3, 0.15}, {1, 4, 0.10}});
+  return ShareWorkload(kWorkloadMultiSmall, entries);
+}
+
+Workload MakeMultiMixedWorkload() {
+  std::vector<ShareEntry> entries(std::begin(kSingleInstances), std::end(kSingleInstances));
+  entries.insert(entries.end(), {{1, 2, 0.12},
+                                 {1, 3, 0.08},
+                                 {1, 4, 0.06},
+                                 {2, 2, 0.10},
+                                 {2, 3, 0.04},
+                                 {3, 2, 0.06},
+                                 {4, 2, 0.04}});
+  return ShareWorkload(kWorkloadMultiMixed, entries);
+}
+
+Workload MakeMultiMemoryWorkload() {
+  // 4000 MiB is a 1g on every model: 1g.5gb (A100-40GB), 1g.10gb (A100-80GB, H100-80GB),
+  // 1g.18gb (H200), 1g.23gb (B200), 1g.24gb (RTX PRO 6000); 19000 and 40000 MiB map as in
+  // memory-mix.
+  struct Entry {
+    int32_t memory_mib;
+    int32_t count;
+    double probability;
+  };
+  static constexpr Entry kEntries[] = {{4000, 1, 0.25}, {19000, 1, 0.15}, {40000, 1, 0.10},
+                                       {4000, 2, 0.25}, {4000, 3, 0.15},  {4000, 4, 0.10}};
+  Workload w;
+  w.name = std::string(kWorkloadMultiMemory);
   for (const Entry& e : kEntries) {
     RequestType t;
     t.memory_mib = e.memory_mib;

@@ -50,12 +50,27 @@ inline constexpr std::string_view kWorkloadSmallHeavy = "small-heavy";
 inline constexpr std::string_view kWorkloadLargeHeavy = "large-heavy";
 inline constexpr std::string_view kWorkloadOpenb = "openb";
 inline constexpr std::string_view kWorkloadMemoryMix = "memory-mix";
+inline constexpr std::string_view kWorkloadMultiSmall = "multi-small";
+inline constexpr std::string_view kWorkloadMultiMixed = "multi-mixed";
+inline constexpr std::string_view kWorkloadMultiMemory = "multi-memory";
 
 // Profile sizes 1g, 2g, 3g, 4g, 7g (shares 1/7 ... 7/7) with the mix's probabilities.
 Workload MakeSyntheticWorkload(SyntheticMix mix);
 // Memory requests of about 4 GB, 19 GB and 40 GB per instance, one or two instances, mostly
 // small (issue 12's mixed-fleet workload).
 Workload MakeMemoryMixWorkload();
+// Pods asking several MIG instances on one node, which may share a GPU, mixed with one-instance
+// pods (docs/mig-replay.md, "Workloads"). Shares run where all models have the same compute
+// slices, like the synthetic mixes; multi-memory runs on every fleet.
+// multi-small: half the pods ask 2, 3 or 4 instances of share 1/7 (1g), the other half one
+// instance of share 1/7, 2/7, 3/7, 4/7 or 7/7.
+Workload MakeMultiSmallWorkload();
+// multi-mixed: half the pods ask several instances of mixed sizes (1/7 x2..x4, 2/7 x2, 2/7 x3,
+// 3/7 x2, 4/7 x2), the other half one instance of every size, as in multi-small.
+Workload MakeMultiMixedWorkload();
+// multi-memory: half the pods ask 2, 3 or 4 instances of 4000 MiB (a 1g on every model, the
+// RTX PRO 6000's 1g.24gb included), the other half one instance of 4000, 19000 or 40000 MiB.
+Workload MakeMultiMemoryWorkload();
 // Whether every request type names memory (such a workload runs on any fleet; a share-based one
 // only where all models have the same compute slices).
 bool NamesMemory(const Workload& workload);

@@ -10,7 +10,9 @@
 
 #include "sim/mig_replay/benchmark.h"
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/headline.h"
 #include "sim/mig_replay/optimum_study.h"
+#include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/report.h"
 #include "sim/mig_replay/summary.h"
 #include "sim/mig_replay/upper_bound.h"
@@ -40,38 +42,6 @@ Result<std::vector<std::string>> Select(const std::vector<std::string>& given,
   return given;
 }
 
-// One line per cell: at saturation the demand served (memory slices of the intended profiles
-// held, % of all), in steady state the acceptance rate, with a pending queue the pods ever
-// placed: the headline of each protocol. A policy without a row prints "-".
-void PrintSummaryTable(const std::vector<SummaryRow>& rows,
-                       const std::vector<std::string>& policies) {
-  std::printf(
-      "saturation: demand served (%% of memory slices); steady-L: acceptance %%; pending-L: pods "
-      "ever placed %%\n");
-  std::printf("%-13s %-12s %-11s", "fleet", "workload", "protocol");
-  for (const auto& p : policies) {
-    std::printf(" %*s", std::max<int>(7, static_cast<int>(p.size())), p.c_str());
-  }
-  std::printf("\n");
-  for (const SummaryRow& r : rows) {
-    if (r.policy != policies.front()) continue;
-    std::printf("%-13s %-12s %-11s", r.fleet.c_str(), r.workload.c_str(), r.protocol.c_str());
-    for (const auto& p : policies) {
-      const int width = std::max<int>(7, static_cast<int>(p.size()));
-      const SummaryRow* row = FindRow(rows, r.fleet, r.workload, r.protocol, p);
-      if (row == nullptr) {
-        std::printf(" %*s", width, "-");
-        continue;
-      }
-      const double value = r.protocol == "saturation"           ? row->served_slices.mean
-                           : r.protocol.starts_with("pending-") ? row->ever_placed.mean
-                                                                : row->acceptance.mean;
-      std::printf(" %*.1f", width, value);
-    }
-    std::printf("\n");
-  }
-}
-
 }  // namespace
 
 std::string SeedsLabel(const std::vector<uint64_t>& seeds) {
@@ -96,6 +66,9 @@ Status ReplayMig(const MigReplayOptions& o) {
                  " is not between 1 and 999"};
   }
   if (o.jobs < 0) return Error{"--jobs: must be 0 (one per CPU) or more"};
+  if (o.placement_bound_max_gpus < 0) {
+    return Error{"--placement-bound-max-gpus: must be 0 (never) or more"};
+  }
   if (o.stop_after_rejections < 0) return Error{"--stop-after-rejections: must be 0 or more"};
   for (double load : o.loads) {
     if (!(load > 0 && load <= 10)) {
@@ -116,9 +89,10 @@ Status ReplayMig(const MigReplayOptions& o) {
   if (!policies.ok()) return policies.error();
 
   const std::vector<std::string> workload_names = {
-      std::string(kWorkloadUniform), std::string(kWorkloadSmallHeavy),
-      std::string(kWorkloadLargeHeavy), std::string(kWorkloadMemoryMix),
-      std::string(kWorkloadOpenb)};
+      std::string(kWorkloadUniform),     std::string(kWorkloadSmallHeavy),
+      std::string(kWorkloadLargeHeavy),  std::string(kWorkloadMemoryMix),
+      std::string(kWorkloadMultiSmall),  std::string(kWorkloadMultiMixed),
+      std::string(kWorkloadMultiMemory), std::string(kWorkloadOpenb)};
   auto chosen = Select(o.workloads, workload_names, "--workload");
   if (!chosen.ok()) return chosen.error();
   std::vector<std::string> notes;
@@ -133,6 +107,9 @@ Status ReplayMig(const MigReplayOptions& o) {
       options.workloads.push_back(MakeSyntheticWorkload(SyntheticMix::kLargeHeavy));
     }
     if (name == kWorkloadMemoryMix) options.workloads.push_back(MakeMemoryMixWorkload());
+    if (name == kWorkloadMultiSmall) options.workloads.push_back(MakeMultiSmallWorkload());
+    if (name == kWorkloadMultiMixed) options.workloads.push_back(MakeMultiMixedWorkload());
+    if (name == kWorkloadMultiMemory) options.workloads.push_back(MakeMultiMemoryWorkload());
     if (name != kWorkloadOpenb) continue;
     if (o.trace_csv.empty()) {
       if (!o.workloads.empty())
@@ -155,6 +132,7 @@ Status ReplayMig(const MigReplayOptions& o) {
   options.nodes_per_fleet = o.nodes_per_fleet;
   options.loads = o.loads;
   options.pending_queue = !o.skip_pending;
+  options.placement_bound_max_gpus = o.placement_bound_max_gpus;
   options.stop_after_rejections = o.stop_after_rejections;
   options.jobs = o.jobs;
 
@@ -167,7 +145,13 @@ Status ReplayMig(const MigReplayOptions& o) {
   std::vector<std::string> columns = options.policies;
   columns.emplace_back(kReferencePooledSlices);
   columns.emplace_back(kUpperBound);
-  PrintSummaryTable(rows, columns);
+  if (std::any_of(records->begin(), records->end(),
+                  [](const RunRecord& r) { return r.policy == kPlacementBound; })) {
+    columns.emplace_back(kPlacementBound);
+  }
+  const std::vector<HeadlineRow> headline =
+      BuildHeadline(records.value(), kPolicyTessera, FeaturedBaselines());
+  std::fputs(HeadlineText(headline).c_str(), stdout);
 
   std::vector<OptimumCase> optimum;
   if (!o.skip_optimum) {
@@ -200,6 +184,7 @@ Status ReplayMig(const MigReplayOptions& o) {
     std::ofstream(o.out_dir + "/summary.csv") << SummaryCsv(rows);
     std::ofstream(o.out_dir + "/runs.csv") << RunsCsv(records.value());
     std::ofstream(o.out_dir + "/types.csv") << TypesCsv(records.value());
+    std::ofstream(o.out_dir + "/headline.md") << HeadlineMarkdown(headline);
     if (!optimum.empty()) {
       std::ofstream(o.out_dir + "/optimum.csv") << OptimumCsv(optimum, options.policies);
     }
@@ -222,10 +207,11 @@ Status ReplayMig(const MigReplayOptions& o) {
     report.notes.emplace_back(params);
     report.policies = columns;
     report.rows = rows;
+    report.headline = headline;
     report.optimum = optimum;
     std::ofstream(o.out_dir + "/report.html") << RenderMigHtmlReport(report);
-    std::printf("wrote %s/summary.csv, runs.csv, types.csv, %sreport.html\n", o.out_dir.c_str(),
-                optimum.empty() ? "" : "optimum.csv, ");
+    std::printf("wrote %s/summary.csv, runs.csv, types.csv, headline.md, %sreport.html\n",
+                o.out_dir.c_str(), optimum.empty() ? "" : "optimum.csv, ");
   }
   return Status{};
 }

@@ -21,7 +21,9 @@ struct MigReplayOptions {
   int stop_after_rejections = 100;
   bool skip_optimum = false;
   bool skip_pending = false;  // no pending-queue protocol
-  std::string out_dir;        // empty: no files
+  // Fleets of at most this many GPUs also get the placement LP bound (0: never).
+  int placement_bound_max_gpus = 16;
+  std::string out_dir;  // empty: no files
   int jobs = 1;
   // Operators' node policies (--define-node-policy): tessera under each is the policy
   // "tessera:NAME", which --policy may name.

@@ -22,6 +22,8 @@ inline constexpr std::string_view kPolicyTessera = "tessera";
 // Not in the default set: tessera with --gpu-scheduler-policy=binpack, for comparison.
 inline constexpr std::string_view kPolicyTesseraGpuBinpack = "tessera-gpu-binpack";
 inline constexpr std::string_view kPolicyHami210 = "hami-2.10";
+// HAMi master after PR #2855: joint, backtracking planning of a pod's instances on one card.
+inline constexpr std::string_view kPolicyHamiMaster = "hami-master";
 inline constexpr std::string_view kPolicyLargestFreeRun = "largest-free-run";
 inline constexpr std::string_view kPolicyFirstFit = "first-fit";
 inline constexpr std::string_view kPolicyBestFit = "best-fit";

@@ -134,6 +134,7 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
     if (i >= warmup) {
       m.CountEverPlaced(a.type);
       m.wait_sum += now - a.time;
+      m.CountWait(a.type, now - a.time);
       m.served_slices += served;
     }
     return true;
@@ -175,6 +176,13 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
       if (measured) m.CountAccepted(a.type);
     } else {
       waiting.push_back(i);
+    }
+  }
+  // Censored: a measured request still waiting at the end waited at least until then.
+  if (!arrivals.empty()) {
+    const double end = arrivals.back().time;
+    for (const size_t i : waiting) {
+      if (i >= warmup) m.CountWait(arrivals[i].type, end - arrivals[i].time);
     }
   }
   if (m.arrived > 0) {

@@ -110,6 +110,18 @@ struct RunMetrics {
     ++ever_placed;
     ++OfType(type).ever_placed;
   }
+  // Pending-queue protocol (c) only: per request type, the wait of every measured arrival, in
+  // mean lifetimes and in arrival order of placement: from arrival to placement for those
+  // placed, and censored at the end of the run (its last arrival) for those still waiting then,
+  // so that requests never placed count among the longest waits. Empty elsewhere. Floats: a
+  // benchmark keeps every run's waits until its CSV files are written.
+  std::vector<std::vector<float>> waits_by_type;
+  void CountWait(int type, double wait) {
+    if (static_cast<size_t>(type) >= waits_by_type.size()) {
+      waits_by_type.resize(static_cast<size_t>(type) + 1);
+    }
+    waits_by_type[static_cast<size_t>(type)].push_back(static_cast<float>(wait));
+  }
 };
 
 // Protocol (a), arrivals until saturation: requests arrive one by one in the given order and a
@@ -130,8 +142,9 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
 // kube-scheduler requeues unschedulable pods on a cluster event (what `tessera simulate` does);
 // a new arrival is tried at once. A request placed after waiting leaves a lifetime after its
 // placement. The run ends at the last arrival. Over the arrivals after `warmup`: `accepted` are
-// those placed on arrival, `ever_placed` those placed by the end, with their waits; the snapshot
-// and served ratio are averaged as in (b).
+// those placed on arrival, `ever_placed` those placed by the end, with their waits (wait_sum;
+// waits_by_type also holds the censored waits of those never placed); the snapshot and served
+// ratio are averaged as in (b).
 // With `skip_failed_types`, once a waiting request of a type fails in a retry round the later
 // ones of that type are not tried in that round: the round only adds pods, so they would fail
 // too under a policy whose refusals are monotone in occupancy (checked against the full retry

@@ -1,11 +1,13 @@
 #include "sim/mig_replay/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "core/common/strings.h"
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/policy.h"
 #include "sim/mig_replay/upper_bound.h"
 #include "sim/replay/report_kit.h"
@@ -24,19 +26,22 @@ std::string Color(const std::string& policy) {
   if (policy == kPolicyTesseraGpuBinpack) return "#ff9896";
   if (policy == kReferencePooledSlices) return "#bbbbbb";
   if (policy == kUpperBound) return "#555555";
+  if (policy == kPlacementBound) return "#888888";
   const auto& names = AllPolicyNames();
   const auto it = std::find(names.begin(), names.end(), policy);
   return replay::SeriesColor(it == names.end() ? 0 : static_cast<size_t>(it - names.begin()));
 }
 
 // Columns that are not policies: never "best".
-bool IsReference(const std::string& p) { return p == kReferencePooledSlices || p == kUpperBound; }
+bool IsReference(const std::string& p) {
+  return p == kReferencePooledSlices || p == kUpperBound || p == kPlacementBound;
+}
 
 // The bound has only acceptance and demand served; the other measures are placements'.
 std::vector<std::string> WithoutBound(const std::vector<std::string>& policies) {
   std::vector<std::string> out;
   for (const auto& p : policies) {
-    if (p != kUpperBound) out.push_back(p);
+    if (p != kUpperBound && p != kPlacementBound) out.push_back(p);
   }
   return out;
 }
@@ -88,6 +93,58 @@ std::string BarChart(const std::string& title, const std::vector<SummaryRow>& ro
     svg.Rect(lx, height - 24, 10, 10, Color(p));
     svg.Text(lx + 13, height - 15, p);
     lx += 13 + 7.0 * static_cast<double>(p.size()) + 14;
+  }
+  return svg.Finish();
+}
+
+// tessera minus the best baseline on demand served, one bar per fleet, with the 95% interval
+// of the seed-by-seed difference: the axis is centred on 0, so a small difference reads as
+// what it is, not as two tall bars of nearly the same height.
+std::string DifferenceChart(const std::string& title, const std::vector<HeadlineRow>& headline,
+                            const std::string& workload, const std::string& protocol,
+                            const std::vector<std::string>& fleets) {
+  std::vector<const HeadlineRow*> cells;
+  double extent = 1;  // points; at least +-1 so that noise does not fill the chart
+  for (const auto& f : fleets) {
+    const HeadlineRow* found = nullptr;
+    for (const auto& r : headline) {
+      if (r.fleet == f && r.workload == workload && r.protocol == protocol) found = &r;
+    }
+    cells.push_back(found);
+    if (found == nullptr || std::isnan(found->versus_best.mean)) continue;
+    const double hw =
+        std::isnan(found->versus_best.half_width_95) ? 0 : found->versus_best.half_width_95;
+    extent = std::max(extent, std::abs(found->versus_best.mean) + hw);
+  }
+  extent = std::ceil(extent);
+  constexpr int kLeft = 50, kTop = 30, kHeight = 160, kBottom = 40, kGroupWidth = 110;
+  const int width = kLeft + kGroupWidth * static_cast<int>(fleets.size()) + 20;
+  replay::SvgCanvas svg(width, kTop + kHeight + kBottom, 11);
+  svg.Title(kLeft, 16, title);
+  auto y = [&](double points) {
+    return kTop + kHeight * (0.5 - std::clamp(points, -extent, extent) / (2 * extent));
+  };
+  for (double v : {-extent, -extent / 2, 0.0, extent / 2, extent}) {
+    svg.Line(kLeft, y(v), width - 20, y(v), v == 0 ? "#888" : "#eee");
+    svg.Text(kLeft - 6, y(v) + 4, (v > 0 ? "+" : "") + Num(v, 1), "end");
+  }
+  for (size_t f = 0; f < fleets.size(); ++f) {
+    const double x = kLeft + kGroupWidth * static_cast<double>(f) + kGroupWidth * 0.25;
+    const HeadlineRow* r = cells[f];
+    if (r != nullptr && !std::isnan(r->versus_best.mean)) {
+      const double d = r->versus_best.mean;
+      const bool behind = HeadlineVersus{r->best_baseline, 0, r->versus_best}.behind();
+      svg.Rect(x, std::min(y(d), y(0)), kGroupWidth * 0.5, std::abs(y(d) - y(0)),
+               behind ? "#1f77b4" : "#d62728", "none",
+               fleets[f] + ": tessera - " + r->best_baseline + " = " + Num(d, 2) + " points");
+      if (!std::isnan(r->versus_best.half_width_95)) {
+        const double cx = x + kGroupWidth * 0.25;
+        svg.Line(cx, y(d - r->versus_best.half_width_95), cx, y(d + r->versus_best.half_width_95),
+                 "#000");
+      }
+      svg.Text(x + kGroupWidth * 0.25, kTop + kHeight + 26, "vs " + r->best_baseline, "middle");
+    }
+    svg.Text(x + kGroupWidth * 0.25, kTop + kHeight + 14, fleets[f], "middle");
   }
   return svg.Finish();
 }
@@ -197,6 +254,19 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
        << "pooled-slices reference policy (slices as a pool, positions ignored; it can be "
        << "beaten), dark grey the upper bound no policy can exceed. "
        << "See docs/mig-replay.md for the protocols and the definitions.</p>\n";
+  if (!input.headline.empty()) {
+    html << "<h2>Results first: tessera minus the best baseline</h2>\n<p>Demand served (memory "
+         << "slices of the intended profiles held), tessera minus the baseline that serves the "
+         << "most in each cell, mean over seeds with the 95% interval of the seed-by-seed "
+         << "difference. Red: at or above it, or within the noise; blue: behind beyond the "
+         << "interval.</p>\n";
+    for (const auto& w : workloads) {
+      for (const auto& pr : protocols) {
+        html << DifferenceChart(w + ", " + pr + ": tessera - best baseline, demand served (points)",
+                                input.headline, w, pr, fleets);
+      }
+    }
+  }
   for (const auto& w : workloads) {
     html << "<h2>Workload " << HtmlEscape(w) << "</h2>\n";
     for (const auto& pr : protocols) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/mig_replay/headline.h"
 #include "sim/mig_replay/optimum_study.h"
 #include "sim/mig_replay/summary.h"
 
@@ -16,6 +17,8 @@ struct MigReportInput {
   std::vector<std::string> notes;     // shown under the title (skipped workloads, parameters)
   std::vector<std::string> policies;  // in column order; the bound comes last
   std::vector<SummaryRow> rows;
+  // tessera against the best baseline per cell: drawn first, as differences (not bars from 0%).
+  std::vector<HeadlineRow> headline;
   std::vector<OptimumCase> optimum;  // may be empty
 };
 

@@ -1,4 +1,5 @@
 #include "sim/mig_replay/summary.h"
+#include "sim/mig_replay/starvation.h"
 #include "sim/replay/report_kit.h"
 
 #include <cmath>
@@ -114,6 +115,7 @@ std::string TypesCsv(const std::vector<RunRecord>& records) {
     const RunRecord* first;
     int n_seeds = 0;
     std::vector<TypeOutcome> sums;
+    std::vector<const RunRecord*> runs;
   };
   std::map<Key, size_t> index;
   std::vector<Group> groups;  // in the records' order
@@ -121,9 +123,12 @@ std::string TypesCsv(const std::vector<RunRecord>& records) {
     if (r.metrics.by_type.empty()) continue;
     const Key key{r.fleet, r.workload, r.protocol, r.policy};
     auto [it, inserted] = index.emplace(key, groups.size());
-    if (inserted) groups.push_back(Group{&r, 0, std::vector<TypeOutcome>(r.type_labels.size())});
+    if (inserted) {
+      groups.push_back(Group{&r, 0, std::vector<TypeOutcome>(r.type_labels.size()), {}});
+    }
     Group& g = groups[it->second];
     ++g.n_seeds;
+    g.runs.push_back(&r);
     for (size_t t = 0; t < r.metrics.by_type.size() && t < g.sums.size(); ++t) {
       g.sums[t] += r.metrics.by_type[t];
     }
@@ -132,15 +137,19 @@ std::string TypesCsv(const std::vector<RunRecord>& records) {
     return Fixed(whole == 0 ? 0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
   };
   replay::CsvWriter csv({"fleet", "workload", "protocol", "policy", "n_seeds", "type", "arrived",
-                         "accepted", "accepted_pct", "ever_placed", "ever_placed_pct"});
+                         "accepted", "accepted_pct", "ever_placed", "ever_placed_pct",
+                         "never_placed_pct", "wait_p95"});
   for (const Group& g : groups) {
     const RunRecord& r = *g.first;
+    const std::vector<TypeStarvation> starved = PooledStarvation(g.runs);
     for (size_t t = 0; t < g.sums.size(); ++t) {
       const TypeOutcome& o = g.sums[t];
+      const TypeStarvation& s = starved[t];
       csv.Row({r.fleet, r.workload, r.protocol, r.policy, std::to_string(g.n_seeds),
                r.type_labels[t], std::to_string(o.arrived), std::to_string(o.accepted),
                pct(o.accepted, o.arrived), std::to_string(o.ever_placed),
-               pct(o.ever_placed, o.arrived)});
+               pct(o.ever_placed, o.arrived), Fixed(s.never_placed_pct),
+               s.has_wait ? Fixed(s.wait_p95) : std::string()});
     }
   }
   return csv.text();

@@ -42,7 +42,11 @@ std::string SummaryCsv(const std::vector<SummaryRow>& rows);
 std::string RunsCsv(const std::vector<RunRecord>& records);
 // types.csv: per (fleet, workload, protocol, policy) and request type, the requests that
 // arrived, were accepted on arrival and (pending queue) were ever placed, summed over the seeds
-// (RunMetrics::by_type); the bounds, which place nothing, are left out.
+// (RunMetrics::by_type); the bounds, which place nothing, are left out. never_placed_pct and
+// wait_p95 are the type's starvation (starvation.h, pooled over the seeds): the % of its
+// requests never placed (pending queue: still waiting at the end; otherwise refused on arrival)
+// and, pending queue only (empty elsewhere), the nearest-rank 95th percentile of their waits in
+// mean lifetimes, those never placed counted with their wait censored at the run's end.
 std::string TypesCsv(const std::vector<RunRecord>& records);
 
 // The row for the key, or nullptr.

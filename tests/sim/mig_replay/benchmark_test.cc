@@ -1,4 +1,5 @@
 #include "sim/mig_replay/benchmark.h"
+#include "sim/mig_replay/placement_bound.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +18,6 @@ namespace tessera::sim::mig_replay {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 BenchmarkOptions SmallBenchmark() {
   BenchmarkOptions o;
@@ -42,8 +42,10 @@ TEST(MigBenchmark, SameSeedsGiveTheSameCsvWhateverTheJobs) {
   EXPECT_EQ(csv, SummaryCsv(Summarize(again.value())));
   EXPECT_EQ(csv, SummaryCsv(Summarize(two.value())));
   // 2 fleets x 1 workload x 2 seeds x 3 protocols (saturation, steady-0.9, pending-0.9) x (7
-  // policies, the reference and the bound).
-  EXPECT_EQ(one->size(), 2u * 2 * 3 * 9);
+  // policies, the reference and the bound), and the placement bound of the small fleets in
+  // saturation and steady state.
+  EXPECT_EQ(one->size(), 2u * 2 * 3 * 9 + 2u * 2 * 2);
+  EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,steady-0.9,placement-bound,2,"));
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,pending-0.9,tessera,2,"));
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,pending-0.9,upper-bound,2,"));
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,steady-0.9,tessera,2,"));
@@ -97,7 +99,7 @@ TEST(MigBenchmark, EveryRunCountsItsRequestsByType) {
   for (const RunRecord& r : records.value()) {
     SCOPED_TRACE(r.fleet + " " + r.protocol + " " + r.policy);
     EXPECT_EQ(r.type_labels.size(), SmallBenchmark().workloads.front().types.size());
-    if (r.policy == kUpperBound) {
+    if (r.policy == kUpperBound || r.policy == kPlacementBound) {
       EXPECT_TRUE(r.metrics.by_type.empty());
       continue;
     }

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/mig_replay/benchmark.h"
+#include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/upper_bound.h"
 #include "test_fleet.h"
 
 namespace tessera::sim::mig_replay {
@@ -113,6 +116,177 @@ TEST(MigDemand, MemoryRequestsMapToTheSmallestProfileWithThatMemory) {
   EXPECT_NEAR(sum, 1.0, 1e-12);
   // More than 40 GB fits no A100-40GB profile.
   EXPECT_EQ(IntendedName("A100-40GB", RequestType{1, 1, 1, "big", 41000}), "none");
+}
+
+// The multi-instance workloads (issue 39): pods of several instances on one node, which may share
+// a GPU, among one-instance pods of every size.
+double Sum(const std::vector<double>& p) {
+  double sum = 0;
+  for (double x : p) sum += x;
+  return sum;
+}
+
+// Probability of the types asking more than one instance.
+double MultiInstanceShare(const Workload& w) {
+  double share = 0;
+  for (size_t t = 0; t < w.types.size(); ++t) {
+    if (w.types[t].count > 1) share += w.probabilities[t];
+  }
+  return share;
+}
+
+std::vector<std::string> Labels(const Workload& w) {
+  std::vector<std::string> out;
+  for (const RequestType& t : w.types) out.push_back(t.label);
+  return out;
+}
+
+std::vector<int32_t> Counts(const Workload& w) {
+  std::vector<int32_t> out;
+  for (const RequestType& t : w.types) out.push_back(t.count);
+  return out;
+}
+
+std::vector<std::string> IntendedNames(const std::string& model, const Workload& w) {
+  std::vector<std::string> out;
+  for (const RequestType& t : w.types) out.push_back(IntendedName(model, t));
+  return out;
+}
+
+TEST(MigDemand, MultiSmallAsksSeveral1gInstancesInHalfThePods) {
+  const Workload w = MakeMultiSmallWorkload();
+  EXPECT_EQ(w.name, "multi-small");
+  EXPECT_FALSE(NamesMemory(w));
+  EXPECT_THAT(Labels(w), ::testing::ElementsAre("1/7", "2/7", "3/7", "4/7", "7/7", "1/7 x2",
+                                                "1/7 x3", "1/7 x4"));
+  EXPECT_THAT(Counts(w), ::testing::ElementsAre(1, 1, 1, 1, 1, 2, 3, 4));
+  EXPECT_THAT(w.probabilities,
+              ::testing::ElementsAre(0.15, 0.10, 0.10, 0.08, 0.07, 0.25, 0.15, 0.10));
+  EXPECT_NEAR(Sum(w.probabilities), 1.0, 1e-12);
+  EXPECT_NEAR(MultiInstanceShare(w), 0.5, 1e-12);
+  EXPECT_THAT(IntendedNames("A100-40GB", w),
+              ::testing::ElementsAre("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.5gb",
+                                     "1g.5gb", "1g.5gb"));
+  EXPECT_THAT(IntendedNames("H100-SXM5-80GB", w),
+              ::testing::ElementsAre("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb",
+                                     "1g.10gb", "1g.10gb", "1g.10gb"));
+  EXPECT_THAT(IntendedNames("B200-180GB", w),
+              ::testing::ElementsAre("1g.23gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb",
+                                     "1g.23gb", "1g.23gb", "1g.23gb"));
+  // 4 compute slices: the shares map as in the synthetic mixes, 1/7 to 1g.24gb.
+  EXPECT_THAT(IntendedNames("RTX-PRO-6000-Blackwell-96GB", w),
+              ::testing::ElementsAre("1g.24gb", "2g.48gb", "2g.48gb", "4g.96gb", "4g.96gb",
+                                     "1g.24gb", "1g.24gb", "1g.24gb"));
+}
+
+TEST(MigDemand, MultiMixedAsksSeveralInstancesOfMixedSizes) {
+  const Workload w = MakeMultiMixedWorkload();
+  EXPECT_EQ(w.name, "multi-mixed");
+  EXPECT_FALSE(NamesMemory(w));
+  EXPECT_THAT(Labels(w),
+              ::testing::ElementsAre("1/7", "2/7", "3/7", "4/7", "7/7", "1/7 x2", "1/7 x3",
+                                     "1/7 x4", "2/7 x2", "2/7 x3", "3/7 x2", "4/7 x2"));
+  EXPECT_THAT(Counts(w), ::testing::ElementsAre(1, 1, 1, 1, 1, 2, 3, 4, 2, 3, 2, 2));
+  EXPECT_NEAR(Sum(w.probabilities), 1.0, 1e-12);
+  EXPECT_NEAR(MultiInstanceShare(w), 0.5, 1e-12);
+  EXPECT_THAT(
+      IntendedNames("A100-80GB", w),
+      ::testing::ElementsAre("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", "1g.10gb",
+                             "1g.10gb", "1g.10gb", "2g.20gb", "2g.20gb", "3g.40gb", "4g.40gb"));
+  EXPECT_THAT(
+      IntendedNames("H200-141GB", w),
+      ::testing::ElementsAre("1g.18gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", "1g.18gb",
+                             "1g.18gb", "1g.18gb", "2g.35gb", "2g.35gb", "3g.71gb", "4g.71gb"));
+}
+
+// 4000 MiB is a 1g on every model, the RTX PRO 6000's 1g.24gb included, so the multi-instance
+// memory workload runs on every fleet, mixed-rtx too.
+TEST(MigDemand, MultiMemoryMapsItsSeveralInstancesTo1gOnEveryModel) {
+  const Workload w = MakeMultiMemoryWorkload();
+  EXPECT_EQ(w.name, "multi-memory");
+  EXPECT_TRUE(NamesMemory(w));
+  EXPECT_THAT(Labels(w), ::testing::ElementsAre("4000MiB x1", "19000MiB x1", "40000MiB x1",
+                                                "4000MiB x2", "4000MiB x3", "4000MiB x4"));
+  EXPECT_THAT(Counts(w), ::testing::ElementsAre(1, 1, 1, 2, 3, 4));
+  EXPECT_THAT(w.probabilities, ::testing::ElementsAre(0.25, 0.15, 0.10, 0.25, 0.15, 0.10));
+  EXPECT_NEAR(Sum(w.probabilities), 1.0, 1e-12);
+  EXPECT_NEAR(MultiInstanceShare(w), 0.5, 1e-12);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {"A100-40GB", {"1g.5gb", "3g.20gb", "7g.40gb"}},
+      {"A100-80GB", {"1g.10gb", "2g.20gb", "3g.40gb"}},
+      {"H100-SXM5-80GB", {"1g.10gb", "2g.20gb", "3g.40gb"}},
+      {"H200-141GB", {"1g.18gb", "2g.35gb", "3g.71gb"}},
+      {"B200-180GB", {"1g.23gb", "1g.23gb", "2g.45gb"}},
+      {"RTX-PRO-6000-Blackwell-96GB", {"1g.24gb", "1g.24gb", "2g.48gb"}},
+  };
+  for (const auto& [model, one] : expected) {
+    EXPECT_THAT(IntendedNames(model, w),
+                ::testing::ElementsAre(one[0], one[1], one[2], one[0], one[0], one[0]))
+        << model;
+    EXPECT_EQ(one[0].substr(0, 3), "1g.") << model;
+  }
+}
+
+TEST(MigDemand, MultiInstanceWorkloadsRunWhereTheirRequestsMeanTheSame) {
+  const auto& catalog = Catalog();
+  for (const Workload& w : {MakeMultiSmallWorkload(), MakeMultiMixedWorkload()}) {
+    EXPECT_TRUE(RunsOn(*FindFleet("a100-40gb"), w, catalog)) << w.name;
+    EXPECT_TRUE(RunsOn(*FindFleet("rtx-pro-6000"), w, catalog)) << w.name;
+    EXPECT_TRUE(RunsOn(*FindFleet("mixed"), w, catalog)) << w.name;
+    EXPECT_FALSE(RunsOn(*FindFleet("mixed-rtx"), w, catalog)) << w.name;
+  }
+  for (const FleetSpec& fleet : AllFleets()) {
+    EXPECT_TRUE(RunsOn(fleet, MakeMultiMemoryWorkload(), catalog)) << fleet.name;
+  }
+}
+
+// A short run of each protocol and every policy (and the bounds) on a small fleet: the pods of
+// several instances are placed, and each type's counts add up.
+TEST(MigDemand, MultiInstanceWorkloadsRunInEveryProtocol) {
+  BenchmarkOptions options;
+  options.warmup_lifetimes = 1;
+  options.measure_lifetimes = 2;
+  const std::vector<Protocol> protocols = {Protocol{false, 0, false}, Protocol{true, 0.9, false},
+                                           Protocol{true, 1.2, true}};
+  const std::vector<std::pair<std::string, Workload>> cells = {
+      {"a100-40gb", MakeMultiSmallWorkload()},
+      {"h100-80gb", MakeMultiMixedWorkload()},
+      {"mixed-rtx", MakeMultiMemoryWorkload()},
+  };
+  std::vector<std::string> policies = AllPolicyNames();
+  policies.emplace_back(kReferencePooledSlices);
+  policies.emplace_back(kUpperBound);
+  for (const auto& [fleet, workload] : cells) {
+    auto nodes = BuildFleetNodes(*FindFleet(fleet), 3, Catalog());
+    ASSERT_TRUE(nodes.ok()) << nodes.error().message;
+    for (const Protocol& protocol : protocols) {
+      for (const std::string& policy : policies) {
+        const std::string cell = fleet + " " + workload.name + " " + protocol.Name() + " " + policy;
+        auto run = RunOne(nodes.value(), fleet, workload, protocol, policy, 42, options);
+        ASSERT_TRUE(run.ok()) << cell << ": " << run.error().message;
+        const RunMetrics& m = run->metrics;
+        EXPECT_GT(m.arrived, 0) << cell;
+        EXPECT_GT(m.accepted, 0) << cell;
+        EXPECT_EQ(run->type_labels.size(), workload.types.size()) << cell;
+        if (policy == kUpperBound) continue;
+        int64_t arrived = 0;
+        int64_t multi_accepted = 0;
+        for (size_t t = 0; t < m.by_type.size(); ++t) {
+          arrived += m.by_type[t].arrived;
+          if (workload.types[t].count > 1) multi_accepted += m.by_type[t].accepted;
+        }
+        EXPECT_EQ(arrived, m.arrived) << cell;
+        EXPECT_GT(multi_accepted, 0) << cell;
+        if (protocol.pending) {
+          size_t waits = 0;
+          for (const auto& w : m.waits_by_type) waits += w.size();
+          EXPECT_EQ(waits, static_cast<size_t>(m.arrived)) << cell;
+        } else {
+          EXPECT_TRUE(m.waits_by_type.empty()) << cell;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -65,7 +65,10 @@ TEST(PendingQueue, SkippingFailedTypesChangesNothingForAnyPolicy) {
   };
   const std::vector<Case> cases = {{"a100-40gb", MakeSyntheticWorkload(SyntheticMix::kSmallHeavy)},
                                    {"h100-80gb", MakeMemoryMixWorkload()},
-                                   {"mixed-rtx", MakeMemoryMixWorkload()}};
+                                   {"mixed-rtx", MakeMemoryMixWorkload()},
+                                   // Pods of several instances, which may share a GPU.
+                                   {"a100-40gb", MakeMultiMixedWorkload()},
+                                   {"mixed-rtx", MakeMultiMemoryWorkload()}};
   for (const Case& c : cases) {
     const FleetSpec* spec = FindFleet(c.fleet);
     ASSERT_NE(spec, nullptr);
@@ -85,7 +88,8 @@ TEST(PendingQueue, SkippingFailedTypesChangesNothingForAnyPolicy) {
               SamplePoissonArrivals(c.workload, static_cast<size_t>(6 * rate), rate, rng);
           runs[skip] = RunPendingQueue(placer, arrivals, static_cast<size_t>(2 * rate), skip != 0);
         }
-        const std::string where = c.fleet + " " + policy + " seed " + std::to_string(seed);
+        const std::string where =
+            c.fleet + " " + c.workload.name + " " + policy + " seed " + std::to_string(seed);
         // Static partitions refuse what has no slot for good; every other policy had pods wait.
         if (policy.rfind("static-", 0) != 0) {
           EXPECT_GT(runs[0].ever_placed, runs[0].accepted) << where << ": nothing waited";
@@ -94,6 +98,8 @@ TEST(PendingQueue, SkippingFailedTypesChangesNothingForAnyPolicy) {
         EXPECT_EQ(runs[0].ever_placed, runs[1].ever_placed) << where;
         EXPECT_EQ(runs[0].served_slices, runs[1].served_slices) << where;
         EXPECT_DOUBLE_EQ(runs[0].wait_sum, runs[1].wait_sum) << where;
+        EXPECT_EQ(runs[0].by_type, runs[1].by_type) << where;
+        EXPECT_EQ(runs[0].waits_by_type, runs[1].waits_by_type) << where;
         EXPECT_DOUBLE_EQ(runs[0].snapshot.memory_slice_ratio, runs[1].snapshot.memory_slice_ratio)
             << where;
       }

@@ -85,11 +85,15 @@ TEST(TypeOutcomes, CsvSumsTheSeedsPerTypeAndLeavesOutTheBounds) {
   };
   EXPECT_EQ(TypesCsv(records),
             "fleet,workload,protocol,policy,n_seeds,type,arrived,accepted,accepted_pct,"
-            "ever_placed,ever_placed_pct\n"
-            "a100-40gb,memory-mix,pending-1.2,tessera,2,4000MiB,16,14,87.5000,15,93.7500\n"
-            "a100-40gb,memory-mix,pending-1.2,tessera,2,40000MiB x2,4,1,25.0000,2,50.0000\n"
-            "a100-40gb,memory-mix,pending-1.2,first-fit,1,4000MiB,5,0,0.0000,0,0.0000\n"
-            "a100-40gb,memory-mix,pending-1.2,first-fit,1,40000MiB x2,0,0,0.0000,0,0.0000\n");
+            "ever_placed,ever_placed_pct,never_placed_pct,wait_p95\n"
+            "a100-40gb,memory-mix,pending-1.2,tessera,2,4000MiB,16,14,87.5000,15,93.7500,6.2500,"
+            "0.0000\n"
+            "a100-40gb,memory-mix,pending-1.2,tessera,2,40000MiB x2,4,1,25.0000,2,50.0000,50.0000,"
+            "0.0000\n"
+            "a100-40gb,memory-mix,pending-1.2,first-fit,1,4000MiB,5,0,0.0000,0,0.0000,100.0000,"
+            "0.0000\n"
+            "a100-40gb,memory-mix,pending-1.2,first-fit,1,40000MiB x2,0,0,0.0000,0,0.0000,0.0000,"
+            "0.0000\n");
 }
 
 }  // namespace

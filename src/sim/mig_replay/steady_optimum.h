@@ -1,0 +1,23 @@
+#pragma once
+
+// The offline optimum of protocol (b) for tiny clusters (docs/mig-replay.md, "References and
+// bounds"): knowing the whole stream, the most intended memory slices any policy can hold,
+// summed over the instants just before the measured arrivals (what RunSteadyState averages into
+// served_ratio). Each arrival in time order is rejected or placed at any legal placement of any
+// covering profile on any GPU; departures free their slices. Checks placement-bound.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/common/result.h"
+#include "sim/mig_replay/cluster.h"
+#include "sim/mig_replay/demand.h"
+
+namespace tessera::sim::mig_replay {
+
+// Exhaustive search with memoisation on (arrival, resident instances per GPU), recursion as deep
+// as the stream. Single-instance request types only; meant for 1-2 GPUs and ~16 arrivals.
+Result<int64_t> SteadyOptimumServedSum(const MigCluster& cluster,
+                                       const std::vector<Arrival>& arrivals, size_t warmup);
+
+}  // namespace tessera::sim::mig_replay
