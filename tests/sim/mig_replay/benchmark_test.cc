@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/headline.h"
 #include "sim/mig_replay/report.h"
 #include "sim/mig_replay/summary.h"
 #include "sim/mig_replay/upper_bound.h"
@@ -27,6 +28,9 @@ BenchmarkOptions SmallBenchmark() {
   o.seeds = {42, 43};
   o.nodes_per_fleet = 2;
   o.loads = {0.9};
+  // The placement LP costs seconds per cell (placement_bound_test.cc checks it); the test of
+  // every run's counts turns it on.
+  o.placement_bound_max_gpus = 0;
   return o;
 }
 
@@ -42,10 +46,8 @@ TEST(MigBenchmark, SameSeedsGiveTheSameCsvWhateverTheJobs) {
   EXPECT_EQ(csv, SummaryCsv(Summarize(again.value())));
   EXPECT_EQ(csv, SummaryCsv(Summarize(two.value())));
   // 2 fleets x 1 workload x 2 seeds x 3 protocols (saturation, steady-0.9, pending-0.9) x (7
-  // policies, the reference and the bound), and the placement bound of the small fleets in
-  // saturation and steady state.
-  EXPECT_EQ(one->size(), 2u * 2 * 3 * 9 + 2u * 2 * 2);
-  EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,steady-0.9,placement-bound,2,"));
+  // policies, the reference and the bound).
+  EXPECT_EQ(one->size(), 2u * 2 * 3 * 9);
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,pending-0.9,tessera,2,"));
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,pending-0.9,upper-bound,2,"));
   EXPECT_THAT(csv, HasSubstr("a100-40gb,small-heavy,steady-0.9,tessera,2,"));
@@ -86,7 +88,12 @@ TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
   input.policies.emplace_back(kReferencePooledSlices);
   input.policies.emplace_back(kUpperBound);
   input.rows = Summarize(records.value());
+  input.headline = BuildHeadline(records.value(), kPolicyTessera, FeaturedBaselines());
   const std::string html = RenderMigHtmlReport(input);
+  // The difference to the best baseline comes first, one chart per workload and protocol.
+  EXPECT_LT(html.find("Results first: tessera minus the best baseline"),
+            html.find("<h2>Workload small-heavy"));
+  EXPECT_THAT(html, HasSubstr("small-heavy, steady-0.9: tessera - best baseline"));
   EXPECT_THAT(html, HasSubstr("<svg"));
   for (const auto& p : input.policies) EXPECT_THAT(html, HasSubstr(p));
   EXPECT_THAT(html, HasSubstr("Pods ever placed, pending queue"));
@@ -94,8 +101,12 @@ TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
 }
 
 TEST(MigBenchmark, EveryRunCountsItsRequestsByType) {
-  auto records = RunBenchmark(SmallBenchmark(), testing::Catalog());
+  BenchmarkOptions o = SmallBenchmark();
+  o.placement_bound_max_gpus = 16;  // both fleets: saturation and steady state get the LP bound
+  auto records = RunBenchmark(o, testing::Catalog());
   ASSERT_TRUE(records.ok()) << records.error().message;
+  // 2 fleets x 2 seeds x 3 protocols x 9 columns, and the LP bound in 2 of the 3 protocols.
+  EXPECT_EQ(records->size(), 2u * 2 * 3 * 9 + 2u * 2 * 2);
   for (const RunRecord& r : records.value()) {
     SCOPED_TRACE(r.fleet + " " + r.protocol + " " + r.policy);
     EXPECT_EQ(r.type_labels.size(), SmallBenchmark().workloads.front().types.size());
