@@ -59,28 +59,15 @@ class HamiPolicy : public MigPolicy {
   }
   Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
                                      std::mt19937_64& /*rng*/) override {
-    int best = -1;
-    float best_score = 0;
-    std::vector<InstancePick> best_picks;
-    for (int n = 0; n < cluster.node_count(); ++n) {
+    return PlaceOnBestHamiNode(cluster, key, [&](int n) {
       const state::NodeState& node = *cluster.nodes()[n];
-      NodePicks picks = PlaceInOrder(cluster, n, type, HamiDeviceOrder(node, /*binpack=*/false),
-                                     [&](const auto& gpu, const auto& layout, int intended) {
-                                       return largest_free_run_
-                                                  ? LargestFreeRunCandidate(gpu, layout, intended)
-                                                  : HamiCandidate(gpu, layout, intended);
-                                     });
-      if (!picks) continue;
-      const float score = HamiNodeScore(node);
-      if (best < 0 || score > best_score) {
-        best = n;
-        best_score = score;
-        best_picks = std::move(*picks);
-      }
-    }
-    if (best < 0) return replay::PlaceOutcome::kRefused;
-    cluster.Commit(key, best, best_picks);
-    return replay::PlaceOutcome::kPlaced;
+      return PlaceInOrder(cluster, n, type, HamiDeviceOrder(node, /*binpack=*/false),
+                          [&](const auto& gpu, const auto& layout, int intended) {
+                            return largest_free_run_
+                                       ? LargestFreeRunCandidate(gpu, layout, intended)
+                                       : HamiCandidate(gpu, layout, intended);
+                          });
+    });
   }
 
  private:
@@ -168,6 +155,26 @@ class BestFitPolicy : public MigPolicy {
 };
 
 }  // namespace
+
+replay::PlaceOutcome PlaceOnBestHamiNode(MigCluster& cluster, const std::string& key,
+                                         const std::function<NodePicks(int node)>& place_on) {
+  int best = -1;
+  float best_score = 0;
+  std::vector<InstancePick> best_picks;
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    NodePicks picks = place_on(n);
+    if (!picks) continue;
+    const float score = HamiNodeScore(*cluster.nodes()[n]);
+    if (best < 0 || score > best_score) {
+      best = n;
+      best_score = score;
+      best_picks = std::move(*picks);
+    }
+  }
+  if (best < 0) return replay::PlaceOutcome::kRefused;
+  cluster.Commit(key, best, best_picks);
+  return replay::PlaceOutcome::kPlaced;
+}
 
 std::unique_ptr<MigPolicy> MakeHamiPolicy(bool largest_free_run) {
   return std::make_unique<HamiPolicy>(largest_free_run);

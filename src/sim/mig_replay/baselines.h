@@ -2,13 +2,21 @@
 
 // Constructors of the baseline policies (MakeMigPolicy is the public entry point).
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "sim/mig_replay/policy.h"
 
 namespace tessera::sim::mig_replay {
 
 std::unique_ptr<MigPolicy> MakeHamiPolicy(bool largest_free_run);
+
+// HAMi's node choice (2.10 and master; hami-protocol.md 7.1): among the nodes where `place_on`
+// finds picks for the pod, the highest binpack node score before the pod, ties to the first
+// node in fleet order; commits pod `key` there.
+replay::PlaceOutcome PlaceOnBestHamiNode(MigCluster& cluster, const std::string& key,
+                                         const std::function<NodePicks(int node)>& place_on);
 std::unique_ptr<MigPolicy> MakeFirstFitPolicy();
 std::unique_ptr<MigPolicy> MakeBestFitPolicy();
 std::unique_ptr<MigPolicy> MakeStaticPolicy(const MigCluster& cluster, bool balanced);

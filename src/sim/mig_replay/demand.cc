@@ -80,19 +80,18 @@ Workload MakeSyntheticWorkload(SyntheticMix mix) {
   return w;
 }
 
-Workload MakeMemoryMixWorkload() {
-  // The smallest profile of at least this memory: on A100-40GB 1g.5gb, 3g.20gb, 7g.40gb; on
-  // H100-80GB 1g.10gb, 2g.20gb, 3g.40gb; on RTX PRO 6000 1g.24gb, 1g.24gb, 2g.48gb.
-  struct Entry {
-    int32_t memory_mib;
-    int32_t count;
-    double probability;
-  };
-  static constexpr Entry kEntries[] = {{4000, 1, 0.45},  {4000, 2, 0.15},  {19000, 1, 0.15},
-                                       {19000, 2, 0.05}, {40000, 1, 0.15}, {40000, 2, 0.05}};
+namespace {
+
+// A workload of memory requests: (MiB per instance, instances, probability) per type.
+struct MemoryEntry {
+  int32_t memory_mib;
+  int32_t count;
+  double probability;
+};
+Workload MemoryWorkload(std::string_view name, std::span<const MemoryEntry> entries) {
   Workload w;
-  w.name = std::string(kWorkloadMemoryMix);
-  for (const Entry& e : kEntries) {
+  w.name = std::string(name);
+  for (const MemoryEntry& e : entries) {
     RequestType t;
     t.memory_mib = e.memory_mib;
     t.count = e.count;
@@ -101,6 +100,16 @@ Workload MakeMemoryMixWorkload() {
     w.probabilities.push_back(e.probability);
   }
   return w;
+}
+
+}  // namespace
+
+Workload MakeMemoryMixWorkload() {
+  // The smallest profile of at least this memory: on A100-40GB 1g.5gb, 3g.20gb, 7g.40gb; on
+  // H100-80GB 1g.10gb, 2g.20gb, 3g.40gb; on RTX PRO 6000 1g.24gb, 1g.24gb, 2g.48gb.
+  static constexpr MemoryEntry kEntries[] = {{4000, 1, 0.45},  {4000, 2, 0.15},  {19000, 1, 0.15},
+                                             {19000, 2, 0.05}, {40000, 1, 0.15}, {40000, 2, 0.05}};
+  return MemoryWorkload(kWorkloadMemoryMix, kEntries);
 }
 
 namespace {
@@ -152,24 +161,9 @@ Workload MakeMultiMemoryWorkload() {
   // 4000 MiB is a 1g on every model: 1g.5gb (A100-40GB), 1g.10gb (A100-80GB, H100-80GB),
   // 1g.18gb (H200), 1g.23gb (B200), 1g.24gb (RTX PRO 6000); 19000 and 40000 MiB map as in
   // memory-mix.
-  struct Entry {
-    int32_t memory_mib;
-    int32_t count;
-    double probability;
-  };
-  static constexpr Entry kEntries[] = {{4000, 1, 0.25}, {19000, 1, 0.15}, {40000, 1, 0.10},
-                                       {4000, 2, 0.25}, {4000, 3, 0.15},  {4000, 4, 0.10}};
-  Workload w;
-  w.name = std::string(kWorkloadMultiMemory);
-  for (const Entry& e : kEntries) {
-    RequestType t;
-    t.memory_mib = e.memory_mib;
-    t.count = e.count;
-    t.label = std::to_string(e.memory_mib) + "MiB x" + std::to_string(e.count);
-    w.types.push_back(std::move(t));
-    w.probabilities.push_back(e.probability);
-  }
-  return w;
+  static constexpr MemoryEntry kEntries[] = {{4000, 1, 0.25}, {19000, 1, 0.15}, {40000, 1, 0.10},
+                                             {4000, 2, 0.25}, {4000, 3, 0.15},  {4000, 4, 0.10}};
+  return MemoryWorkload(kWorkloadMultiMemory, kEntries);
 }
 
 bool NamesMemory(const Workload& workload) {

@@ -2,6 +2,8 @@
 
 #include "sim/mig_replay/hami_master.h"
 
+#include "sim/mig_replay/baselines.h"
+
 #include <algorithm>
 #include <tuple>
 
@@ -142,22 +144,8 @@ class HamiMasterPolicy : public MigPolicy {
   std::string_view Name() const override { return kPolicyHamiMaster; }
   Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
                                      std::mt19937_64& /*rng*/) override {
-    int best = -1;
-    float best_score = 0;
-    std::vector<InstancePick> best_picks;
-    for (int n = 0; n < cluster.node_count(); ++n) {
-      NodePicks picks = PlaceJointly(cluster, n, type, budget_);
-      if (!picks) continue;
-      const float score = HamiNodeScore(*cluster.nodes()[n]);
-      if (best < 0 || score > best_score) {
-        best = n;
-        best_score = score;
-        best_picks = std::move(*picks);
-      }
-    }
-    if (best < 0) return replay::PlaceOutcome::kRefused;
-    cluster.Commit(key, best, best_picks);
-    return replay::PlaceOutcome::kPlaced;
+    return PlaceOnBestHamiNode(cluster, key,
+                               [&](int n) { return PlaceJointly(cluster, n, type, budget_); });
   }
 
  private:

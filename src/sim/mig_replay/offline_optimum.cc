@@ -76,10 +76,7 @@ class OptimumSearch {
       part.push_back(static_cast<char>(l.with_media));
       parts.push_back(std::move(part));
     }
-    std::sort(parts.begin(), parts.end());
-    std::string key = std::to_string(i);
-    for (const auto& p : parts) key += "|" + p;
-    return key;
+    return OptimumMemoKey(i, std::move(parts));
   }
 
   const MigCluster& cluster_;
@@ -90,6 +87,13 @@ class OptimumSearch {
 };
 
 }  // namespace
+
+std::string OptimumMemoKey(size_t index, std::vector<std::string> gpu_parts) {
+  std::sort(gpu_parts.begin(), gpu_parts.end());
+  std::string key = std::to_string(index);
+  for (const auto& p : gpu_parts) key += "|" + p;
+  return key;
+}
 
 Result<int64_t> OfflineOptimumServedSlices(const MigCluster& cluster,
                                            const std::vector<Arrival>& arrivals) {

@@ -6,7 +6,9 @@
 // a set of instances does not depend on the order they were created in, so this bounds every
 // policy under protocol (a).
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/common/result.h"
@@ -14,6 +16,10 @@
 #include "sim/mig_replay/demand.h"
 
 namespace tessera::sim::mig_replay {
+
+// The memo key of the exhaustive searches (this one and steady_optimum.h): the request index and
+// one part per GPU, the parts sorted so that interchangeable GPUs count as a multiset.
+std::string OptimumMemoKey(size_t index, std::vector<std::string> gpu_parts);
 
 // Exhaustive search with memoisation on (request index, GPU layouts); GPUs of the same model in
 // the same layout are tried once. Single-instance request types only; meant for 1-2 GPUs and

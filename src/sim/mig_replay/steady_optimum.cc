@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "sim/mig_replay/offline_optimum.h"
 #include "sim/mig_replay/policy.h"
 
 namespace tessera::sim::mig_replay {
@@ -116,10 +117,7 @@ class SteadySearch {
     std::vector<std::string> parts;
     parts.reserve(gpus_.size());
     for (size_t g = 0; g < gpus_.size(); ++g) parts.push_back(Part(g));
-    std::sort(parts.begin(), parts.end());
-    std::string key = std::to_string(i);
-    for (const auto& p : parts) key += "|" + p;
-    return key;
+    return OptimumMemoKey(i, std::move(parts));
   }
 
   const MigCluster& cluster_;

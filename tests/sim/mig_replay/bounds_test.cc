@@ -16,11 +16,7 @@
 namespace tessera::sim::mig_replay {
 namespace {
 
-std::vector<Arrival> Types(std::initializer_list<int> types) {
-  std::vector<Arrival> out;
-  for (int t : types) out.push_back(Arrival{t, 0, 0});
-  return out;
-}
+using testing::Types;
 
 // Each policy on its own copy of the cluster, protocol (a) without the early stop.
 std::map<std::string, RunMetrics> EveryPolicyAtSaturation(const std::vector<model::Node>& nodes,

@@ -22,11 +22,7 @@
 namespace tessera::sim::mig_replay {
 namespace {
 
-std::vector<Arrival> Types(std::initializer_list<int> types) {
-  std::vector<Arrival> out;
-  for (int t : types) out.push_back(Arrival{t, 0, 0});
-  return out;
-}
+using testing::Types;
 
 // Restricting the LP to intended placements is a relaxation only if every covering profile's
 // placement holds one; PlacementSpans adds the others, and on the catalog there are none.

@@ -4,16 +4,26 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/mig/catalog.h"
 #include "sim/mig_replay/cluster.h"
+#include "sim/mig_replay/demand.h"
 #include "sim/mig_replay/fleet.h"
 #include "sim/mig_replay/policy.h"
 
 namespace tessera::sim::mig_replay::testing {
+
+// Arrivals of these request types in this order, at time 0 (saturation and the optima).
+inline std::vector<Arrival> Types(std::initializer_list<int> types) {
+  std::vector<Arrival> out;
+  out.reserve(types.size());
+  for (int t : types) out.push_back(Arrival{t, 0, 0});
+  return out;
+}
 
 inline const mig::GpuModelCatalog& Catalog() {
   static const mig::GpuModelCatalog catalog = mig::GpuModelCatalog::Builtin().value();
