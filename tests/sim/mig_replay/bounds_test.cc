@@ -211,7 +211,7 @@ TEST(MigUpperBound, MemoryUnitsCountEachGpusMostIntendedMemoryAndEachRequestsLea
   EXPECT_EQ(small.name, "1g.5gb");
   // Eight one-slice instances fill a GPU's memory slices (positions are relaxed away).
   const BoundUnits units = MemoryUnits(a100);
-  EXPECT_EQ(units.capacity, int64_t{2 * 8} * small.memory_mib);
+  EXPECT_EQ(units.capacity, static_cast<int64_t>(small.memory_mib) * 16);  // 2 GPUs x 8 slices
   EXPECT_EQ(units.size_by_type[0], small.memory_mib);
   // With the 40 GB request too, one 7g.40gb holds more memory than eight 1g.5gb.
   MigCluster a100_mix(testing::Nodes("A100-40GB", 2), w);
