@@ -10,6 +10,7 @@
 #include "agent/fake_node_api.h"
 #include "core/codec/mig_allocations.h"
 #include "core/model/annotations.h"
+#include "support/builders.h"
 #include "support/nvml_sim.h"
 
 namespace tessera {
@@ -21,23 +22,7 @@ using ::testing::HasSubstr;
 using testing::RtxPro6000;
 using testing::SimulatedNvml;
 
-model::Pod AllocatingPod(const std::string& name, const std::string& to_allocate,
-                         const std::string& mig = "") {
-  model::Pod p;
-  p.name = name;
-  p.uid = "uid-" + name;
-  p.node_name = "n1";
-  p.phase = "Pending";
-  p.resource_version = "10";
-  p.containers.push_back(model::Container{"main", {}, {}, false});
-  p.annotations[std::string(ann::kAssignedNode)] = "n1";
-  p.annotations[std::string(ann::kBindPhase)] = "allocating";
-  p.annotations[std::string(ann::kBindTime)] = "1700000000";
-  p.annotations[std::string(ann::kDevicesToAllocate)] = to_allocate;
-  p.annotations[std::string(ann::kDevicesAllocated)] = to_allocate;
-  if (!mig.empty()) p.annotations[std::string(ann::kMigAllocations)] = mig;
-  return p;
-}
+using testing::AllocatingPod;
 
 const char* kTwoSlices = "GPU-rtx-0,NVIDIA,24192,25:GPU-rtx-0,NVIDIA,24192,25:;";
 const char* kAtNineAndSix =

@@ -10,12 +10,12 @@
 #include "agent/fake_node_api.h"
 #include "agent_runtime/agent_process.h"
 #include "core/model/annotations.h"
+#include "support/builders.h"
 #include "support/nvml_sim.h"
 
 namespace tessera {
 namespace {
 
-namespace ann = model::annotations;
 namespace fs = std::filesystem;
 using testing::FakeNodeApi;
 using testing::SimulatedNvml;
@@ -26,19 +26,7 @@ int64_t NowMs() {
       .count();
 }
 
-model::Pod SharedPod() {
-  model::Pod p;
-  p.name = "s";
-  p.uid = "uid-s";
-  p.node_name = "n1";
-  p.phase = "Pending";
-  p.resource_version = "10";
-  p.containers.push_back(model::Container{"main", {}, {}, false});
-  p.annotations[std::string(ann::kAssignedNode)] = "n1";
-  p.annotations[std::string(ann::kBindPhase)] = "allocating";
-  p.annotations[std::string(ann::kDevicesToAllocate)] = "GPU-t4,NVIDIA,3000,30:;";
-  return p;
-}
+model::Pod SharedPod() { return testing::AllocatingPod("s", "GPU-t4,NVIDIA,3000,30:;"); }
 
 TEST(AgentHostFilesTest, AHamiCoreFolderLivesAsLongAsItsPod) {
   SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");

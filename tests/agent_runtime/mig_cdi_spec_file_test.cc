@@ -16,6 +16,7 @@
 #include "agent/fake_node_api.h"
 #include "core/codec/json_util.h"
 #include "core/model/annotations.h"
+#include "support/builders.h"
 #include "support/nvml_sim.h"
 
 namespace tessera {
@@ -32,20 +33,7 @@ const char* kAtNineAndSix =
     R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":9,"size":3}},)"
     R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-rtx-0","profile":"1g.24gb","placement":{"start":6,"size":3}}])";
 
-model::Pod AllocatingPod() {
-  model::Pod p;
-  p.name = "a";
-  p.uid = "uid-a";
-  p.node_name = "n1";
-  p.phase = "Pending";
-  p.resource_version = "10";
-  p.containers.push_back(model::Container{"main", {}, {}, false});
-  p.annotations[std::string(ann::kAssignedNode)] = "n1";
-  p.annotations[std::string(ann::kBindPhase)] = "allocating";
-  p.annotations[std::string(ann::kDevicesToAllocate)] = kTwoSlices;
-  p.annotations[std::string(ann::kMigAllocations)] = kAtNineAndSix;
-  return p;
-}
+model::Pod TwoSlicePod() { return testing::AllocatingPod("a", kTwoSlices, kAtNineAndSix); }
 
 // The driver's /proc files for GPU-rtx-0 as minor 3: GI g's access is 100 + 10g, its CI c's
 // 101 + 10g + c.
@@ -105,7 +93,7 @@ TEST(MigCdiSpecFileTest, CreatedInstancesAreInTheSpecAndLeaveItWhenDestroyed) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   WriteProcFiles(sim.Path("proc"));
   Fixture f(sim);
-  f.api.pods = {AllocatingPod()};
+  f.api.pods = {TwoSlicePod()};
   auto r = f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}});
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ((*r)[0].annotations.size(), 1U);
@@ -152,7 +140,7 @@ TEST(MigCdiSpecFileTest, AnAllocateInCdiModeFailsClearlyWhenTheSpecCannotBeWritt
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   std::ofstream(sim.Path("cdi")) << "a file where the spec folder should be";
   Fixture f(sim);
-  f.api.pods = {AllocatingPod()};
+  f.api.pods = {TwoSlicePod()};
   auto r = f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(
@@ -170,7 +158,7 @@ TEST(MigCdiSpecFileTest, AnAllocateInCdiModeFailsClearlyWhenTheSpecCannotBeWritt
 TEST(MigCdiSpecFileTest, WithoutTheDriversProcFilesDevicesAreNamedWithoutTheirNodes) {
   SimulatedNvml sim("[" + RtxPro6000() + "]");
   Fixture f(sim);
-  f.api.pods = {AllocatingPod()};
+  f.api.pods = {TwoSlicePod()};
   ASSERT_TRUE(f.allocator.Allocate({{"GPU-rtx-0-0", "GPU-rtx-0-1"}}).ok());
   const auto json = codec::Json::parse(ReadText(sim.Path("cdi/tessera-mig.json")));
   ASSERT_EQ(json["devices"].size(), 2U);

@@ -180,4 +180,25 @@ inline model::Node NodeWith(const std::string& name, const std::vector<model::Gp
   return n;
 }
 
+// A pod the scheduler bound to node n1 and the agent is to allocate (HAMi's bind phase
+// "allocating"): `to_allocate` is its devices annotation, `mig` its MIG allocations (if any).
+inline model::Pod AllocatingPod(const std::string& name, const std::string& to_allocate,
+                                const std::string& mig = "") {
+  namespace ann = model::annotations;
+  model::Pod p;
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.node_name = "n1";
+  p.phase = "Pending";
+  p.resource_version = "10";
+  p.containers.push_back(model::Container{"main", {}, {}, false});
+  p.annotations[std::string(ann::kAssignedNode)] = "n1";
+  p.annotations[std::string(ann::kBindPhase)] = "allocating";
+  p.annotations[std::string(ann::kBindTime)] = "1700000000";
+  p.annotations[std::string(ann::kDevicesToAllocate)] = to_allocate;
+  p.annotations[std::string(ann::kDevicesAllocated)] = to_allocate;
+  if (!mig.empty()) p.annotations[std::string(ann::kMigAllocations)] = mig;
+  return p;
+}
+
 }  // namespace tessera::testing
