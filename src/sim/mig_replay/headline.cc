@@ -18,11 +18,6 @@ namespace tessera::sim::mig_replay {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-bool IsBound(std::string_view policy) { return policy == kUpperBound || policy == kPlacementBound; }
-bool IsReference(std::string_view policy) {
-  return IsBound(policy) || policy == kReferencePooledSlices;
-}
-
 bool Pending(const std::string& protocol) { return protocol.starts_with("pending-"); }
 
 double PlacedPct(const RunRecord& r) {
@@ -141,6 +136,14 @@ std::string ProtocolCaption(const std::string& protocol) {
 
 }  // namespace
 
+bool IsBoundColumn(std::string_view policy) {
+  return policy == kUpperBound || policy == kPlacementBound;
+}
+
+bool IsReferenceColumn(std::string_view policy) {
+  return IsBoundColumn(policy) || policy == kReferencePooledSlices;
+}
+
 bool HeadlineVersus::behind() const {
   return !std::isnan(served_diff.half_width_95) && served_diff.mean + served_diff.half_width_95 < 0;
 }
@@ -175,7 +178,7 @@ std::vector<HeadlineRow> BuildHeadline(const std::vector<RunRecord>& records,
     // The best baseline: any placing policy but tessera's own variants.
     double best = -1;
     for (const std::string& policy : cell.policy_order) {
-      if (IsReference(policy) || policy.starts_with(kPolicyTessera)) continue;
+      if (IsReferenceColumn(policy) || policy.starts_with(kPolicyTessera)) continue;
       const double served = MeanServed(cell.runs.at(policy));
       if (served > best) {
         best = served;
@@ -206,7 +209,7 @@ std::vector<HeadlineRow> BuildHeadline(const std::vector<RunRecord>& records,
     }
     row.bound = kNaN;
     for (const std::string& policy : cell.policy_order) {
-      if (!IsBound(policy)) continue;
+      if (!IsBoundColumn(policy)) continue;
       const double served = MeanServed(cell.runs.at(policy));
       if (std::isnan(row.bound) || served < row.bound) row.bound = served;
     }

@@ -57,6 +57,11 @@ std::vector<HeadlineRow> BuildHeadline(const std::vector<RunRecord>& records,
                                        std::string_view subject,
                                        const std::vector<std::string>& featured);
 
+// Columns that are not baselines: the pooled-slices reference and the bounds.
+bool IsReferenceColumn(std::string_view policy);
+// The bounds alone (upper-bound, placement-bound).
+bool IsBoundColumn(std::string_view policy);
+
 // The baselines the headline names, in column order.
 const std::vector<std::string>& FeaturedBaselines();
 

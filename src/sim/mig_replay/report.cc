@@ -32,16 +32,11 @@ std::string Color(const std::string& policy) {
   return replay::SeriesColor(it == names.end() ? 0 : static_cast<size_t>(it - names.begin()));
 }
 
-// Columns that are not policies: never "best".
-bool IsReference(const std::string& p) {
-  return p == kReferencePooledSlices || p == kUpperBound || p == kPlacementBound;
-}
-
 // The bound has only acceptance and demand served; the other measures are placements'.
 std::vector<std::string> WithoutBound(const std::vector<std::string>& policies) {
   std::vector<std::string> out;
   for (const auto& p : policies) {
-    if (p != kUpperBound && p != kPlacementBound) out.push_back(p);
+    if (!IsBoundColumn(p)) out.push_back(p);
   }
   return out;
 }
@@ -174,7 +169,7 @@ std::string Table(const std::vector<SummaryRow>& rows, const std::vector<std::st
         double best = higher_is_better ? -1e300 : 1e300;
         for (const auto& p : policies) {
           const SummaryRow* r = FindRow(rows, f, w, pr, p);
-          if (r == nullptr || IsReference(p)) continue;
+          if (r == nullptr || IsReferenceColumn(p)) continue;
           const double v = (r->*metric).mean;
           best = higher_is_better ? std::max(best, v) : std::min(best, v);
         }
@@ -183,7 +178,7 @@ std::string Table(const std::vector<SummaryRow>& rows, const std::vector<std::st
         for (const auto& p : policies) {
           const SummaryRow* r = FindRow(rows, f, w, pr, p);
           const bool is_best =
-              r != nullptr && !IsReference(p) && std::abs((r->*metric).mean - best) < 1e-9;
+              r != nullptr && !IsReferenceColumn(p) && std::abs((r->*metric).mean - best) < 1e-9;
           html << Cell(r, metric, is_best);
         }
         html << "</tr>\n";
@@ -314,7 +309,7 @@ std::string RenderMigHtmlReport(const MigReportInput& input) {
   if (!input.optimum.empty()) {
     std::vector<std::string> policies;
     for (const auto& p : input.policies) {
-      if (!IsReference(p)) policies.push_back(p);
+      if (!IsReferenceColumn(p)) policies.push_back(p);
     }
     html << "<h2>Against the offline optimum (tiny instances)</h2>\n<p>Served memory slices "
          << "as a percentage of the offline optimum, mean over workloads and seeds (worst case "
