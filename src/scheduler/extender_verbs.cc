@@ -16,6 +16,7 @@
 #include "core/extender/extender_protocol.h"
 #include "core/model/annotations.h"
 #include "core/sched/admission.h"
+#include "core/sched/near_miss.h"
 #include "scheduler/object_name.h"
 #include "scheduler/placement_annotations.h"
 
@@ -339,8 +340,14 @@ std::string ExtenderVerbs::Webhook(std::string_view body) {
     ns = n != nullptr && n->is_string() ? n->get<std::string>() : "default";
   }
   const std::optional<state::QuotaHeadroom> quota = view_.QuotaHeadroom(ns);
-  extender::AdmissionVerdict verdict =
-      extender::ReviewPod(request->object, view_.options().webhook, view_.config().nvidia, quota);
+  // The cluster's MIG GPU models, for the near-miss warnings: read only for an admitted GPU pod.
+  const extender::MigKindsSource mig_kinds = [this] {
+    std::vector<sched::MigGpuKind> kinds;
+    view_.WithState([&](const state::ClusterState& s) { kinds = sched::MigGpuKindsOf(s); });
+    return kinds;
+  };
+  extender::AdmissionVerdict verdict = extender::ReviewPod(request->object, view_.options().webhook,
+                                                           view_.config().nvidia, quota, mig_kinds);
   metrics.WebhookDone(!verdict.allowed ? "denied" : verdict.patch.empty() ? "allowed" : "patched");
   if (!verdict.allowed)
     spdlog::info("webhook denied {}: {}", ObjectName(request->object), verdict.message);

@@ -46,6 +46,57 @@ class ExplainCommandTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// An A100-40GB in MIG mode whose 7g.40gb is taken, and a namespace whose quota a second pod
+// would exceed: the near miss and the quota remedy, through the real program.
+constexpr const char* kMigQuotaScenario = R"(
+nodes:
+  - name: mig-a
+    gpus: [{ model: "NVIDIA A100-SXM4-40GB", mode: mig, uuid: GPU-m }]
+  - name: share-a
+    gpus: [{ model: "Tesla T4", memoryMiB: 16000, uuid: GPU-s }]
+quotas:
+  - namespace: apps
+    name: gpu-quota
+    hard: { limits.nvidia.com/gpumem: 10000 }
+steps:
+  - create:
+      metadata: { name: whole, annotations: { nvidia.com/vgpu-mode: mig } }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 40000 } } }] }
+  - create:
+      metadata: { name: rounded, annotations: { nvidia.com/vgpu-mode: mig } }
+      spec: { containers: [{ name: main, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 20000 } } }] }
+  - create:
+      metadata: { name: llm-1, namespace: apps }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 8000 } } }] }
+  - create:
+      metadata: { name: llm-2, namespace: apps }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 4000 } } }] }
+)";
+
+TEST_F(ExplainCommandTest, NearMissAndQuotaAreSaidInTheUsersWords) {
+  std::ofstream(dir_ / "mig-quota.yaml") << kMigQuotaScenario;
+  const std::string cluster = " --cluster " + (dir_ / "mig-quota.yaml").string();
+  std::string out;
+  ASSERT_EQ(RunExplain("default/rounded" + cluster, &out), 0) << out;
+  EXPECT_NE(out.find("near miss: container main asks 20000 MiB, 32 MiB over 3g.20gb (19968 MiB) "
+                     "on NVIDIA A100-SXM4-40GB, so it takes a 7g.40gb (40192 MiB): ask at most "
+                     "19968 MiB to fit 3g.20gb"),
+            std::string::npos)
+      << out;
+
+  std::string quota;
+  ASSERT_EQ(RunExplain("apps/llm-2" + cluster, &quota), 0) << quota;
+  EXPECT_NE(quota.find("ResourceQuota gpu-quota limits.nvidia.com/gpumem: 8000 used + 4000 asked = "
+                       "12000 > 10000 MiB (exceeded by 2000 MiB)"),
+            std::string::npos)
+      << quota;
+  EXPECT_NE(quota.find("what would make it fit: free 2000 MiB of namespace apps's quota, or raise "
+                       "it (apps/llm-1 leaving does)"),
+            std::string::npos)
+      << quota;
+  EXPECT_EQ(quota.find("leaving node"), std::string::npos) << quota;
+}
+
 TEST_F(ExplainCommandTest, AScenarioPodThatWaitsIsExplainedWithWhatWouldMakeItFit) {
   std::string out;
   ASSERT_EQ(RunExplain("default/second --cluster " + (dir_ / "cluster.yaml").string(), &out), 0)
@@ -65,6 +116,33 @@ TEST_F(ExplainCommandTest, AScenarioPodThatWaitsIsExplainedWithWhatWouldMakeItFi
   std::string placed;
   ASSERT_EQ(RunExplain("default/first --cluster " + (dir_ / "cluster.yaml").string(), &placed), 0);
   EXPECT_EQ(placed, "pod default/first: placed on node node-a\n");
+}
+
+// The explanation leads with a summary: what the request is per GPU model, the room per node,
+// then the remedy, before any node's lines; JSON carries the same under "asks" and "room".
+TEST_F(ExplainCommandTest, TheSummaryPerGpuModelComesFirstInTextAndJson) {
+  const std::string cluster = " --cluster " + (dir_ / "cluster.yaml").string();
+  std::string out;
+  ASSERT_EQ(RunExplain("default/second" + cluster, &out), 0) << out;
+  const size_t first_line_end = out.find('\n');
+  ASSERT_NE(first_line_end, std::string::npos) << out;
+  EXPECT_EQ(out.substr(first_line_end + 1, out.find("  node ") == std::string::npos
+                                               ? std::string::npos
+                                               : out.find("  node ") - first_line_end - 1),
+            "  asks for 1 × 4000 MiB on Tesla T4\n"
+            "  room now, in such devices per node (its GPUs each on its own, the quota aside): "
+            "none anywhere\n"
+            "what would make it fit: 1 pod leaving node node-a: default/first\n")
+      << out;
+
+  std::string json;
+  ASSERT_EQ(RunExplain("default/second -o json" + cluster, &json), 0);
+  const Json j = Json::parse(json);
+  EXPECT_EQ(j["asks"]["summary"], "asks for 1 × 4000 MiB on Tesla T4");
+  EXPECT_EQ(j["asks"]["devices"], 1);
+  EXPECT_EQ(j["asks"]["byModel"][0]["gpuType"], "NVIDIA-Tesla T4");
+  EXPECT_EQ(j["asks"]["byModel"][0]["memMiB"], 4000);
+  EXPECT_EQ(j["nodes"][0]["room"], 0);
 }
 
 TEST_F(ExplainCommandTest, BadArgumentsAreRefusedWithAMessage) {

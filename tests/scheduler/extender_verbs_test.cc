@@ -292,6 +292,26 @@ TEST_F(ServiceTest, MotivatingMigCaseThroughTheExtender) {
   EXPECT_EQ(Filter(p3, {"node-a"})["NodeNames"][0], "node-a");
 }
 
+// ---- webhook -----------------------------------------------------------------------------------
+
+TEST_F(ServiceTest, WebhookWarnsOfARequestJustAboveAMigProfileOfTheCluster) {
+  auto& s = MakeSynced({NodeWith("node-a", {testing::A100Mig("GPU-a")})});
+  const auto near = PodBuilder("apps/llm").Container(1, 20000).Build();
+  Json w = Json::parse(s.verbs.Webhook(testing_support::ReviewJson("apps", near).dump()));
+  EXPECT_TRUE(w["response"]["allowed"].get<bool>()) << w.dump();
+  ASSERT_EQ(w["response"]["warnings"].size(), 1U) << w.dump();
+  const std::string warning = w["response"]["warnings"][0];
+  EXPECT_NE(warning.find("ask at most 19968 MiB to fit 3g.20gb"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("NVIDIA A100-SXM4-40GB"), std::string::npos) << warning;
+  // A pod that keeps to shared GPUs gets no MIG hint.
+  const auto shared = PodBuilder("apps/shared")
+                          .Annotation("nvidia.com/vgpu-mode", "hami-core")
+                          .Container(1, 20000)
+                          .Build();
+  Json v = Json::parse(s.verbs.Webhook(testing_support::ReviewJson("apps", shared).dump()));
+  EXPECT_FALSE(v["response"].contains("warnings")) << v.dump();
+}
+
 // ---- prioritize ---------------------------------------------------------------------------------
 
 TEST_F(ServiceTest, PrioritizeScoresTheNodeFilterWouldChoose) {

@@ -5,6 +5,8 @@
 #include "core/codec/k8s_objects.h"
 #include "core/common/strings.h"
 #include "core/sched/admission.h"
+#include "core/sched/near_miss.h"
+#include "core/sched/preferences.h"
 #include "core/sched/request.h"
 
 namespace tessera::extender {
@@ -108,7 +110,8 @@ Result<AdmissionRequest> DecodeAdmissionReview(std::string_view body) {
 
 AdmissionVerdict ReviewPod(const Json& pod_json, const WebhookOptions& options,
                            const config::NvidiaConfig& config,
-                           const std::optional<state::QuotaHeadroom>& quota) {
+                           const std::optional<state::QuotaHeadroom>& quota,
+                           const MigKindsSource& mig_kinds) {
   auto pod = codec::DecodePod(pod_json);
   if (!pod.ok()) return Deny(pod.error().message, 400);
   const std::string who =
@@ -146,6 +149,15 @@ AdmissionVerdict ReviewPod(const Json& pod_json, const WebhookOptions& options,
     }
     return Deny(who + ": exceeding resource quota (" + detail + ")");
   }
+  if (mig_kinds) {
+    // Preferences that do not parse leave the pod to the filter, which names the annotation.
+    if (auto prefs = sched::ParsePreferences(admitted->pod, sched::PolicyDefaults{}); prefs.ok()) {
+      const std::vector<sched::MigGpuKind> kinds = mig_kinds();
+      if (!kinds.empty()) {
+        verdict.warnings = sched::FormatNearMisses(sched::FindNearMisses(*request, *prefs, kinds));
+      }
+    }
+  }
   for (const auto& change : admitted->changes) {
     AddLimit(pod_json, change.init, change.container, change.resource, change.value,
              &verdict.patch);
@@ -165,6 +177,7 @@ std::string EncodeAdmissionReview(const AdmissionRequest& request,
   } else if (!verdict.message.empty()) {
     response["status"] = {{"code", 200}, {"message", verdict.message}};
   }
+  if (verdict.allowed && !verdict.warnings.empty()) response["warnings"] = verdict.warnings;
   if (verdict.allowed && !verdict.patch.empty()) {
     response["patchType"] = "JSONPatch";
     response["patch"] = Base64Encode(verdict.patch.dump());

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -7,6 +8,7 @@
 #include "core/codec/json_util.h"
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
+#include "core/sched/near_miss.h"
 #include "core/state/quota_book.h"
 
 // The mutating webhook (hami-protocol.md 8) as a pure function: AdmissionReview in, AdmissionReview
@@ -32,6 +34,8 @@ struct AdmissionVerdict {
   std::string message;                       // why it was denied, or why it was skipped
   int32_t code = 200;                        // HTTP-like status in response.status when denied
   codec::Json patch = codec::Json::array();  // RFC 6902 operations; empty: no change
+  // Admission warnings (response.warnings, which kubectl prints): for an allowed pod.
+  std::vector<std::string> warnings;
 };
 
 // Errors name the field ("AdmissionReview.request.uid: missing").
@@ -41,10 +45,16 @@ Result<AdmissionRequest> DecodeAdmissionReview(std::string_view body);
 // every GPU request (a quantity the scheduler could not use is denied here, with the container and
 // resource named, instead of leaving the pod Pending), deny privileged GPU containers and GPU pods
 // with spec.nodeName preset, deny a GPU pod its namespace's quota cannot hold (`quota`: what the
-// namespace may still use; nullopt when no quota applies), and set spec.schedulerName.
+// namespace may still use; nullopt when no quota applies), and set spec.schedulerName. An
+// admitted GPU pod that asks a little more than a MIG profile of the cluster's MIG GPU models
+// (`mig_kinds`) gets a warning naming the profile and the memory to ask instead
+// (FindNearMisses). The models are asked for only then: reading them walks the cluster's nodes,
+// and most pods the webhook sees ask no GPU.
+using MigKindsSource = std::function<std::vector<sched::MigGpuKind>()>;
 AdmissionVerdict ReviewPod(const codec::Json& pod, const WebhookOptions& options,
                            const config::NvidiaConfig& config,
-                           const std::optional<state::QuotaHeadroom>& quota = std::nullopt);
+                           const std::optional<state::QuotaHeadroom>& quota = std::nullopt,
+                           const MigKindsSource& mig_kinds = {});
 
 std::string EncodeAdmissionReview(const AdmissionRequest& request, const AdmissionVerdict& verdict);
 

@@ -24,6 +24,30 @@ ParsedPod ParsePod(const model::Pod& pod, const config::NvidiaConfig& nvidia,
   return parsed;
 }
 
+bool PreFilter(const model::Pod& pod, const state::QuotaBook& quotas, ParsedPod* parsed,
+               Decision* decision) {
+  if (!parsed->request.ok()) {
+    decision->outcome = Outcome::kInvalidRequest;
+    decision->message = parsed->request.error().message;
+    return false;
+  }
+  const PodRequest& request = parsed->request.value();
+  decision->container_names = request.names;
+  if (!request.HasGpu()) {
+    // Not ours: kube-scheduler places it on its own (HAMi's pass-through).
+    decision->outcome = Outcome::kPassthrough;
+    decision->containers.resize(request.slots.size());
+    return false;
+  }
+  if (!parsed->prefs->ok()) {
+    decision->outcome = Outcome::kInvalidRequest;
+    decision->message = parsed->prefs->error().message;
+    return false;
+  }
+  parsed->prefs->value().quota = quotas.HeadroomFor(pod.ns);
+  return true;
+}
+
 namespace {
 
 // The only container that asks for GPUs, when it asks for exactly one; else nullptr.

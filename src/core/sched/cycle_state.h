@@ -7,6 +7,7 @@
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
 #include "core/model/pod.h"
+#include "core/sched/decision.h"
 #include "core/sched/fragmentation.h"
 #include "core/sched/mig_demand.h"
 #include "core/sched/mig_placement.h"
@@ -14,6 +15,7 @@
 #include "core/sched/preferences.h"
 #include "core/sched/rank_bound.h"
 #include "core/sched/request.h"
+#include "core/state/quota_book.h"
 
 namespace tessera::sched {
 
@@ -34,6 +36,14 @@ struct ParsedPod {
 
 ParsedPod ParsePod(const model::Pod& pod, const config::NvidiaConfig& nvidia,
                    const PolicyDefaults& defaults);
+
+// The pre-filter's rules on a parsed pod, in the cycle's order: an invalid request, a pod asking
+// for no GPU (HAMi's pass-through), invalid preferences. Returns false with `decision`'s outcome
+// and message set when one decides the pod; true when the pod goes on to the filter, its
+// preferences then carrying what `quotas` leave its namespace. `decision` gets the containers'
+// names either way (once the request parses).
+bool PreFilter(const model::Pod& pod, const state::QuotaBook& quotas, ParsedPod* parsed,
+               Decision* decision);
 
 // The pre-filter phase's second half: everything the filter and score phases share for one pod
 // against the cluster as it is now (the demand mix's target, the MIG goal, which rankings

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,16 @@ struct FilterOutcome {
   void CompleteBestFit(const CycleState& cycle);
 };
 
+// The equivalence rule: whether `node` answers a pod as every node of its state class does
+// (ClusterState's classes: the same devices, usage and cordons). Not for a node whose GPU pairs
+// are scored (topology), nor where the pod's UUID filters name one of its GPUs.
+// `names_no_uuid`: the pod has no UUID filter (CycleState::cacheable, known once per cycle).
+inline bool SharesStateClassAnswer(const state::NodeState& node, bool names_no_uuid,
+                                   const PodPreferences& prefs) {
+  return node.pair_scores.empty() && node.state_class >= 0 &&
+         (names_no_uuid || !NamesAnyGpuOf(prefs, node));
+}
+
 // Filters and scores nodes one at a time into `out` (its `evaluated` and `fits`), sharing one
 // evaluation among the nodes of an equivalence class ClusterState keeps (no hashing or state
 // comparison here). A pod's GPU UUID filters act alike on every node of a class whose GPUs they
@@ -61,9 +72,8 @@ class FilterPass {
   uint32_t Evaluate(const state::NodeState& node) {
     last_unshared_ = kUnusable;
     if (!node.usable()) return kUnusable;
-    const bool use_cache = node.pair_scores.empty() && node.state_class >= 0 &&
-                           static_cast<size_t>(node.state_class) < by_class_.size() &&
-                           (cycle_.cacheable() || !NamesAnyGpuOf(cycle_.prefs(), node));
+    const bool use_cache = SharesStateClassAnswer(node, cycle_.cacheable(), cycle_.prefs()) &&
+                           static_cast<size_t>(node.state_class) < by_class_.size();
     if (use_cache && by_class_[node.state_class] != FilterOutcome::kNone) {
       return by_class_[node.state_class];
     }
@@ -125,5 +135,19 @@ inline void ConsiderNode(const CycleState& cycle, const state::NodeState& node, 
 FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeState* const> nodes,
                           size_t state_class_bound, bool collect_refusals, TaskRunner* runner,
                           size_t shares, bool skip_outranked = true);
+
+// Post-filter: why one node refused the pod, and whether evicting pods could make room there.
+struct Refusal {
+  const state::NodeState* node = nullptr;
+  std::string reason;       // HAMi's
+  bool resolvable = false;  // ResolvableByPreemption (false for a node that takes no pod)
+};
+
+// The refused nodes of `filtered` (collected with their refusals), in the candidates' order,
+// each with its reason: a node ruled out by the cheap filter gets its full fit, a deferred
+// reason is worked out once per equivalence class. `check_preemption` off leaves `resolvable`
+// false (it costs an empty node's fit per spec).
+std::vector<Refusal> PostFilter(const CycleState& cycle, FilterOutcome* filtered,
+                                bool check_preemption);
 
 }  // namespace tessera::sched

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <optional>
 
 #include "core/common/small_buffer.h"
@@ -23,17 +24,7 @@ struct PendingInstance {
 
 // `type` is the device's type, upper-cased (NodeState::types_upper).
 bool TypeAllowed(const model::GpuDevice& d, const std::string& type, const PodPreferences& p) {
-  if (!p.use_types.empty()) {
-    bool any = false;
-    for (const auto& t : p.use_types) any = any || type.find(t) != std::string::npos;
-    if (!any) return false;
-  }
-  for (const auto& t : p.nouse_types) {
-    if (type.find(t) != std::string::npos) return false;
-  }
-  // HAMi's direction: the annotation value must contain the device's mode.
-  if (!ModeAdmits(p.vgpu_mode, d.mode)) return false;
-  return true;
+  return ModelAllowed(type, d.mode, p);
 }
 
 bool UuidAllowed(const model::GpuDevice& d, const PodPreferences& p) {
@@ -45,51 +36,82 @@ bool UuidAllowed(const model::GpuDevice& d, const PodPreferences& p) {
 }
 
 // Checks 1-3 and 5 of HAMi's Fit: properties of the device and the pod, not of usage.
-std::string_view StaticReject(const state::NodeState& node, int dev, const PodPreferences& p) {
+std::optional<GpuCheck> StaticFailure(const state::NodeState& node, int dev,
+                                      const PodPreferences& p) {
   const model::GpuDevice& d = node.devices[dev];
-  if (!d.healthy || !node.usage[dev].Trusted()) return reason::kCardNotHealth;
-  if (node.cordoned.count(d.uuid) > 0) return reason::kCardCordoned;
-  if (!TypeAllowed(d, node.types_upper[dev], p)) return reason::kCardTypeMismatch;
-  if (!UuidAllowed(d, p)) return reason::kCardUuidMismatch;
-  return {};
+  if (!d.healthy || !node.usage[dev].Trusted()) return GpuCheck::kHealth;
+  if (node.cordoned.count(d.uuid) > 0) return GpuCheck::kCordoned;
+  if (!TypeAllowed(d, node.types_upper[dev], p)) return GpuCheck::kType;
+  if (!UuidAllowed(d, p)) return GpuCheck::kUuid;
+  return std::nullopt;
 }
 
+std::string_view StaticReject(const state::NodeState& node, int dev, const PodPreferences& p) {
+  const std::optional<GpuCheck> failed = StaticFailure(node, dev, p);
+  return failed ? ReasonOf(*failed) : std::string_view{};
+}
+
+// The usage checks a GPU fails, one bit per GpuCheck.
+using CheckSet = uint32_t;
+constexpr CheckSet Bit(GpuCheck check) { return CheckSet{1} << static_cast<unsigned>(check); }
+
 // Checks 6-14 of HAMi's Fit: what is left of the GPU (`u`) against what the container asks.
-// `mig`: the GPU is in MIG mode. Every check rejects more as the usage grows (MayFit relies on
-// it).
-std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::DeviceUsage& u,
-                             const ContainerRequest& request, int32_t memreq, bool mutex) {
+// `mig`: the GPU is in MIG mode. `every` off stops at the first failure (the filter); on makes
+// them all (explain). Every check rejects more as the usage grows (MayFit relies on it).
+CheckSet UsageFailures(const model::GpuDevice& d, bool mig, const state::DeviceUsage& u,
+                       const ContainerRequest& request, int32_t memreq, bool mutex, bool every) {
+  CheckSet failed = 0;
+  // Records a failure; true where the caller stops at it.
+  const auto fail = [&](GpuCheck check) {
+    failed |= Bit(check);
+    return !every;
+  };
   // Check 6: on a MIG GPU the placements, not the split count, decide.
-  if (!mig && d.count <= u.used) return reason::kCardTimeSlicingExhausted;
-  if (mutex && u.used != 0) return reason::kExclusiveDeviceAllocateConflict;
-  if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq) {
-    return reason::kCardInsufficientMemory;
+  if (!mig && d.count <= u.used && fail(GpuCheck::kTimeSlices)) return failed;
+  if (mutex && u.used != 0 && fail(GpuCheck::kMutex)) return failed;
+  if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq && fail(GpuCheck::kMemory)) {
+    return failed;
   }
   // Checks 12-14 are about time-shared compute. On a MIG GPU each instance has its own
   // compute slices: the requested cores choose the profile, and the profiles' rounded core
   // shares may add up past 100, so they must not block a placement that physically fits.
   if (!mig) {
-    if (d.total_cores - u.used_cores < request.cores) return reason::kCardInsufficientCore;
-    if (d.total_cores == 100 && request.cores == 100 && u.used > 0) {
-      return reason::kExclusiveDeviceAllocateConflict;
+    if (d.total_cores - u.used_cores < request.cores && fail(GpuCheck::kCores)) return failed;
+    if (d.total_cores == 100 && request.cores == 100 && u.used > 0 &&
+        fail(GpuCheck::kExclusiveCores)) {
+      return failed;
     }
-    if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0) {
-      return reason::kCardComputeUnitsExhausted;
+    if (d.total_cores != 0 && u.used_cores == d.total_cores && request.cores == 0 &&
+        fail(GpuCheck::kComputeUnits)) {
+      return failed;
     }
   }
-  return {};
+  return failed;
+}
+
+// The first usage check the GPU fails, in HAMi's word; empty when it passes them.
+std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::DeviceUsage& u,
+                             const ContainerRequest& request, int32_t memreq, bool mutex) {
+  const CheckSet failed = UsageFailures(d, mig, u, request, memreq, mutex, /*every=*/false);
+  if (failed == 0) return {};
+  return ReasonOf(static_cast<GpuCheck>(std::countr_zero(failed)));
 }
 
 // Why `demands` cannot all be placed on MIG GPU `dev`: the slices instances tessera did not
 // create hold, when without them they could be, else HAMi's CardMigTopologyInfeasible. Only
 // called on a failure, and arranges again only on a GPU that has foreign instances.
-std::string_view MigInfeasibleReason(const state::NodeState& node, int dev,
-                                     const std::vector<mig::InstanceDemand>& demands) {
+GpuCheck MigInfeasibleCheck(const state::NodeState& node, int dev,
+                            const std::vector<mig::InstanceDemand>& demands) {
   if (node.usage[dev].foreign_slices != 0 &&
       node.mig_models[dev].Arrange(state::ClusterState::LayoutWithoutForeign(node, dev), demands)) {
-    return reason::kCardMigSlicesHeldByForeignInstances;
+    return GpuCheck::kMigForeign;
   }
-  return reason::kCardMigTopologyInfeasible;
+  return GpuCheck::kMigPlacement;
+}
+
+std::string_view MigInfeasibleReason(const state::NodeState& node, int dev,
+                                     const std::vector<mig::InstanceDemand>& demands) {
+  return ReasonOf(MigInfeasibleCheck(node, dev, demands));
 }
 
 // The pod's quota use if it got `slots` (plus `extra` for `extra_slot`, when given), collapsed as
@@ -507,45 +529,102 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
 
 }  // namespace
 
+int32_t MemoryOf(const ContainerRequest& k, int64_t gpu_mem_mib) {
+  if (k.mem_mib > 0) return k.mem_mib;
+  return static_cast<int32_t>(gpu_mem_mib * k.mem_percent / 100);
+}
+
 int32_t MemoryRequest(const state::NodeState& node, int dev, bool mig, const ContainerRequest& k) {
   if (k.mem_mib > 0) return k.mem_mib;
-  const model::GpuDevice& d = node.devices[dev];
   // On a MIG GPU "100%" means the largest instance, not the raw device memory (which no
   // profile reaches, hami-protocol.md 13.2).
-  int64_t base = mig ? node.mig_models[dev].LargestProfileMemory() : d.total_mem_mib;
-  return static_cast<int32_t>(base * k.mem_percent / 100);
+  return MemoryOf(k, mig ? int64_t{node.mig_models[dev].LargestProfileMemory()}
+                         : int64_t{node.devices[dev].total_mem_mib});
+}
+
+bool ModelAllowed(std::string_view upper_type, std::string_view mode, const PodPreferences& p) {
+  const auto named = [&](const std::string& t) { return upper_type.find(t) != std::string::npos; };
+  if (!p.use_types.empty() && std::none_of(p.use_types.begin(), p.use_types.end(), named)) {
+    return false;
+  }
+  if (std::any_of(p.nouse_types.begin(), p.nouse_types.end(), named)) return false;
+  // HAMi's direction: the annotation value must contain the device's mode.
+  return ModeAdmits(p.vgpu_mode, mode);
+}
+
+std::string_view ReasonOf(GpuCheck check) {
+  switch (check) {
+    case GpuCheck::kHealth:
+      return reason::kCardNotHealth;
+    case GpuCheck::kCordoned:
+      return reason::kCardCordoned;
+    case GpuCheck::kType:
+      return reason::kCardTypeMismatch;
+    case GpuCheck::kUuid:
+      return reason::kCardUuidMismatch;
+    case GpuCheck::kQuota:
+      return reason::kResourceQuotaNotFit;
+    case GpuCheck::kTimeSlices:
+      return reason::kCardTimeSlicingExhausted;
+    case GpuCheck::kMutex:
+    case GpuCheck::kExclusiveCores:
+      return reason::kExclusiveDeviceAllocateConflict;
+    case GpuCheck::kMemory:
+      return reason::kCardInsufficientMemory;
+    case GpuCheck::kCores:
+      return reason::kCardInsufficientCore;
+    case GpuCheck::kComputeUnits:
+      return reason::kCardComputeUnitsExhausted;
+    case GpuCheck::kMigPlacement:
+      return reason::kCardMigTopologyInfeasible;
+    case GpuCheck::kMigForeign:
+      return reason::kCardMigSlicesHeldByForeignInstances;
+  }
+  return {};
+}
+
+std::vector<GpuCheck> FailedGpuChecks(const state::NodeState& node, int dev,
+                                      const ContainerRequest& request, const PodPreferences& prefs,
+                                      bool every) {
+  if (auto failed = StaticFailure(node, dev, prefs)) return {*failed};
+  std::vector<GpuCheck> checks;
+  const model::GpuDevice& d = node.devices[dev];
+  const bool mig = d.IsMig();
+  const int32_t memreq = MemoryRequest(node, dev, mig, request);
+  if (prefs.quota) {
+    const DeviceAssignment candidate{dev, memreq, request.cores, -1, {}};
+    if (!prefs.quota->Admits(SlotsQuotaUse({}, 0, &candidate, 0))) {
+      checks.push_back(GpuCheck::kQuota);
+      if (!every) return checks;
+    }
+  }
+  const state::DeviceUsage& u = node.usage[dev];
+  const CheckSet usage = UsageFailures(d, mig, u, request, memreq, prefs.gpu_policy.mutex, every);
+  for (auto check = GpuCheck::kTimeSlices; check <= GpuCheck::kComputeUnits;
+       check = static_cast<GpuCheck>(static_cast<int>(check) + 1)) {
+    if ((usage & Bit(check)) != 0) checks.push_back(check);
+  }
+  if (!checks.empty()) return checks;
+  const std::vector<mig::InstanceDemand> one{mig::InstanceDemand{memreq, request.cores}};
+  if (mig && !node.mig_models[dev].Arrange(u.layout, one)) {
+    checks.push_back(MigInfeasibleCheck(node, dev, one));
+  }
+  return checks;
 }
 
 std::vector<std::string> GpuReasons(const state::NodeState& node, const ContainerRequest& request,
                                     const PodPreferences& prefs) {
   std::vector<std::string> reasons(node.devices.size());
   for (size_t i = 0; i < node.devices.size(); ++i) {
-    const int dev = static_cast<int>(i);
-    const model::GpuDevice& d = node.devices[i];
-    if (auto r = StaticReject(node, dev, prefs); !r.empty()) {
-      reasons[i] = std::string(r);
-      continue;
-    }
-    const bool mig = d.IsMig();
-    const int32_t memreq = MemoryRequest(node, dev, mig, request);
-    if (prefs.quota) {
-      const DeviceAssignment candidate{dev, memreq, request.cores, -1, {}};
-      if (!prefs.quota->Admits(SlotsQuotaUse({}, 0, &candidate, 0))) {
-        reasons[i] = std::string(reason::kResourceQuotaNotFit);
-        continue;
-      }
-    }
-    const state::DeviceUsage& u = node.usage[i];
-    if (auto r = UsageReject(d, mig, u, request, memreq, prefs.gpu_policy.mutex); !r.empty()) {
-      reasons[i] = std::string(r);
-      continue;
-    }
-    const std::vector<mig::InstanceDemand> one{mig::InstanceDemand{memreq, request.cores}};
-    if (mig && !node.mig_models[i].Arrange(u.layout, one)) {
-      reasons[i] = std::string(MigInfeasibleReason(node, dev, one));
-    }
+    const std::vector<GpuCheck> failed =
+        FailedGpuChecks(node, static_cast<int>(i), request, prefs, /*every=*/false);
+    if (!failed.empty()) reasons[i] = std::string(ReasonOf(failed.front()));
   }
   return reasons;
+}
+
+state::QuotaUse QuotaUseOfSlots(const SlotAssignments& slots, int num_init) {
+  return SlotsQuotaUse(slots, num_init);
 }
 
 NodeFit FitPodOnNode(const state::NodeState& node, const PodRequest& request,

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/device.h"
@@ -69,14 +71,55 @@ bool NamesAnyGpuOf(const PodPreferences& prefs, const state::NodeState& node);
 // current usage as it asks for). Always true on nodes with MIG GPUs. Says nothing of the reason.
 bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPreferences& prefs);
 
+// The memory `k` asks of one GPU whose memory counts as `gpu_mem_mib`, in MiB: its gpumem, or its
+// percentage of that.
+int32_t MemoryOf(const ContainerRequest& k, int64_t gpu_mem_mib);
+
 // The memory `k` asks of one GPU of the node, in MiB: its gpumem, or its percentage of the GPU's
 // memory (`mig`: of the largest allowed profile's, hami-protocol.md 13.2).
 int32_t MemoryRequest(const state::NodeState& node, int dev, bool mig, const ContainerRequest& k);
+
+// HAMi's per-GPU checks (Fit's checks 1-3 and 5: what the GPU is; 10: the quota; 6-14: its use;
+// 15: the MIG placement), in the order the filter makes them.
+enum class GpuCheck : uint8_t {
+  kHealth,          // unhealthy, or held whole by a pod whose allocation cannot be read
+  kCordoned,        // cordoned by the operator
+  kType,            // a model or mode the pod does not allow
+  kUuid,            // a UUID the pod does not allow
+  kQuota,           // past the namespace's GPU quota
+  kTimeSlices,      // every time-slice (task) taken
+  kMutex,           // in use, and the pod asks for GPUs to itself
+  kMemory,          // too little free memory
+  kCores,           // too few free cores
+  kExclusiveCores,  // in use, and the pod asks for all its cores
+  kComputeUnits,    // every core taken, and the pod asks for none
+  kMigPlacement,    // no free placement of a profile that holds the request
+  kMigForeign,      // the free placements are held by instances tessera did not create
+};
+// The check's reason word (hami-protocol.md 5.5).
+std::string_view ReasonOf(GpuCheck check);
+
+// Whether the pod's GPU type filters (nvidia.com/use-gputype, nouse-gputype: substrings of the
+// upper-cased type) and nvidia.com/vgpu-mode admit a GPU of `upper_type` in `mode`: the filter's
+// check 3 (kType), for callers that know a GPU model but not a GPU (the webhook, explain).
+bool ModelAllowed(std::string_view upper_type, std::string_view mode, const PodPreferences& prefs);
+
+// The checks GPU `dev` of the node fails for one device of `request` on its own, in the filter's
+// order, so the first is the filter's reason for it; empty where it passes them all. `every`
+// off stops at the first, as the filter does. On: a GPU failing what it is has only that check;
+// otherwise the quota and every usage check are made (the MIG placement only where they pass).
+std::vector<GpuCheck> FailedGpuChecks(const state::NodeState& node, int dev,
+                                      const ContainerRequest& request, const PodPreferences& prefs,
+                                      bool every);
 
 // Why each GPU of the node could not take one device of `request` on its own, in HAMi's words
 // (hami-protocol.md 5.5; empty where it could): the per-GPU view behind a node's reason.
 std::vector<std::string> GpuReasons(const state::NodeState& node, const ContainerRequest& request,
                                     const PodPreferences& prefs);
+
+// What a pod granted `slots` is charged against its namespace's quota (state::QuotaCollapse:
+// per GPU, init containers at their peak, app containers summed), as the filter's check counts.
+state::QuotaUse QuotaUseOfSlots(const SlotAssignments& slots, int num_init);
 
 // Node score (HAMi 7.1, but counting the pod being placed): 10 * (used/count + cores/total +
 // mem/total) over all GPUs of the node.

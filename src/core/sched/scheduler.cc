@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "core/sched/node_evaluator.h"
@@ -51,24 +52,9 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
                                    int64_t now_unix, bool explain) const {
   // Pre-filter: the pod's request and preferences, then what every node's evaluation shares.
   Decision decision;
-  if (!parsed.request.ok()) {
-    decision.outcome = Outcome::kInvalidRequest;
-    return Rejected(std::move(decision), parsed.request.error().message);
-  }
+  if (!PreFilter(pod, state_.quotas(), &parsed, &decision)) return decision;
   const PodRequest& request = parsed.request.value();
-  decision.container_names = request.names;
-  if (!request.HasGpu()) {
-    // Not ours: kube-scheduler places it on its own (HAMi's pass-through).
-    decision.outcome = Outcome::kPassthrough;
-    decision.containers.resize(request.slots.size());
-    return decision;
-  }
-  if (!parsed.prefs->ok()) {
-    decision.outcome = Outcome::kInvalidRequest;
-    return Rejected(std::move(decision), parsed.prefs->error().message);
-  }
-  PodPreferences& prefs = parsed.prefs->value();
-  prefs.quota = state_.quotas().HeadroomFor(pod.ns);
+  const PodPreferences& prefs = parsed.prefs->value();
   const CycleState cycle(request, prefs, parsed.cpu_milli, mix_, mig_mix_, defaults_);
 
   // Filter and score.
@@ -108,28 +94,54 @@ size_t Scheduler::FilterThreads(const CycleState& cycle, size_t nodes) const {
 
 void Scheduler::ReportRefusals(const CycleState& cycle, FilterOutcome* filtered,
                                Decision* decision) const {
-  NodeEvaluator evaluator(cycle);
-  PreemptionCheck preemption(cycle);
-  for (const auto& [ns, index] : filtered->refused) {
-    if (index == FilterOutcome::kNone) {
-      decision->failed_nodes[ns->name] = ns->unusable_reason;
-      decision->unresolvable_nodes.insert(ns->name);
-      continue;
-    }
-    FilterOutcome::Evaluated& e = filtered->evaluated[index];
-    if (e.fit == FilterOutcome::kNone) {  // ruled out by MayFit: the full fit says why
-      NodeRank unused;
-      e.fit = static_cast<uint32_t>(filtered->fits.size());
-      filtered->fits.push_back(evaluator.FitAndRank(*e.representative, &unused));
-    }
-    NodeFit& fit = filtered->fits[e.fit];
-    if (fit.reason_deferred) {  // worked out once per equivalence class
-      fit.reason = evaluator.RefusalReason(*e.representative, fit);
-      fit.reason_deferred = false;
-    }
-    decision->failed_nodes[ns->name] = fit.reason;
-    if (!preemption.Resolvable(*ns)) decision->unresolvable_nodes.insert(ns->name);
+  for (Refusal& refusal : PostFilter(cycle, filtered, /*check_preemption=*/true)) {
+    const std::string& name = refusal.node->name;
+    decision->failed_nodes[name] = std::move(refusal.reason);
+    if (!refusal.resolvable) decision->unresolvable_nodes.insert(name);
   }
+}
+
+CycleVerdicts FilterEveryNode(const state::ClusterState& state, const model::Pod& pod,
+                              const PolicyDefaults& defaults) {
+  CycleVerdicts verdicts;
+  verdicts.parsed = ParsePod(pod, state.config().nvidia, defaults);
+  if (!PreFilter(pod, state.quotas(), &verdicts.parsed, &verdicts.decision)) return verdicts;
+  // No demand seen: the mixes change which node and GPU rank first, never whether a node fits.
+  const DemandMix mix(defaults.demand_decay);
+  const MigDemandMix mig_mix(defaults.demand_decay);
+  const CycleState cycle(verdicts.parsed.request.value(), verdicts.parsed.prefs->value(),
+                         verdicts.parsed.cpu_milli, mix, mig_mix, defaults);
+  const std::span<const state::NodeState* const> nodes = state.node_list();
+  // Every node fitted (none skipped by the rank bound) and every refusal kept.
+  FilterOutcome filtered = FilterNodes(cycle, nodes, state.state_class_bound(),
+                                       /*collect_refusals=*/true, nullptr, 1,
+                                       /*skip_outranked=*/false);
+  const bool none_fits = filtered.best == nullptr;
+  std::vector<Refusal> refusals = PostFilter(cycle, &filtered, none_fits);
+  verdicts.nodes.reserve(nodes.size());
+  size_t next_refusal = 0;  // refusals come in the nodes' order
+  std::map<std::string, std::string> failed;
+  for (const state::NodeState* node : nodes) {
+    NodeVerdict v;
+    v.node = node;
+    if (next_refusal < refusals.size() && refusals[next_refusal].node == node) {
+      Refusal& refusal = refusals[next_refusal++];
+      v.reason = std::move(refusal.reason);
+      v.resolvable = refusal.resolvable;
+      if (none_fits) failed[node->name] = v.reason;
+    } else {
+      v.fits = true;
+    }
+    verdicts.nodes.push_back(std::move(v));
+  }
+  if (nodes.empty()) {
+    verdicts.decision.message = "0/0 nodes are available.";
+  } else if (none_fits) {
+    verdicts.decision.message = FormatPodMessage(failed, static_cast<int>(nodes.size()));
+  } else {
+    verdicts.decision.outcome = Outcome::kScheduled;
+  }
+  return verdicts;
 }
 
 bool Scheduler::FirstSight(const model::Pod& pod) {

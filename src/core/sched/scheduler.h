@@ -25,6 +25,28 @@
 
 namespace tessera::sched {
 
+// One node's verdict on a pod (FilterEveryNode).
+struct NodeVerdict {
+  const state::NodeState* node = nullptr;
+  bool fits = false;
+  std::string reason;       // HAMi's, when it does not fit
+  bool resolvable = false;  // when no node fits: evicting pods could make room here
+};
+
+// The scheduling cycle's phases for a pod over every node of `state`, choosing and reserving
+// nothing: the pre-filter (parse, preferences, the namespace's quota), the filter with its
+// equivalence cache, and the post-filter's reasons and preemption check. What explain shows, so
+// a rule added to a phase shows there too. `decision`: kInvalidRequest or kPassthrough as the
+// pre-filter settles it; else kScheduled when some node fits (no placement in it), or
+// kUnschedulable with kube-scheduler's message.
+struct CycleVerdicts {
+  ParsedPod parsed;  // the request and preferences (the quota set) the filter used
+  Decision decision;
+  std::vector<NodeVerdict> nodes;  // in state.node_list()'s order; empty when settled
+};
+CycleVerdicts FilterEveryNode(const state::ClusterState& state, const model::Pod& pod,
+                              const PolicyDefaults& defaults);
+
 // The scheduling cycle: parse the request -> filter nodes and devices -> score -> reserve.
 // Binding and annotation writes belong to the adapters; this class only decides and reserves.
 class Scheduler {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/common/strings.h"
+#include "support/builders.h"
 
 namespace tessera::extender {
 namespace {
@@ -44,6 +45,48 @@ TEST(AdmissionReview, SetsSchedulerNameForGpuPodsAndEchoesUidAndVersion) {
   ASSERT_EQ(patch.size(), 1u);
   EXPECT_EQ(patch[0], Json::parse(R"({"op":"add","path":"/spec/schedulerName",)"
                                   R"("value":"tessera-scheduler"})"));
+}
+
+TEST(AdmissionReview, ARequestJustAboveAMigProfileIsAdmittedWithAWarning) {
+  const std::vector<sched::MigGpuKind> kinds{
+      {"NVIDIA A100-SXM4-40GB", mig::GpuMigModel(testing::A100Mig("GPU-a"), nullptr)}};
+  const MigKindsSource source = [&] { return kinds; };
+  const Json review = Review("admission.k8s.io/v1",
+                             GpuPod({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "20000"}}));
+  auto req = DecodeAdmissionReview(review.dump());
+  ASSERT_TRUE(req.ok());
+  const Json a = Json::parse(
+      EncodeAdmissionReview(*req, ReviewPod(req->object, {}, {}, std::nullopt, source)));
+  EXPECT_TRUE(a["response"]["allowed"].get<bool>());
+  ASSERT_EQ(a["response"]["warnings"].size(), 1U) << a.dump();
+  EXPECT_EQ(a["response"]["warnings"][0],
+            "container c0 asks 20000 MiB, 32 MiB over 3g.20gb (19968 MiB) on NVIDIA "
+            "A100-SXM4-40GB, so it takes a 7g.40gb (40192 MiB): ask at most 19968 MiB to fit "
+            "3g.20gb");
+  // At the profile's memory, no warning at all.
+  const Json fits = Review("admission.k8s.io/v1",
+                           GpuPod({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "19968"}}));
+  auto fits_req = DecodeAdmissionReview(fits.dump());
+  ASSERT_TRUE(fits_req.ok());
+  const Json b = Json::parse(
+      EncodeAdmissionReview(*fits_req, ReviewPod(fits_req->object, {}, {}, std::nullopt, source)));
+  EXPECT_FALSE(b["response"].contains("warnings")) << b.dump();
+}
+
+// Reading the cluster's MIG models walks its nodes: a pod that asks no GPU must not pay for it.
+TEST(AdmissionReview, APodWithoutGpusNeverReadsTheClusterMigModels) {
+  int reads = 0;
+  const MigKindsSource counting = [&] {
+    ++reads;
+    return std::vector<sched::MigGpuKind>{};
+  };
+  const Json plain = {{"metadata", {{"name", "web"}, {"namespace", "ns"}}},
+                      {"spec", {{"containers", {{{"name", "c0"}}}}}}};
+  EXPECT_TRUE(ReviewPod(plain, {}, {}, std::nullopt, counting).allowed);
+  EXPECT_EQ(reads, 0);
+  ReviewPod(GpuPod({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8000"}}), {}, {}, std::nullopt,
+            counting);
+  EXPECT_EQ(reads, 1);
 }
 
 TEST(AdmissionReview, AnswersV1beta1InItsOwnVersion) {

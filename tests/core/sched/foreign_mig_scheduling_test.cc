@@ -77,7 +77,7 @@ TEST_F(ForeignMigSchedulingTest, WhenForeignInstancesFillTheGpuTheReasonNamesThe
   ASSERT_EQ(g.instances.size(), 4U);
   EXPECT_TRUE(g.instances[0].foreign);
   EXPECT_FALSE(e.nodes[0].fits_when_empty);
-  EXPECT_THAT(FormatExplanation(e), HasSubstr("a=1g.24gb@0 (not tessera's)"));
+  EXPECT_THAT(FormatExplanation(e), HasSubstr("a=1g.24gb@0+3 (not tessera's)"));
 }
 
 // Pods and foreign instances together: tessera's reason only when the pod would fit without the
