@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 #include "core/state/gpu_holders.h"
 
@@ -46,6 +47,27 @@ void AppendNumber(std::string* out, int64_t v) {
 }
 
 std::string_view NamespaceOf(std::string_view key) { return key.substr(0, key.find('/')); }
+
+// A pod's share of one shared GPU, collapsed as the GPU's use is (hami-protocol.md 4): init
+// containers at their peak, app containers added up; the larger of the two.
+std::pair<int64_t, int64_t> ShareOf(const state::PodReservation* pod, const std::string& uuid) {
+  if (pod == nullptr) return {0, 0};
+  int64_t init_mem = 0, init_cores = 0, app_mem = 0, app_cores = 0;
+  for (size_t slot = 0; slot < pod->devices.size(); ++slot) {
+    const bool init = static_cast<int>(slot) < pod->num_init;
+    for (const codec::ContainerDevice& d : pod->devices[slot]) {
+      if (d.uuid != uuid) continue;
+      if (init) {
+        init_mem = std::max<int64_t>(init_mem, d.used_mem);
+        init_cores = std::max<int64_t>(init_cores, d.used_cores);
+      } else {
+        app_mem += d.used_mem;
+        app_cores += d.used_cores;
+      }
+    }
+  }
+  return {std::max(init_mem, app_mem), std::max(init_cores, app_cores)};
+}
 
 }  // namespace
 
@@ -113,6 +135,7 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
   // Who holds each shared GPU: a share of it, or all of it when its annotation is unreadable.
   const std::vector<std::vector<size_t>> holders =
       state::PodsHoldingEachGpu(state, node, /*shared_only=*/true);
+  std::vector<std::pair<std::pair<int64_t, int64_t>, size_t>> share_index;  // share, string
   o.append(",\"gpus\":[");
   for (size_t i = 0; i < node.devices.size(); ++i) {
     const model::GpuDevice& d = node.devices[i];
@@ -154,7 +177,32 @@ std::shared_ptr<const std::string> UiStateEncoder::EncodeNode(const state::Clust
       if (k > 0) o.push_back(',');
       num(static_cast<int64_t>(holders[i][k]));
     }
-    o.append("]]");
+    // Each holder's share, in the holders' order, as a string "MiB/cores" of the table ("whole"
+    // for a pod holding the GPU whole because its annotation does not decode): shares repeat,
+    // so an index costs less than the numbers, and the table's rebuild bounds them. Left out
+    // when nobody holds a share (every MIG GPU).
+    o.push_back(']');
+    if (!holders[i].empty()) o.append(",[");
+    for (size_t k = 0; k < holders[i].size(); ++k) {
+      if (k > 0) o.push_back(',');
+      const state::PodReservation* pod = state.pod(*keys[holders[i][k]]);
+      const bool whole = pod != nullptr && std::find(pod->held_gpus.begin(), pod->held_gpus.end(),
+                                                     d.uuid) != pod->held_gpus.end();
+      const std::pair<int64_t, int64_t> share =
+          whole ? std::pair<int64_t, int64_t>{-1, -1} : ShareOf(pod, d.uuid);
+      // A node's shares are few: found here before a string is made and looked up.
+      auto seen = std::find_if(share_index.begin(), share_index.end(),
+                               [&](const auto& e) { return e.first == share; });
+      if (seen == share_index.end()) {
+        const size_t index = StringIndex(
+            whole ? "whole" : std::to_string(share.first) + "/" + std::to_string(share.second),
+            strings);
+        seen = share_index.insert(share_index.end(), {share, index});
+      }
+      num(static_cast<int64_t>(seen->second));
+    }
+    if (!holders[i].empty()) o.push_back(']');
+    o.push_back(']');
   }
   o.append("]}");
   std::sort(strings->begin(), strings->end());

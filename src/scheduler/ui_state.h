@@ -18,11 +18,14 @@ namespace tessera::scheduler {
 //   {"strings":[...], "kinds":[[type$, mode$, count, totalMiB, totalCores, slices], ...],
 //    "nodes":[{"name":..., "reason":..., "pods":[[ns$, name, name, ...], ...],
 //              "gpus":[[index, uuid, kind#, used, usedMiB, usedCores,
-//                       [[pod#, profile$, start, size], ...], [pod#, ...]], ...]}, ...],
+//                       [[pod#, profile$, start, size], ...], [pod#, ...], [share$, ...]],
+//              ...]}, ...],
 //    "waiting":[[pod, message], ...]}
-// $ indexes "strings"; pod# indexes the node's pods in order (the groups flattened). The last
-// GPU array holds the pods sharing a shared GPU (or holding it whole, when their annotation is
-// unreadable). `waiting`: pods the last filter placed nowhere, with its message.
+// $ indexes "strings"; pod# indexes the node's pods in order (the groups flattened). The
+// [pod#...] array holds the pods sharing a shared GPU (or holding it whole, when their annotation
+// is unreadable); the last array is each of those pods' share, in the same order, as a string
+// "MiB/cores", or "whole" for a pod holding it whole (left out when the holders' array is
+// empty). `waiting`: pods the last filter placed nowhere, with its message.
 //
 // The encoder keeps each node's JSON and re-encodes only nodes whose NodeState::change_stamp
 // moved, so a poll costs about the nodes that changed, not the cluster. One encoder follows one

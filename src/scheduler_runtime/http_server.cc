@@ -39,6 +39,19 @@ std::optional<http::Response> RefuseQuery(const http::Request& request) {
                                        "\" (this page takes none; search is in the page)\n");
 }
 
+// The page takes one query, `pod=NAMESPACE/NAME`: the script reads it and opens that pod's
+// explanation (the server sends the same static page whatever it says).
+std::optional<http::Response> RefusePageQuery(const http::Request& request) {
+  for (const auto& [name, value] : request.query) {
+    if (name != "pod") {
+      return http::Response::Text(400, "unexpected query parameter \"" + name +
+                                           "\" (this page takes only pod=NAMESPACE/NAME)\n");
+    }
+  }
+  if (request.ParamCount("pod") > 1) return http::Response::Text(400, "expected one pod\n");
+  return std::nullopt;
+}
+
 // Wraps a handler of data that names pods, nodes and GPUs: the caller must be allowed to read
 // the path (delegated to the API server), unless no check is configured.
 http::Handler Guarded(const ReadAccessCheck& check, http::Handler handler) {
@@ -89,7 +102,7 @@ http::Response Explain(const scheduler::ReadViews& reads, const http::Request& r
   auto answer = reads.Explain(request.Param("pod"), format == "json", node);
   http::Response response =
       http::Response::Text(ExplainStatus(answer.outcome), std::move(answer.body));
-  response.content_type = answer.json ? kJson : "text/plain";
+  response.content_type = answer.json ? kJson : "text/plain; charset=utf-8";
   return response;
 }
 
@@ -196,7 +209,7 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
     // The page is static (no cluster data): it opens for anyone and asks for a token when its
     // state is refused.
     routes.push_back({"GET", "/ui", Lane::kOpen, Gate::kAnyone, [](const http::Request& request) {
-                        if (auto refused = RefuseQuery(request)) return *refused;
+                        if (auto refused = RefusePageQuery(request)) return *refused;
                         http::Response response = http::Response::Text(200, UiPageHtml());
                         response.content_type = "text/html; charset=utf-8";
                         return response;

@@ -1,11 +1,15 @@
 // The /ui page in a real headless Chromium (Debian's `chromium`) against `tessera serve` over an
-// embedded cluster: the DOM must show each MIG GPU's slices with the pods holding them, the
-// shared GPU's tasks, and the pending pod with its reason.
+// embedded cluster: the DOM must show each MIG instance as a block named by its pod, each share
+// of a shared GPU with its memory and cores, distinct colours for similar pod names, the pending
+// pods, and a pod's explanation (remedy first) with its remedy and free placements on the bars.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "app/serve_process.h"
@@ -17,12 +21,47 @@ using tessera::codec::Json;
 using tessera::testing::ServeProcess;
 using tessera::testing::TempDir;
 
-constexpr const char* kCluster = R"(
+// One running shared pod, as the scenario's create step gives it.
+std::string SharedPod(const std::string& ns, const std::string& name, const std::string& node,
+                      const std::string& uuid, int mib, int cores) {
+  const std::string m = std::to_string(mib), c = std::to_string(cores);
+  return "  - create:\n"
+         "      metadata:\n"
+         "        name: " +
+         name + "\n        namespace: " + ns +
+         "\n"
+         "        annotations:\n"
+         "          hami.io/vgpu-node: " +
+         node +
+         "\n"
+         "          hami.io/bind-phase: success\n"
+         "          hami.io/vgpu-devices-allocated: \"" +
+         uuid + ",NVIDIA," + m + "," + c +
+         ":;\"\n"
+         "      spec:\n"
+         "        nodeName: " +
+         node +
+         "\n"
+         "        containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, "
+         "nvidia.com/gpumem: " +
+         m + ", nvidia.com/gpucores: " + c + " } } }]\n";
+}
+
+// A MIG A100 with one 3g.20gb instance at slice 4, a T4 with one share, and an A100-80GB shared
+// by five pods whose names differ in one letter (serving/inf-1..5).
+std::string Cluster() {
+  std::string yaml = R"(
 nodes:
   - name: mig-node
     gpus: [{ model: "A100-SXM4-40GB", mode: mig, uuid: GPU-mig }]
+  - name: serving-node
+    gpus: [{ model: "A100-SXM4-80GB", memoryMiB: 81920, uuid: GPU-a80 }]
   - name: shared-node
     gpus: [{ model: "Tesla T4", memoryMiB: 15360, uuid: GPU-t4 }]
+quotas:
+  - namespace: team-q
+    name: gpu
+    hard: { limits.nvidia.com/gpumem: 1000 }
 steps:
   - create:
       metadata:
@@ -35,21 +74,31 @@ steps:
       spec:
         nodeName: mig-node
         containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 19000 } } }]
-  - create:
-      metadata:
-        name: notebook
-        annotations:
-          hami.io/vgpu-node: shared-node
-          hami.io/bind-phase: success
-          hami.io/vgpu-devices-allocated: "GPU-t4,NVIDIA,12000,50:;"
-      spec:
-        nodeName: shared-node
-        containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 12000, nvidia.com/gpucores: 50 } } }]
 )";
+  yaml += SharedPod("default", "notebook", "shared-node", "GPU-t4", 12000, 50);
+  for (int i = 1; i <= 5; ++i) {
+    yaml += SharedPod("serving", "inf-" + std::to_string(i), "serving-node", "GPU-a80", 16000, 20);
+  }
+  return yaml;
+}
 
-// A shared-GPU pod larger than any GPU: it waits with CardInsufficientMemory.
+// A shared-GPU pod larger than any free GPU: it waits with CardInsufficientMemory; two of the
+// inf pods leaving serving-node would make room.
 constexpr const char* kWaitingFilter =
-    R"({"Pod":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"waiting","namespace":"default","uid":"u-w","annotations":{"nvidia.com/vgpu-mode":"hami-core"}},"spec":{"containers":[{"name":"c0","resources":{"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"30000"}}}]}},"NodeNames":["mig-node","shared-node"]})";
+    R"({"Pod":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"waiting","namespace":"default","uid":"u-w","annotations":{"nvidia.com/vgpu-mode":"hami-core"}},"spec":{"containers":[{"name":"c0","resources":{"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"30000"}}}]}},"NodeNames":["mig-node","serving-node","shared-node"]})";
+// Three MIG instances of 8000 MiB: the A100's four free slices take two, so it waits, and the
+// explanation names the free starts.
+constexpr const char* kTrioFilter =
+    R"({"Pod":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"trio","namespace":"default","uid":"u-t","annotations":{"nvidia.com/vgpu-mode":"mig"}},"spec":{"containers":[{"name":"c0","resources":{"limits":{"nvidia.com/gpu":"3","nvidia.com/gpumem":"8000"}}}]}},"NodeNames":["mig-node","serving-node","shared-node"]})";
+
+// Two shared GPUs of 1000 MiB on one node: no node has two, so it waits, though the T4 alone
+// could take one of them.
+constexpr const char* kDuoFilter =
+    R"({"Pod":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"duo","namespace":"default","uid":"u-d","annotations":{"nvidia.com/vgpu-mode":"hami-core"}},"spec":{"containers":[{"name":"c0","resources":{"limits":{"nvidia.com/gpu":"2","nvidia.com/gpumem":"1000"}}}]}},"NodeNames":["mig-node","serving-node","shared-node"]})";
+
+// 2000 MiB in a namespace whose quota allows 1000: the T4 would take it but for the quota.
+constexpr const char* kOverQuotaFilter =
+    R"({"Pod":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"over","namespace":"team-q","uid":"u-q","annotations":{"nvidia.com/vgpu-mode":"hami-core"}},"spec":{"containers":[{"name":"c0","resources":{"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"2000"}}}]}},"NodeNames":["mig-node","serving-node","shared-node"]})";
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -57,11 +106,29 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The opening tags in `dom` carrying `attribute` (e.g. `data-pod="serving/inf-1"`).
+std::vector<std::string> TagsWith(const std::string& dom, const std::string& attribute) {
+  std::vector<std::string> tags;
+  for (size_t at = dom.find(attribute); at != std::string::npos; at = dom.find(attribute, at + 1)) {
+    const size_t open = dom.rfind('<', at);
+    tags.push_back(dom.substr(open, dom.find('>', at) - open + 1));
+  }
+  return tags;
+}
+
+// An attribute's value in one tag; empty when it has none.
+std::string Attribute(const std::string& tag, const std::string& name) {
+  const size_t at = tag.find(" " + name + "=\"");
+  if (at == std::string::npos) return "";
+  const size_t from = at + name.size() + 3;
+  return tag.substr(from, tag.find('"', from) - from);
+}
+
 class UiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
-    std::ofstream(dir_.path() / "cluster.yaml") << kCluster;
+    std::ofstream(dir_.path() / "cluster.yaml") << Cluster();
     serve_ = std::make_unique<ServeProcess>(
         std::vector<std::string>{"--cluster", (dir_.path() / "cluster.yaml").string(),
                                  "--http-bind", "127.0.0.1:0"},
@@ -70,56 +137,247 @@ class UiTest : public ::testing::Test {
     ASSERT_FALSE(port_.empty()) << serve_->log();
   }
 
+  // The page at `path` as headless Chromium leaves it once its script has run (fetch
+  // /ui/state and /explain, draw) within its virtual time budget.
+  std::string Dom(const std::string& path) {
+    std::string dom;
+    tessera::testing::RunCommand(
+        "chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+        "--user-data-dir=" +
+            (dir_.path() / "chromium").string() + " --dump-dom 'http://127.0.0.1:" + port_ + path +
+            "' 2>/dev/null",
+        &dom);
+    EXPECT_NE(dom.find("<html"), std::string::npos)
+        << "no page from chromium (installed by scripts/install-deps.sh?)";
+    return dom;
+  }
+
+  void FilterBoth() {
+    httplib::Client client("127.0.0.1", std::stoi(port_));
+    auto waiting = client.Post("/filter", kWaitingFilter, "application/json");
+    ASSERT_TRUE(waiting);
+    ASSERT_NE(waiting->body.find("CardInsufficientMemory"), std::string::npos) << waiting->body;
+    auto trio = client.Post("/filter", kTrioFilter, "application/json");
+    ASSERT_TRUE(trio);
+    ASSERT_EQ(trio->body.find("\"NodeNames\":[\""), std::string::npos) << trio->body;
+  }
+
   TempDir dir_;
   std::unique_ptr<ServeProcess> serve_;
   std::string port_;
 };
 
-TEST_F(UiTest, ChromiumShowsSlicesTasksAndThePendingReason) {
-  httplib::Client client("127.0.0.1", std::stoi(port_));
-  auto filtered = client.Post("/filter", kWaitingFilter, "application/json");
-  ASSERT_TRUE(filtered);
-  ASSERT_NE(filtered->body.find("CardInsufficientMemory"), std::string::npos) << filtered->body;
-
-  // Chromium runs the page's script (fetch /ui/state, draw) within its virtual time budget.
-  std::string dom;
-  tessera::testing::RunCommand(
-      "chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
-      "--user-data-dir=" +
-          (dir_.path() / "chromium").string() + " --dump-dom http://127.0.0.1:" + port_ +
-          "/ui 2>/dev/null",
-      &dom);
-  ASSERT_NE(dom.find("<html"), std::string::npos)
-      << "no page from chromium (installed by scripts/install-deps.sh?)";
-  // The A100's 8 memory slices: the 3g.20gb instance at 4 covers 4 of them, 4 are free.
-  EXPECT_EQ(Count(dom, R"(data-pod="default/trainer" data-profile="3g.20gb" data-start="4")"), 4U)
+TEST_F(UiTest, ChromiumShowsWhoHoldsEachInstanceAndShareAndThePendingPods) {
+  FilterBoth();
+  const std::string dom = Dom("/ui");
+  // The A100's 8 memory slices: the 3g.20gb instance at 4 is one block, 4 slices wide, that
+  // names its pod; the 4 other slices are free.
+  const auto trainer = TagsWith(dom, R"(data-pod="default/trainer" data-profile="3g.20gb")");
+  ASSERT_EQ(trainer.size(), 1U) << dom;
+  EXPECT_EQ(Attribute(trainer[0], "data-start"), "4");
+  EXPECT_EQ(Attribute(trainer[0], "data-size"), "4");
+  EXPECT_NE(
+      dom.find(R"(<span class="what">3g.20gb @4</span><span class="who">default/trainer</span>)"),
+      std::string::npos)
       << dom;
   EXPECT_EQ(Count(dom, R"(class="slice free")"), 4U);
   EXPECT_NE(dom.find(R"(data-slices="8")"), std::string::npos);
-  // The shared T4: its task and its holder.
-  EXPECT_NE(dom.find("1/10 tasks: default/notebook"), std::string::npos);
-  // The pending pod, with the filter's message.
-  const size_t waiting = dom.find(R"(<li data-pod="default/waiting">)");
+  // A legend names the instance's holder too.
+  EXPECT_NE(
+      dom.find(
+          R"(<span class="name">default/trainer</span><span class="share"> 3g.20gb at 4</span>)"),
+      std::string::npos);
+  // Full model names, on their own line.
+  EXPECT_NE(dom.find("GPU 0: NVIDIA A100-SXM4-40GB (mig)"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("A100-SXM4-80GB"), std::string::npos);
+  // The shared T4: memory and cores told apart, in MiB and percent, for the GPU and its holder.
+  EXPECT_NE(dom.find("mem 12000 / 15360 MiB"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("cores 50 / 100%"), std::string::npos);
+  EXPECT_NE(
+      dom.find(
+          R"(<span class="name">default/notebook</span><span class="share"> mem 12000 MiB, cores 50%</span>)"),
+      std::string::npos);
+  EXPECT_NE(dom.find("1/10 tasks"), std::string::npos);
+  // The notebook's share drawn on both bars, named.
+  EXPECT_EQ(Count(dom, R"(class="seg" data-pod="default/notebook")"), 2U);
+  // The pending pods, with the filter's message.
+  const size_t waiting = dom.find(R"(<li data-pod="default/waiting")");
   ASSERT_NE(waiting, std::string::npos) << dom;
   EXPECT_NE(dom.find("CardInsufficientMemory", waiting), std::string::npos);
-  EXPECT_NE(dom.find("2 nodes, 2 GPUs, 1 waiting"), std::string::npos);
+  EXPECT_NE(dom.find(R"(<li data-pod="default/trio")"), std::string::npos);
+  EXPECT_NE(dom.find("3 nodes, 3 GPUs, 2 waiting"), std::string::npos);
+  // No explanation until a pod is chosen.
+  EXPECT_NE(dom.find(R"(<div id="explain" hidden="")"), std::string::npos);
 }
 
-TEST_F(UiTest, PageAndStateRefuseQueriesAndTheStateIsCompactJson) {
+// serving/inf-1..5 differ in one letter and share one GPU: five colours, hues at least 40
+// degrees apart on the wheel.
+TEST_F(UiTest, SimilarPodNamesOnOneGpuGetDistinctColours) {
+  const std::string dom = Dom("/ui");
+  std::map<int, int> hue;
+  std::set<std::string> styles;
+  for (int i = 1; i <= 5; ++i) {
+    const auto segs =
+        TagsWith(dom, "class=\"seg\" data-pod=\"serving/inf-" + std::to_string(i) + "\"");
+    ASSERT_EQ(segs.size(), 2U) << dom;  // its memory and its cores
+    const std::string h = Attribute(segs[0], "data-hue");
+    ASSERT_FALSE(h.empty()) << segs[0];
+    hue[i] = std::stoi(h);
+    EXPECT_EQ(Attribute(segs[1], "data-hue"), h);  // one colour per pod
+    styles.insert(
+        Attribute(segs[0], "style").substr(Attribute(segs[0], "style").find("background")));
+  }
+  EXPECT_EQ(styles.size(), 5U) << "five different background colours";
+  for (int a = 1; a <= 5; ++a) {
+    for (int b = a + 1; b <= 5; ++b) {
+      const int d = std::abs(hue[a] - hue[b]) % 360;
+      EXPECT_GE(std::min(d, 360 - d), 40) << "inf-" << a << " and inf-" << b;
+    }
+  }
+  // Each share labelled with its memory and cores.
+  EXPECT_EQ(Count(dom, "mem 16000 MiB, cores 20%"), 5U);
+  EXPECT_NE(dom.find("mem 80000 / 81920 MiB"), std::string::npos);
+  EXPECT_NE(dom.find("cores 100 / 100%"), std::string::npos);
+}
+
+// /ui?pod=NS/NAME opens that pod's explanation: the remedy first, then each node's reasons, and
+// the remedy's pods marked on the bars.
+TEST_F(UiTest, APodsAddressOpensItsExplanationWithTheRemedyOnTheBars) {
+  FilterBoth();
+  httplib::Client client("127.0.0.1", std::stoi(port_));
+  auto explained = client.Get("/explain?format=json&pod=default/waiting");
+  ASSERT_TRUE(explained);
+  const Json e = Json::parse(explained->body);
+  ASSERT_TRUE(e.contains("remedy")) << e.dump();
+  ASSERT_EQ(e["remedy"]["node"], "serving-node") << e.dump();
+  std::set<std::string> leaving;
+  for (const Json& p : e["remedy"]["pods"]) leaving.insert(p.get<std::string>());
+  ASSERT_EQ(leaving.size(), 2U) << e.dump();
+
+  const std::string dom = Dom("/ui?pod=default/waiting");
+  const size_t panel = dom.find(R"(<div id="explain" data-pod="default/waiting">)");
+  ASSERT_NE(panel, std::string::npos) << dom;
+  EXPECT_NE(dom.find(R"(<span class="pod">default/waiting</span>)", panel), std::string::npos);
+  // The remedy comes first, before any node's reasons.
+  const size_t remedy =
+      dom.find(R"(data-remedy="pods">make room: 2 pods leaving node serving-node)", panel);
+  ASSERT_NE(remedy, std::string::npos) << dom;
+  const size_t reasons = dom.find(R"(<div class="reasons">)", panel);
+  ASSERT_NE(reasons, std::string::npos);
+  EXPECT_LT(remedy, reasons);
+  // Per node, per GPU: the failing check with its figures.
+  EXPECT_NE(dom.find(R"(<div class="reason-node" data-node="serving-node">)", reasons),
+            std::string::npos);
+  EXPECT_NE(dom.find("CardInsufficientMemory", reasons), std::string::npos);
+  EXPECT_NE(dom.find("held by serving/inf-1 (16000 MiB, 20%)", reasons), std::string::npos) << dom;
+  // On the bars: the serving node is marked, and exactly the remedy's pods (their memory and
+  // cores segments and their legend chips) are marked leaving.
+  EXPECT_NE(dom.find(R"(<div class="node remedy-node" data-node="serving-node">)"),
+            std::string::npos);
+  for (int i = 1; i <= 5; ++i) {
+    const std::string pod = "serving/inf-" + std::to_string(i);
+    size_t marked = 0;
+    for (const std::string& tag : TagsWith(dom, "data-pod=\"" + pod + "\"")) {
+      if (tag.find("<div class=\"reason") == 0) continue;
+      if (Attribute(tag, "class").find("leaving") != std::string::npos) ++marked;
+    }
+    EXPECT_EQ(marked, leaving.count(pod) ? 3U : 0U) << pod;
+  }
+}
+
+// A pod kept out by its namespace's quota: the remedy is the quota (free or raise it), with each
+// limit against the namespace's use and the request, the exceeded one marked.
+TEST_F(UiTest, APodOverItsQuotaIsToldToFreeOrRaiseTheQuotaFirst) {
+  httplib::Client client("127.0.0.1", std::stoi(port_));
+  auto over = client.Post("/filter", kOverQuotaFilter, "application/json");
+  ASSERT_TRUE(over);
+  ASSERT_EQ(over->body.find("\"NodeNames\":[\""), std::string::npos) << over->body;
+  auto explained = client.Get("/explain?format=json&pod=team-q/over");
+  ASSERT_TRUE(explained);
+  const Json e = Json::parse(explained->body);
+  ASSERT_TRUE(e.contains("quota") && e["quota"]["blocks"] == true) << e.dump();
+
+  const std::string dom = Dom("/ui?pod=team-q/over");
+  const size_t panel = dom.find(R"(<div id="explain" data-pod="team-q/over">)");
+  ASSERT_NE(panel, std::string::npos) << dom;
+  const size_t remedy = dom.find(R"(data-remedy="quota">)", panel);
+  ASSERT_NE(remedy, std::string::npos) << dom;
+  EXPECT_NE(dom.find(e["quota"]["remedy"].get<std::string>(), remedy), std::string::npos);
+  EXPECT_LT(remedy, dom.find(R"(<div class="reasons">)", panel));
+  const size_t row =
+      dom.find(R"(<tr class="exceeded"><td>gpu</td><td>limits.nvidia.com/gpumem</td>)", remedy);
+  ASSERT_NE(row, std::string::npos) << dom;
+  EXPECT_NE(dom.find("<td>2000 MiB</td><td>1000 MiB</td>", row), std::string::npos) << dom;
+}
+
+// The free placements a pod could take are marked on the MIG bar at their start slices.
+TEST_F(UiTest, APodsExplanationMarksTheFreePlacementsItCouldTake) {
+  FilterBoth();
+  httplib::Client client("127.0.0.1", std::stoi(port_));
+  auto explained = client.Get("/explain?format=json&pod=default/trio");
+  ASSERT_TRUE(explained);
+  const Json e = Json::parse(explained->body);
+  std::set<std::string> starts;
+  for (const Json& n : e["nodes"]) {
+    for (const Json& g : n["gpus"]) {
+      if (!g.contains("options")) continue;
+      for (const Json& o : g["options"]) {
+        for (const Json& s : o["starts"]) starts.insert(std::to_string(s.get<int>()));
+      }
+    }
+  }
+  ASSERT_FALSE(starts.empty()) << e.dump();
+
+  const std::string dom = Dom("/ui?pod=default/trio");
+  ASSERT_NE(dom.find(R"(<div id="explain" data-pod="default/trio">)"), std::string::npos) << dom;
+  std::set<std::string> marked;
+  for (const std::string& tag : TagsWith(dom, R"(class="slice free option")")) {
+    EXPECT_FALSE(Attribute(tag, "data-option").empty()) << tag;
+    marked.insert(Attribute(tag, "data-slice"));
+  }
+  EXPECT_EQ(marked, starts) << dom;
+  EXPECT_EQ(Count(dom, R"(class="slice free")"), 4U - starts.size());
+
+  // On shared GPUs: the free part of the memory bar of each GPU that passes every check.
+  auto duo = client.Post("/filter", kDuoFilter, "application/json");
+  ASSERT_TRUE(duo);
+  ASSERT_NE(duo->body.find("NodeInsufficientDevice"), std::string::npos) << duo->body;
+  const std::string shared = Dom("/ui?pod=default/duo");
+  ASSERT_NE(shared.find(R"(<div id="explain" data-pod="default/duo">)"), std::string::npos)
+      << shared;
+  EXPECT_EQ(Count(shared, R"(<div class="seg free option">could take one device</div>)"), 1U)
+      << shared;
+  const size_t t4 = shared.find(R"(data-uuid="GPU-t4")", shared.find(R"(<div id="nodes">)"));
+  ASSERT_NE(t4, std::string::npos);
+  EXPECT_NE(shared.find("could take one device", t4), std::string::npos);
+}
+
+TEST_F(UiTest, PageTakesOnlyAPodStateNoQueryAndTheStateIsCompactJson) {
   httplib::Client client("127.0.0.1", std::stoi(port_));
   auto page = client.Get("/ui");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
   EXPECT_EQ(page->body.find("http"), std::string::npos) << "the page loads nothing from elsewhere";
+  EXPECT_EQ(page->body.find("innerHTML"), std::string::npos) << "cluster strings go in as text";
+  // The page takes one pod=NS/NAME (whose explanation it opens), nothing else.
+  auto pod = client.Get("/ui?pod=default/waiting");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ(pod->status, 200);
+  EXPECT_EQ(pod->body, page->body);
+  for (const char* bad : {"/ui?node=x", "/ui?pod=a/b&pod=c/d"}) {
+    auto refused_page = client.Get(bad);
+    ASSERT_TRUE(refused_page);
+    EXPECT_EQ(refused_page->status, 400) << bad;
+  }
   auto refused = client.Get("/ui/state?node=x");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400);
   auto state = client.Get("/ui/state");
   ASSERT_TRUE(state);
   const Json j = Json::parse(state->body);
-  ASSERT_EQ(j["nodes"].size(), 2U);
-  EXPECT_EQ(j["kinds"].size(), 2U);  // one A100 in MIG mode, one shared T4
+  ASSERT_EQ(j["nodes"].size(), 3U);
+  EXPECT_EQ(j["kinds"].size(), 3U);  // an A100 in MIG mode, a shared A100-80GB, a shared T4
   const Json& node = j["nodes"][0];
   EXPECT_EQ(node["name"], "mig-node");
   // The node's pods, by namespace: [[namespace#, name...]].
@@ -136,9 +394,12 @@ TEST_F(UiTest, PageAndStateRefuseQueriesAndTheStateIsCompactJson) {
   EXPECT_EQ(j["strings"][mig[6][0][1].get<size_t>()], "3g.20gb");
   EXPECT_EQ(mig[6][0][2], 4);
   EXPECT_EQ(mig[6][0][3], 4);
-  const Json& t4 = j["nodes"][1]["gpus"][0];
+  ASSERT_EQ(j["nodes"][2]["name"], "shared-node");
+  const Json& t4 = j["nodes"][2]["gpus"][0];
   EXPECT_EQ(t4[4], 12000);             // used MiB
   EXPECT_EQ(t4[7], Json::array({0}));  // notebook shares it
+  ASSERT_EQ(t4[8].size(), 1U);
+  EXPECT_EQ(j["strings"][t4[8][0].get<size_t>()], "12000/50");  // its MiB and cores
 }
 
 // The page polls: an unchanged state is a 304 without a body, a changed one a new ETag.

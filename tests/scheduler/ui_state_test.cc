@@ -56,8 +56,12 @@ Json Resolve(const std::string& body) {
       }
       Json holders = Json::array();
       for (const Json& p : g[7]) holders.push_back(pods.at(p.get<size_t>()));
+      Json shares = Json::array();
+      if (g.size() > 8) {
+        for (const Json& share : g[8]) shares.push_back(str(share));
+      }
       gpus.push_back({g[0], g[1], str(kind[0]), str(kind[1]), kind[2], kind[3], kind[4], kind[5],
-                      g[3], g[4], g[5], instances, holders});
+                      g[3], g[4], g[5], instances, holders, shares});
     }
     nodes.push_back({{"name", n["name"]}, {"reason", n["reason"]}, {"pods", pods}, {"gpus", gpus}});
   }
@@ -84,7 +88,43 @@ TEST(UiStateTest, ShowsSharesHoldersAndMigInstancesByName) {
   EXPECT_EQ(shared["gpus"][1][12], Json::array({"team-a/nb2", "team-b/nb1"}));
   EXPECT_EQ(shared["gpus"][1][8], 2);     // tasks used
   EXPECT_EQ(shared["gpus"][1][9], 3000);  // MiB used
+  // Each holder's share, in the holders' order: "MiB/cores".
+  EXPECT_EQ(shared["gpus"][1][13], Json::array({"2000/10", "1000/10"}));
+  // Left out where nobody holds a share: an idle shared GPU, a MIG GPU (whose instances name
+  // their pods).
+  const Json body = Json::parse(EncodeUiState(s, {}));
+  EXPECT_EQ(body["nodes"][1]["gpus"][0].size(), 8U);
+  EXPECT_EQ(body["nodes"][0]["gpus"][0].size(), 8U);
+  EXPECT_EQ(body["nodes"][1]["gpus"][1].size(), 9U);
   EXPECT_EQ(r["waiting"], Json::array({Json::array({"team-c/big", "0/2 nodes are available"})}));
+}
+
+// A holder's share is collapsed as the GPU's use is: init containers at their peak, app
+// containers added up, the larger of the two.
+TEST(UiStateTest, AHoldersShareCountsInitContainersAtTheirPeak) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("shared", {SharingGpu("GPU-a")}));
+  s.AddPod(PodReservation{"ns/p",
+                          "u",
+                          "shared",
+                          1,
+                          {{{"GPU-a", "NVIDIA", 3000, 5}},
+                           {{"GPU-a", "NVIDIA", 1000, 20}},
+                           {{"GPU-a", "NVIDIA", 1500, 20}}},
+                          {}});
+  const Json r = Resolve(EncodeUiState(s, {}));
+  EXPECT_EQ(r["nodes"][0]["gpus"][0][13], Json::array({"3000/40"}));
+}
+
+// A pod whose allocation annotation does not decode holds the GPU whole: its share says so.
+TEST(UiStateTest, APodHoldingAGpuWholeHasTheShareWhole) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("shared", {SharingGpu("GPU-a")}));
+  s.AddPod(PodReservation{"ns/odd", "u", "shared", 0, {}, {}, 0, {"GPU-a"}, "unreadable"});
+  s.AddPod(Share("ns/p", "shared", "GPU-a", 1000));
+  const Json r = Resolve(EncodeUiState(s, {}));
+  EXPECT_EQ(r["nodes"][0]["gpus"][0][12], Json::array({"ns/odd", "ns/p"}));
+  EXPECT_EQ(r["nodes"][0]["gpus"][0][13], Json::array({"whole", "1000/10"}));
 }
 
 TEST(UiStateTest, APollReEncodesOnlyTheNodesThatChanged) {
@@ -126,10 +166,10 @@ TEST(UiStateTest, TheStringTableIsBuiltAfreshWhenMostOfItIsUnused) {
     s.AddPod(Share(keys.back(), "n1", "GPU-1", 10));
     if (i % 50 == 49) encoder.Collect(s, {});
   }
-  EXPECT_EQ(encoder.strings_size(), baseline + 400);
+  EXPECT_EQ(encoder.strings_size(), baseline + 400 + 1);  // the namespaces, one share "10/10"
   for (size_t i = 0; i + 1 < keys.size(); ++i) s.RemovePod(keys[i]);
   const auto snap = encoder.Collect(s, {});
-  EXPECT_EQ(encoder.strings_size(), baseline + 1);
+  EXPECT_EQ(encoder.strings_size(), baseline + 1 + 1);
   EXPECT_EQ(Resolve(snap.Join()), Resolve(EncodeUiState(s, {})));
   for (int i = 0; i < 100; ++i) s.AddPod(Share("other/p" + std::to_string(i), "n1", "GPU-1", 10));
   EXPECT_EQ(Resolve(encoder.Collect(s, {}).Join()), Resolve(EncodeUiState(s, {})));
