@@ -267,6 +267,31 @@ def s_helm_chart(env: Env, ns: str, group: str):
     check(r.returncode != 0 and "replicaz" in r.stderr, f"misspelt key: {r.stderr}")
 
     common = ["--namespace", rns, "--set", f"agent.namespace={agent_ns}"]
+    # Beside HAMi's device plugin (a DaemonSet on HAMi's gpu=on label): the agent on its own
+    # label installs; on HAMi's label the chart refuses, naming the DaemonSet.
+    hami_labels = {"app.kubernetes.io/component": "hami-device-plugin"}
+    env.kube.create(f"/apis/apps/v1/namespaces/{ns}/daemonsets", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "hami-device-plugin", "labels": hami_labels},
+        "spec": {"selector": {"matchLabels": hami_labels},
+                 "template": {"metadata": {"labels": hami_labels},
+                              "spec": {"nodeSelector": {"gpu": "on"},
+                                       "containers": [{"name": "device-plugin",
+                                                       "image": "projecthami/hami:v2.10.0"}]}}}})
+    try:
+        r = helm("install", release, chart, *common, "--set-string", "agent.nodeSelector.gpu=on",
+                 "--create-namespace", "--dry-run=server", check_rc=False)
+        check(r.returncode != 0 and f"{ns}/hami-device-plugin" in r.stderr and
+              "agent.enabled=false" in r.stderr, f"agent on HAMi's label not refused: {r.stderr}")
+        helm("install", release, chart, *common, "--create-namespace", "--dry-run=server")
+        r = helm("install", release, chart, *common, "--set-string", "agent.nodeSelector.gpu=on",
+                 "--set", "agent.allowBesideHamiDevicePlugin=true", "--create-namespace",
+                 "--dry-run=server")
+        say("beside HAMi's device plugin: refused on its label, installs on tessera.io/agent "
+            "or with agent.allowBesideHamiDevicePlugin")
+    finally:
+        env.kube.delete(f"/apis/apps/v1/namespaces/{ns}/daemonsets/hami-device-plugin",
+                        grace0=False)
     r = helm("install", release, chart, *common, "--create-namespace", "--dry-run=server")
     say(f"server-side dry run: {r.stdout.count(chr(10) + 'kind: ')} objects")
     check(not env.kube.exists(f"/apis/apps/v1/namespaces/{rns}/deployments/{release}"),
@@ -282,7 +307,7 @@ def s_helm_chart(env: Env, ns: str, group: str):
         check(names == ["kube-scheduler", "tessera"] and dep["spec"]["replicas"] == 2,
               f"Deployment containers {names}, replicas {dep['spec']['replicas']}")
         ds = env.kube.get(f"/apis/apps/v1/namespaces/{agent_ns}/daemonsets/{release}-agent")
-        check(ds["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "on"},
+        check(ds["spec"]["template"]["spec"]["nodeSelector"] == {"tessera.io/agent": "true"},
               f"agent nodeSelector {ds['spec']['template']['spec'].get('nodeSelector')}")
         agent_c = ds["spec"]["template"]["spec"]["containers"][0]
         check(agent_c["securityContext"].get("readOnlyRootFilesystem") and
