@@ -58,27 +58,89 @@ check_format() {
   clang-format --dry-run -Werror $files
 }
 
+# Each layer (a folder under src/ and its CMake target, docs/architecture.md's table) and the
+# layers whose headers its files may include. A layer inside another's folder (sim/replay in
+# sim) is a layer of its own; a folder that belongs to no layer fails the check, so that a new
+# one is added here and to the table. `app` (the tessera program) may include every layer.
+LAYER_INCLUDES=(
+  "core: core"
+  "adapters/threads: adapters/threads core"
+  "adapters/logging: adapters/logging"
+  "adapters/files: adapters/files core"
+  "adapters/yaml: adapters/yaml core"
+  "adapters/kube: adapters/kube adapters/yaml core"
+  "adapters/http: adapters/http core"
+  "adapters/nvml: adapters/nvml core"
+  "adapters/deviceplugin: adapters/deviceplugin core"
+  "sim: sim adapters/yaml core"
+  "sim/replay: sim/replay core"
+  "sim/mig_replay: sim/mig_replay sim/replay sim core"
+  "scheduler: scheduler core"
+  "scheduler_runtime: scheduler_runtime scheduler sim adapters/kube adapters/http core"
+  "agent: agent adapters/files core"
+  "agent_runtime: agent_runtime agent adapters/kube adapters/deviceplugin adapters/http adapters/files core"
+  "nvml_sim: nvml_sim adapters/nvml adapters/files core"
+  "app: *"
+)
+layer_of() {  # layer_of PATH (below src/): the layer whose folder holds it, the deepest; "" if none
+  local layer best=""
+  for layer in "${LAYERS[@]}"; do
+    if [[ $1 == "$layer" || $1 == "$layer"/* ]] && [ ${#layer} -gt ${#best} ]; then best=$layer; fi
+  done
+  echo "$best"
+}
 check_layers() {
-  # The core is pure: no adapter, simulator or app headers, no I/O libraries.
-  if grep -rnE '#include "(adapters|sim|app)/|#include <(yaml-cpp|curl|httplib|fstream|iostream|thread|mutex)' src/core; then
+  local entry layer file header dir failed=0
+  local -A allowed=()
+  LAYERS=()
+  for entry in "${LAYER_INCLUDES[@]}"; do
+    layer=${entry%%:*}
+    LAYERS+=("$layer")
+    allowed[$layer]=" ${entry#*: } "
+  done
+  while read -r dir; do
+    dir=${dir#src/}
+    if [ -z "$(layer_of "$dir")" ]; then
+      echo "src/$dir belongs to no layer: add it to LAYER_INCLUDES and docs/architecture.md"
+      failed=1
+    fi
+  done < <(find src -mindepth 2 -type f -printf '%h\n' | sort -u)
+  for layer in "${LAYERS[@]}"; do
+    if ! grep -q "^| \`src/$layer\` |" docs/architecture.md; then
+      echo "docs/architecture.md's layer table has no row for src/$layer"
+      failed=1
+    fi
+  done
+  # Every project header (a quoted include with a folder) must be in a layer the includer's
+  # layer may include.
+  while IFS=: read -r file header; do
+    layer=$(layer_of "${file#src/}")
+    [ -n "$layer" ] || continue  # its folder is reported above
+    [ "${allowed[$layer]}" = " * " ] && continue
+    header=${header#*\"}
+    header=${header%\"}
+    if [[ ${allowed[$layer]} != *" $(layer_of "$header") "* ]]; then
+      echo "$file: includes $header, which $layer may not (LAYER_INCLUDES)"
+      failed=1
+    fi
+  done < <(grep -rHoE '#include "[a-z_]+/[^"]*"' src --include='*.h' --include='*.cc')
+  # The core is pure: no I/O libraries, no threads.
+  if grep -rnE '#include <(yaml-cpp|curl|httplib|boost|grpc|spdlog|dlfcn|fstream|iostream|thread|mutex)' src/core; then
     echo "src/core includes something outside the pure core (see above)"
-    return 1
+    failed=1
   fi
-  if grep -rnE '#include "app/' src/sim src/adapters src/scheduler src/scheduler_runtime; then return 1; fi
-  # The service is the state machine behind the endpoints: core only, I/O through interfaces.
-  if grep -rnE '#include "(adapters|scheduler_runtime|sim)/|#include <(curl|httplib|yaml-cpp)' src/scheduler; then
+  # The scheduler is the state machine behind the endpoints: I/O through its interfaces.
+  if grep -rnE '#include <(curl|httplib|yaml-cpp|boost)' src/scheduler; then
     echo "src/scheduler reaches past its ClusterWriter interface (see above)"
-    return 1
+    failed=1
   fi
-  # Adapters know the core, never the service or the commands built on them.
-  if grep -rnE '#include "(service|serve|sim|agent|agent_runtime)/' src/adapters; then return 1; fi
   # The agent's logic: core and its own interfaces (GpuDriver, NodeApi), files only for the
   # ledger; Kubernetes, gRPC and NVML are agent_runtime's and the adapters'.
-  if grep -rnE '#include "(adapters/(kube|nvml|deviceplugin)|agent_runtime|serve|service|sim)/|#include <(curl|httplib|grpc|dlfcn)' src/agent; then
+  if grep -rnE '#include <(curl|httplib|grpc|dlfcn)' src/agent; then
     echo "src/agent reaches past its GpuDriver and NodeApi interfaces (see above)"
-    return 1
+    failed=1
   fi
-  return 0
+  return "$failed"
 }
 
 # The Kubernetes binaries and helm for the end-to-end stage (minutes cold, then cached) build in

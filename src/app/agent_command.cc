@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <cstdlib>
@@ -20,10 +21,10 @@
 #include "agent_runtime/agent_http.h"
 #include "agent_runtime/agent_process.h"
 #include "agent_runtime/kube_node_api.h"
+#include "app/agent_flags.h"
+#include "app/command_support.h"
 #include "core/codec/node_register.h"
-#include "core/common/duration.h"
 #include "core/common/strings.h"
-#include "core/config/config_codec.h"
 #include "core/node/node_config.h"
 
 namespace tessera::app {
@@ -128,18 +129,9 @@ Status CheckAgentPaths(const AgentCommandOptions& o, const std::string& hook_pat
 }
 
 Result<node::NodeDeviceConfig> LoadConfig(const AgentCommandOptions& o, const std::string& node) {
-  config::SchedulerConfig cfg;
-  if (!o.device_config.empty()) {
-    auto text = adapters::ReadFile(o.device_config);
-    if (!text.ok()) return text.error();
-    auto json = adapters::ParseYaml(text.value(), "device config " + o.device_config);
-    if (!json.ok()) return json.error();
-    auto decoded = config::DecodeSchedulerConfig(*json);
-    if (!decoded.ok())
-      return Error{"device config " + o.device_config + ": " + decoded.error().message};
-    cfg = std::move(decoded.value());
-  }
-  node::NodeDeviceConfig base = node::FromDeviceConfig(cfg.nvidia);
+  auto device_config = LoadDeviceConfig(o.device_config);
+  if (!device_config.ok()) return device_config.error();
+  node::NodeDeviceConfig base = node::FromDeviceConfig(device_config->nvidia);
   std::error_code ec;
   if (o.node_config.empty() || !fs::exists(o.node_config, ec)) return base;
   auto text = adapters::ReadFile(o.node_config);
@@ -149,14 +141,6 @@ Result<node::NodeDeviceConfig> LoadConfig(const AgentCommandOptions& o, const st
   auto applied = node::ApplyNodeConfig(std::move(base), &json.value(), node);
   if (!applied.ok()) return Error{o.node_config + ": " + applied.error().message};
   return applied;
-}
-
-Result<std::chrono::milliseconds> Millis(const std::string& flag, const std::string& text) {
-  auto d = ParseDuration(text);
-  if (!d.ok() || d.value().count() < 0) {
-    return Error{flag + " " + text + ": want a duration such as 5s, 2m or 1m30s"};
-  }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d.value());
 }
 
 int DiscoverOnly(node::GpuDriver& driver, const node::NodeDeviceConfig& config) {
@@ -211,11 +195,7 @@ int RunAgentCommand(const AgentCommandOptions& o) {
     node_name = env != nullptr ? env : "";
   }
   if (node_name.empty() && !o.discover_only) return Fail("--node-name (or NODE_NAME) is required");
-  std::string hook = o.hook_path;
-  if (hook.empty()) {
-    const char* env = std::getenv("HOOK_PATH");
-    hook = env != nullptr ? env : "/usr/local/vgpu";
-  }
+  const std::string hook = ResolveHookPath(o.hook_path, std::getenv("HOOK_PATH"));
   if (o.read_auth != "auto" && o.read_auth != "delegated" && o.read_auth != "none") {
     return Fail("--read-auth: want auto, delegated or none, got " + o.read_auth);
   }
@@ -246,11 +226,11 @@ int RunAgentCommand(const AgentCommandOptions& o) {
         std::tuple{"--reconcile-interval", o.reconcile_interval, &ao.reconcile_interval},
         std::tuple{"--reconcile-grace", o.reconcile_grace, &ao.reconcile_grace},
         std::tuple{"--fail-lost-after", o.fail_lost_after, &ao.fail_lost_after}}) {
-    auto ms = Millis(flag, text);
+    auto ms = DurationFlag(flag, text);
     if (!ms.ok()) return Fail(ms.error().message);
     *out = ms.value();
   }
-  auto recovery = Millis("--health-recovery", o.health_recovery);
+  auto recovery = DurationFlag("--health-recovery", o.health_recovery);
   if (!recovery.ok()) return Fail(recovery.error().message);
   ao.health_recovery_ms = recovery.value().count();
   if (const char* d = std::getenv("DP_DISABLE_HEALTHCHECKS")) ao.xid_disable = d;
@@ -282,12 +262,8 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   }
   ao.allocator.strategy.cdi_annotation_prefix = o.cdi_annotation_prefix;
 
-  // Stop signals are blocked before any thread starts, so only the waiter below receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before any thread starts, so only the waiter below receives them.
+  sigset_t stop_signals = BlockStopSignals();
   auto cluster = kube::DiscoverConfig(o.kubeconfig);
   if (!cluster.ok()) return Fail(cluster.error().message);
   kube::Client client(std::move(cluster.value()));
@@ -331,6 +307,16 @@ int RunAgentCommand(const AgentCommandOptions& o) {
   api.Stop();
   waiter.join();
   return 0;
+}
+
+void AddAgentCommand(CLI::App& app) {
+  auto* agent = app.add_subcommand(
+      "agent",
+      "Run the node agent: NVML discovery, registration, kubelet device plugin, MIG "
+      "instances (docs/agent.md)");
+  auto options = std::make_shared<AgentCommandOptions>();
+  AddAgentFlags(*agent, *options);
+  agent->callback([options] { EndCommand(RunAgentCommand(*options)); });
 }
 
 }  // namespace tessera::app

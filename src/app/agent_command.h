@@ -2,6 +2,10 @@
 
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace tessera::app {
 
 struct AgentCommandOptions {
@@ -13,7 +17,7 @@ struct AgentCommandOptions {
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string kubelet_socket = "kubelet.sock";  // "" = do not serve the kubelet
   std::string ledger = "/var/lib/tessera/agent/mig-ledger.json";
-  std::string hook_path;  // default $HOOK_PATH or /usr/local/vgpu
+  std::string hook_path;  // HAMi's HOOK_PATH; "": ResolveHookPath (app/agent_flags.h)
   std::string http_bind = ":9394";
   // Who may read /metrics: auto (= delegated: the agent always has an API server), delegated
   // (TokenReview + SubjectAccessReview, as serve's) or none (anyone who reaches the port).
@@ -36,5 +40,9 @@ struct AgentCommandOptions {
 
 // `tessera agent`: the node agent (docs/agent.md).
 int RunAgentCommand(const AgentCommandOptions& options);
+
+// Adds `tessera agent` with its flags (AddAgentFlags) to `app`; it runs when parsed and ends the
+// parse with its exit code.
+void AddAgentCommand(CLI::App& app);
 
 }  // namespace tessera::app

@@ -1,11 +1,12 @@
 #include "app/explain_command.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
 
 #include "adapters/kube/client.h"
 #include "adapters/kube/config.h"
-#include "app/device_config_file.h"
+#include "app/command_support.h"
 #include "core/codec/json_util.h"
 #include "core/mig/catalog.h"
 #include "core/model/pod.h"
@@ -134,6 +135,25 @@ int RunExplainCommand(const ExplainOptions& options) {
     return Fail("--cluster and --kubeconfig are exclusive: one cluster source at a time", 2);
   }
   return options.cluster.empty() ? ExplainCluster(options) : ExplainScenario(options);
+}
+
+void AddExplainCommand(CLI::App& app) {
+  auto* explain = app.add_subcommand(
+      "explain", "Why a pending pod fits nowhere, per node and GPU, and what would make it fit");
+  auto eo = std::make_shared<ExplainOptions>();
+  explain->add_option("pod", eo->pod, "NAMESPACE/NAME")->required();
+  explain->add_option("--cluster", eo->cluster, "A scenario file, run first as `simulate` runs it");
+  explain->add_option("--kubeconfig", eo->kubeconfig,
+                      "A real cluster (default: $KUBECONFIG, then in-cluster)");
+  explain->add_option("--device-config,--device-config-file", eo->device_config,
+                      "HAMi device-config.yaml (a real cluster)");
+  explain->add_option("--node-scheduler-policy", eo->node_policy, "as for serve (default tessera)");
+  explain->add_option("--define-node-policy", eo->node_policy_definitions, "as for serve");
+  explain->add_option("--gpu-scheduler-policy", eo->gpu_policy, "as for serve (default tessera)");
+  explain->add_option("--node", eo->node, "Show this node's GPUs in full");
+  explain->add_option("--output,-o", eo->output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  explain->callback([eo] { EndCommand(RunExplainCommand(*eo)); });
 }
 
 }  // namespace tessera::app

@@ -3,6 +3,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace tessera::app {
 
 struct ExplainOptions {
@@ -20,5 +24,9 @@ struct ExplainOptions {
 // `tessera explain NS/NAME`: why the pod fits where it does or nowhere, per node and GPU, and
 // what would make it fit (docs/explain.md).
 int RunExplainCommand(const ExplainOptions& options);
+
+// Adds `tessera explain NS/NAME` with its flags to `app`; it runs RunExplainCommand when parsed
+// and ends the parse with its exit code.
+void AddExplainCommand(CLI::App& app);
 
 }  // namespace tessera::app

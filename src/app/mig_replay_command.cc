@@ -1,7 +1,6 @@
 #include "app/mig_replay_command.h"
 
-#include <iostream>
-
+#include "app/command_support.h"
 #include "app/replay_command.h"
 #include "core/sched/node_policy.h"
 
@@ -9,17 +8,16 @@ namespace tessera::app {
 
 int RunMigReplayCommand(const MigReplayOptions& o) {
   auto seeds = ParseSeeds(o.seeds);
-  if (!seeds.ok()) return std::cerr << "tessera: " << seeds.error().message << "\n", 1;
+  if (!seeds.ok()) return PrintFailure(seeds.error().message);
   sim::mig_replay::MigReplayOptions run = o.run;
   run.seeds = std::move(seeds.value());
   auto node_policies = sched::ParseNodePolicyDefinitions(o.node_policy_definitions);
   if (!node_policies.ok()) {
-    return std::cerr << "tessera: --define-node-policy: " << node_policies.error().message << "\n",
-           1;
+    return PrintFailure("--define-node-policy: " + node_policies.error().message);
   }
   run.node_policies = std::move(node_policies.value());
   const Status done = sim::mig_replay::ReplayMig(run);
-  if (!done.ok()) return std::cerr << "tessera: " << done.message() << "\n", 1;
+  if (!done.ok()) return PrintFailure(done.message());
   return 0;
 }
 

@@ -6,6 +6,10 @@
 
 #include "core/common/result.h"
 
+namespace CLI {
+class App;
+}
+
 namespace tessera::app {
 
 struct ReplayOptions {
@@ -29,5 +33,11 @@ Result<std::vector<uint64_t>> ParseSeeds(const std::string& text);
 
 // `tessera replay`: the FGD paper's protocol on a trace; prints a table, writes CSV and HTML.
 int RunReplayCommand(const ReplayOptions& options);
+
+// Adds `tessera replay` with its flags to `app`: the trace replay (RunReplayCommand), or with
+// --mig the MIG placement benchmark (RunMigReplayCommand), which shares --policy, --seeds,
+// --out, --jobs and --define-node-policy with it. It runs when parsed and ends the parse with
+// its exit code.
+void AddReplayCommand(CLI::App& app);
 
 }  // namespace tessera::app

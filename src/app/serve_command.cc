@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -16,18 +17,20 @@
 
 #include "adapters/threads/thread_pool.h"
 #include "adapters/yaml/yaml_json.h"
-#include "app/device_config_file.h"
+#include "app/command_support.h"
 #include "app/serve_flags.h"
 #include "app/serve_listeners.h"
 #include "core/common/duration.h"
 #include "core/config/config_codec.h"
 #include "core/mig/catalog.h"
 #include "core/sched/preferences.h"
+#include "core/state/node_liveness.h"
 #include "scheduler/scheduler_service.h"
 #include "scheduler_runtime/embedded_cluster.h"
 #include "scheduler_runtime/http_server.h"
 #include "scheduler_runtime/kube_cluster.h"
 #include "sim/scenario.h"
+#include "sim/simulator.h"
 
 namespace tessera::app {
 namespace {
@@ -50,21 +53,11 @@ std::string DefaultIdentity() {
   return id.str();
 }
 
-// A Go-style duration flag rounded up to whole seconds; negative or malformed is an error.
-Result<std::chrono::seconds> DurationFlag(const std::string& flag, const std::string& text) {
-  auto d = ParseDuration(text);
-  if (!d.ok()) return Error{flag + " " + text + ": want a duration such as 60s, 5m or 1m30s"};
-  return std::chrono::ceil<std::chrono::seconds>(d.value());
-}
-
-// Blocks SIGINT/SIGTERM in every thread; one waiter turns them into a clean stop.
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
+// A duration flag (DurationFlag) rounded up to whole seconds, the unit these settings take.
+Result<std::chrono::seconds> SecondsFlag(const std::string& flag, const std::string& text) {
+  auto duration = DurationFlag(flag, text);
+  if (!duration.ok()) return duration.error();
+  return std::chrono::ceil<std::chrono::seconds>(duration.value());
 }
 
 // What the flags and files resolve to before anything starts.
@@ -153,26 +146,28 @@ Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
   auto selector = ParseNodeSelector(options.node_label_selector);
   if (!selector.ok()) return selector.error();
   so.node_selector = std::move(selector.value());
-  auto grace = DurationFlag("--node-liveness-grace", options.node_liveness_grace);
+  auto grace = SecondsFlag("--node-liveness-grace", options.node_liveness_grace);
   if (!grace.ok()) return grace.error();
   so.node_liveness_grace = grace.value();
-  // An embedded cluster has no kubelet to keep nodes' allocatable GPU counts up.
-  if (setup.scenario) so.node_liveness_grace = std::chrono::seconds(0);
-  auto requeue = DurationFlag("--requeue-after", options.requeue_after);
+  // An embedded cluster has no kubelet: nodes' allocatable GPU counts are the file's, and the
+  // file is a snapshot, so the grace is taken as over (the least there is: LoadEmbeddedCluster
+  // waits it out once).
+  if (setup.scenario) so.node_liveness_grace = std::chrono::seconds(1);
+  auto requeue = SecondsFlag("--requeue-after", options.requeue_after);
   if (!requeue.ok()) return requeue.error();
   so.requeue_after = requeue.value();
-  auto lock_timeout = DurationFlag("--node-lock-timeout", options.node_lock_timeout);
+  auto lock_timeout = SecondsFlag("--node-lock-timeout", options.node_lock_timeout);
   if (!lock_timeout.ok() || lock_timeout.value().count() <= 0) {
     return Error{"--node-lock-timeout " + options.node_lock_timeout +
                  ": want a positive duration such as 5m"};
   }
   setup.node_lock_timeout = lock_timeout.value();
-  auto retry_timeout = DurationFlag("--node-lock-retry-timeout", options.node_lock_retry_timeout);
+  auto retry_timeout = SecondsFlag("--node-lock-retry-timeout", options.node_lock_retry_timeout);
   if (!retry_timeout.ok()) return retry_timeout.error();
   // HAMi retries a PodGroup member's node lock for this long; tessera takes no PodGroup locks.
   spdlog::debug("--node-lock-retry-timeout {}: no effect (tessera takes no PodGroup locks)",
                 options.node_lock_retry_timeout);
-  auto kube_timeout = DurationFlag("--kube-timeout", options.kube_timeout);
+  auto kube_timeout = SecondsFlag("--kube-timeout", options.kube_timeout);
   if (!kube_timeout.ok()) return kube_timeout.error();
   setup.kube_timeout = kube_timeout.value();
   if (options.profiling) {
@@ -244,6 +239,46 @@ Result<ClusterSource> OpenClusterSource(const ServeOptions& options, const Serve
   return source;
 }
 
+// --cluster: the scenario run to its end by the simulator, with the config and policies served,
+// so the view holds the state `tessera simulate` ends in (docs/serve.md): the nodes as the steps
+// left them, the pods holding devices as an informer shows running pods, and the pods still
+// pending as kube-scheduler's next try of them leaves them (refused, with their reasons).
+void LoadEmbeddedCluster(const ServeOptions& options, const ServeSetup& setup,
+                         scheduler::ClusterView& view) {
+  sim::Scenario scenario = *setup.scenario;
+  scenario.config = setup.config;
+  scenario.policy = setup.service.policy;
+  const size_t steps = scenario.steps.size();
+  sim::Scenario final_state = sim::FinalStateScenario(std::move(scenario));
+  // The simulator takes a node whose allocatable names no GPU count as live; the view's rule
+  // (a kubelet that reports none has no device plugin) would not, so such a node gets one.
+  const std::string& count = setup.config.nvidia.resource_count_name;
+  state::NodeLiveness zero_count(count, setup.service.node_liveness_grace);
+  bool any_not_live = false;
+  for (model::Node& node : final_state.nodes) {
+    node.allocatable.try_emplace(count, "1");
+    zero_count.Observe(node, {});
+    any_not_live = any_not_live || zero_count.ZeroSince(node.name).has_value();
+  }
+  const size_t running = scheduler_runtime::EmbeddedCluster::Load(final_state, view);
+  if (any_not_live) {
+    std::this_thread::sleep_for(setup.service.node_liveness_grace);
+    view.CheckNodeLiveness();
+  }
+  size_t pending = 0;
+  for (const sim::ScenarioStep& step : final_state.steps) {
+    if (!step.pod.node_name.empty()) continue;  // running: adopted by Load
+    ++pending;
+    view.UpsertPodModel(step.pod);
+    if (view.Schedule(step.pod, nullptr).decision.scheduled()) {
+      spdlog::warn("pod {}: pending at the end of {} but placed now", step.pod.Key(),
+                   options.cluster);
+    }
+  }
+  spdlog::info("embedded cluster from {}: {} steps run, {} nodes, {} running pods, {} pending",
+               options.cluster, steps, final_state.nodes.size(), running, pending);
+}
+
 // Serves until SIGINT or SIGTERM, with the periodic work (reservation expiry, node liveness,
 // requeues) once a second; then stops the cluster source first (a held lease goes at once, so a
 // standby takes over fast) and the servers.
@@ -302,15 +337,21 @@ int RunServeCommand(const ServeOptions& options) {
   if (!listeners.ok()) return Fail(listeners.error().message);
 
   if (source->embedded != nullptr) {
-    const size_t adopted = scheduler_runtime::EmbeddedCluster::Load(*setup->scenario, service.view);
-    spdlog::info("embedded cluster from {}: {} nodes, {} placed pods", options.cluster,
-                 setup->scenario->nodes.size(), adopted);
+    LoadEmbeddedCluster(options, *setup, service.view);
   } else {
     source->kube->Start(service.view);
   }
   LogListening(options, *listeners);
   ServeUntilStopped(stop_signals, service.housekeeping, *listeners, source->kube);
   return 0;
+}
+
+void AddServeCommand(CLI::App& app) {
+  auto* serve = app.add_subcommand(
+      "serve", "Run the kube-scheduler extender and mutating webhook (docs/serve.md)");
+  auto options = std::make_shared<ServeOptions>();
+  AddServeFlags(*serve, *options);
+  serve->callback([options] { EndCommand(RunServeCommand(*options)); });
 }
 
 }  // namespace tessera::app

@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace tessera::app {
 
 struct ServeOptions {
@@ -63,5 +67,9 @@ struct ServeOptions {
 
 // `tessera serve`: the kube-scheduler extender and mutating webhook (docs/serve.md).
 int RunServeCommand(const ServeOptions& options);
+
+// Adds `tessera serve` with its flags (AddServeFlags) to `app`; it runs when parsed and ends the
+// parse with its exit code.
+void AddServeCommand(CLI::App& app);
 
 }  // namespace tessera::app

@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/sched/admission.h"
 #include "core/state/node_liveness.h"
@@ -28,6 +29,33 @@ void Simulator::ApplyNode(const model::Node& node) {
   }
   state_.SetNodeBlocked(node.name, reason);
   state_.UpsertNode(node);
+  auto known = std::find_if(nodes_.begin(), nodes_.end(),
+                            [&](const model::Node& n) { return n.name == node.name; });
+  if (known != nodes_.end()) {
+    *known = node;
+  } else {
+    nodes_.push_back(node);
+  }
+}
+
+void Simulator::RecordRunning(const model::Pod& pod) {
+  if (state_.pod(pod.Key()) == nullptr) {
+    running_.erase(pod.Key());
+  } else {
+    running_[pod.Key()] = Running{creates_, pod};
+  }
+}
+
+std::vector<model::Pod> Simulator::running() const {
+  std::vector<const Running*> order;
+  order.reserve(running_.size());
+  for (const auto& [key, r] : running_) order.push_back(&r);
+  std::sort(order.begin(), order.end(),
+            [](const Running* a, const Running* b) { return a->since < b->since; });
+  std::vector<model::Pod> pods;
+  pods.reserve(order.size());
+  for (const Running* r : order) pods.push_back(r->pod);
+  return pods;
 }
 
 void Simulator::RetryPending(int step, std::vector<StepResult>* out) {
@@ -63,6 +91,7 @@ sched::Decision Simulator::AdoptedDecision(const model::Pod& pod,
 }
 
 StepResult Simulator::Create(int step, const model::Pod& pod, const std::string& action) {
+  ++creates_;
   StepResult r;
   r.step = step;
   r.action = action;
@@ -73,29 +102,37 @@ StepResult Simulator::Create(int step, const model::Pod& pod, const std::string&
   const state::ReservationCache::Observed seen = reservations_.Observe(pod, Clock(step));
   if (seen.adoption == Adoption::kUnreadable) {
     r.error = seen.error;
+    RecordRunning(pod);
     return r;
   }
   if (seen.adoption == Adoption::kGone) {
     r.error = "pod " + pod.Key() + " has finished (phase " + pod.phase + "): nothing to schedule";
+    RecordRunning(pod);
     return r;
   }
   if (seen.adoption == Adoption::kBound) {
     r.adopted = true;
     r.warning = seen.problem;
     r.decision = AdoptedDecision(pod, *state_.pod(pod.Key()));
+    RecordRunning(pod);
     return r;
   }
   auto admitted = sched::ApplyAdmissionDefaults(pod, state_.config().nvidia);
   if (!admitted.ok()) {
     r.error = "admission denied: pod " + pod.Key() + ": " + admitted.error().message;
+    RecordRunning(pod);
     return r;
   }
   r.decision = scheduler_.Schedule(admitted->pod, nullptr, Now(step));
+  model::Pod placed = admitted->pod;
   if (r.decision.outcome == sched::Outcome::kScheduled) {
     reservations_.Confirm(pod.Key());  // bound at once: the simulator has no bind phase
+    placed.node_name = r.decision.node;
+    for (const auto& [key, value] : r.decision.annotations) placed.annotations[key] = value;
   } else if (r.decision.outcome == sched::Outcome::kUnschedulable) {
     pending_.push_back(admitted->pod);
   }
+  RecordRunning(placed);
   return r;
 }
 
@@ -127,6 +164,7 @@ std::vector<StepResult> Simulator::RunStep(size_t index) {
                          [&](const model::Pod& p) { return p.Key() == st.pod_key; });
   if (it != pending_.end()) pending_.erase(it);
   auto released = reservations_.Forget(st.pod_key);
+  running_.erase(st.pod_key);
   r.found = released.has_value();
   if (released) {
     for (size_t slot = 0; slot < released->devices.size(); ++slot) {
@@ -155,6 +193,31 @@ std::vector<StepResult> Simulator::RunAll() {
     for (auto& r : RunStep(i)) all.push_back(std::move(r));
   }
   return all;
+}
+
+Scenario FinalStateScenario(Scenario scenario) {
+  Simulator sim(std::move(scenario));
+  sim.RunAll();
+  Scenario final_state;
+  final_state.config = sim.scenario().config;
+  final_state.policy = sim.scenario().policy;
+  final_state.quotas = sim.scenario().quotas;
+  final_state.nodes = sim.nodes();
+  auto create = [&](const model::Pod& pod) {
+    ScenarioStep step;
+    step.kind = ScenarioStep::Kind::kCreate;
+    step.pod = pod;
+    final_state.steps.push_back(std::move(step));
+  };
+  std::set<std::string> pending;
+  for (const model::Pod& pod : sim.pending()) pending.insert(pod.Key());
+  // A pending pod can hold a placement it came with (unbound, as after a restart): it is
+  // created once, pending, with that placement.
+  for (const model::Pod& pod : sim.running()) {
+    if (pending.count(pod.Key()) == 0) create(pod);
+  }
+  for (const model::Pod& pod : sim.pending()) create(pod);
+  return final_state;
 }
 
 }  // namespace tessera::sim

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,13 @@ class Simulator {
   // Pods that fit nowhere yet, oldest first, as admitted (with the webhook's defaults).
   const std::vector<model::Pod>& pending() const { return pending_; }
   size_t step_count() const { return scenario_.steps.size(); }
+  // The pods holding devices now, in the order they got them, as an informer would list them:
+  // bound to their node, with the placement annotations their decision wrote (an adopted pod as
+  // it came).
+  std::vector<model::Pod> running() const;
+  // The nodes as the steps left them: the scenario's, each replaced by its last node step, and
+  // the nodes the steps added after them.
+  const std::vector<model::Node>& nodes() const { return nodes_; }
 
  private:
   StepResult Create(int step, const model::Pod& pod, const std::string& action);
@@ -65,6 +73,8 @@ class Simulator {
   // Adds or replaces a node. A node whose allocatable GPU count is 0 has no live device plugin
   // (the file is a snapshot: the grace period is taken as over); without the key it is live.
   void ApplyNode(const model::Node& node);
+  // After a create: the pod is running when it holds devices now.
+  void RecordRunning(const model::Pod& pod);
   // After a cluster change: pending pods get another chance, oldest first.
   void RetryPending(int step, std::vector<StepResult>* out);
   int64_t Now(int step) const { return kEpoch + step; }
@@ -81,6 +91,20 @@ class Simulator {
   sched::Scheduler scheduler_;
   state::ReservationCache reservations_;  // adoption of running pods, releases on delete
   std::vector<model::Pod> pending_;
+  std::vector<model::Node> nodes_;
+  struct Running {
+    uint64_t since = 0;  // when it got its devices, in creates
+    model::Pod pod;
+  };
+  std::map<std::string, Running> running_;
+  uint64_t creates_ = 0;
 };
+
+// The scenario's final state as a scenario without history: its config and policy, its nodes as
+// the steps left them, its quotas, and one create per pod: those holding devices as running pods
+// (Simulator::running()), then those still pending, oldest first, as admitted (with the
+// placement a pending pod came with and still holds). Simulating it gives the same final state;
+// `tessera serve --cluster` serves it.
+Scenario FinalStateScenario(Scenario scenario);
 
 }  // namespace tessera::sim

@@ -116,11 +116,11 @@ TEST(AllocatorTest, SharedGpuGetsHamiCoreEnvironmentAndMounts) {
   EXPECT_EQ(c.envs.at("NVIDIA_VISIBLE_DEVICES"), "GPU-t4");
   EXPECT_EQ(c.envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
   EXPECT_EQ(c.envs.at("CUDA_DEVICE_SM_LIMIT"), "30");
-  EXPECT_EQ(c.envs.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"), "/usr/local/vgpu/vgpu/uuid-1.cache");
+  EXPECT_EQ(c.envs.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"), "/usr/local/vgpu/uuid-1.cache");
   ASSERT_EQ(c.mounts.size(), 4U);
-  EXPECT_EQ(c.mounts[0], (node::MountSpec{"/usr/local/vgpu/vgpu/libvgpu.so",
-                                          "/usr/local/vgpu/vgpu/libvgpu.so", true}));
-  EXPECT_EQ(c.mounts[1].host_path, "/usr/local/vgpu/vgpu/containers/uid-s_main");
+  EXPECT_EQ(c.mounts[0],
+            (node::MountSpec{"/usr/local/vgpu/libvgpu.so", "/usr/local/vgpu/libvgpu.so", true}));
+  EXPECT_EQ(c.mounts[1].host_path, "/usr/local/vgpu/containers/uid-s_main");
   EXPECT_EQ(c.mounts[3].container_path, "/etc/ld.so.preload");
   EXPECT_EQ(*f.api.Pod("s").Annotation(std::string(ann::kBindPhase)), "success");
 }
@@ -215,21 +215,21 @@ TEST(AllocatorTest, SharedContainersGetTheirHamiCoreFoldersMadeAndMounted) {
   EXPECT_EQ(folders.prepared, (std::vector<std::string>{"uid-s_main"}));
   const auto& mounts = (*r)[0].mounts;
   ASSERT_EQ(mounts.size(), 4U);
-  EXPECT_EQ(mounts[1], (node::MountSpec{"/usr/local/vgpu/vgpu",
-                                        "/usr/local/vgpu/vgpu/containers/uid-s_main", false}));
+  EXPECT_EQ(mounts[1],
+            (node::MountSpec{"/usr/local/vgpu", "/usr/local/vgpu/containers/uid-s_main", false}));
   EXPECT_EQ(mounts[2], (node::MountSpec{"/tmp/vgpulock", "/tmp/vgpulock", false}));
 }
 
 TEST(AllocatorTest, FoldersThatCannotBeMadeFailThePodNamingThePath) {
   SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360}])");
   FakeFolders folders;
-  folders.fail_with = "/usr/local/vgpu/vgpu/containers/uid-s_main: Read-only file system";
+  folders.fail_with = "/usr/local/vgpu/containers/uid-s_main: Read-only file system";
   Fixture f(sim, &folders);
   f.allocator.SetMigGpus({});
   f.api.pods = {AllocatingPod("s", "GPU-t4,NVIDIA,3000,30:;")};
   auto r = f.allocator.Allocate({{"GPU-t4-3"}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("HAMi-core's folders: /usr/local/vgpu/vgpu/containers/"),
+  EXPECT_NE(r.error().message.find("HAMi-core's folders: /usr/local/vgpu/containers/"),
             std::string::npos)
       << r.error().message;
   EXPECT_EQ(*f.api.Pod("s").Annotation(std::string(ann::kBindPhase)), "failed");
@@ -247,7 +247,7 @@ TEST(AllocatorTest, CudaDisableControlMakesNoHamiCoreFolder) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(folders.prepared.empty());
   ASSERT_EQ((*r)[0].mounts.size(), 1U);  // libvgpu.so only
-  EXPECT_EQ((*r)[0].mounts[0].container_path, "/usr/local/vgpu/vgpu/libvgpu.so");
+  EXPECT_EQ((*r)[0].mounts[0].container_path, "/usr/local/vgpu/libvgpu.so");
 }
 
 // A MIG Allocate read the node's pods three times (the cache, again for the claims, and a list

@@ -53,7 +53,7 @@ TEST(HamiCoreSweepTest, TheFoldersOfPodsGoneAreRemovedOthersKept) {
 TEST(HamiCoreSweepTest, FailuresAreReportedAndRemoveNothing) {
   MemoryFolders folders;
   folders.folders = {{"b_main", 1000}};
-  folders.list_error = "/usr/local/vgpu/vgpu/containers: Permission denied";
+  folders.list_error = "/usr/local/vgpu/containers: Permission denied";
   auto sweep = agent::SweepHamiCoreFolders(folders, {{}, 10000}, 1000);
   ASSERT_EQ(sweep.errors.size(), 1U);
   EXPECT_NE(sweep.errors[0].find("Permission denied"), std::string::npos);

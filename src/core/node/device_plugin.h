@@ -61,8 +61,8 @@ inline constexpr const char* kVgpuLockDir = "/tmp/vgpulock";
 
 // What HAMi-core needs on the node (hami-node.md 8.2).
 struct HamiCoreOptions {
-  std::string hook_path = "/usr/local/vgpu";  // HOOK_PATH: holds vgpu/libvgpu.so
-  std::string lib_path;                       // libvgpu.so on the host; "" = <hook>/vgpu/libvgpu.so
+  std::string hook_path = "/usr/local";  // HAMi's HOOK_PATH: holds vgpu/libvgpu.so
+  std::string lib_path;                  // libvgpu.so on the host; "" = <hook>/vgpu/libvgpu.so
   double device_memory_scaling = 1.0;
   std::string lib_cuda_log_level;
   bool disable_core_limit = false;
