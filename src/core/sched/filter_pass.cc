@@ -179,31 +179,27 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
   return out;
 }
 
-std::vector<Refusal> PostFilter(const CycleState& cycle, FilterOutcome* filtered,
-                                bool check_preemption) {
+void PostFilter(const CycleState& cycle, FilterOutcome* filtered, bool check_preemption,
+                const std::function<void(const Refusal&)>& each) {
   NodeEvaluator evaluator(cycle);
   PreemptionCheck preemption(cycle);
-  std::vector<Refusal> refusals;
-  refusals.reserve(filtered->refused.size());
   for (const auto& [ns, index] : filtered->refused) {
     if (index == FilterOutcome::kNone) {
-      refusals.push_back(Refusal{ns, ns->unusable_reason, false});
+      each(Refusal{ns, ns->unusable_reason, false});
       continue;
     }
     FilterOutcome::Evaluated& e = filtered->evaluated[index];
     if (e.fit == FilterOutcome::kNone) {  // ruled out by MayFit: the full fit says why
-      NodeRank unused;
       e.fit = static_cast<uint32_t>(filtered->fits.size());
-      filtered->fits.push_back(evaluator.FitAndRank(*e.representative, &unused));
+      filtered->fits.push_back(evaluator.FitForRefusal(*e.representative));
     }
     NodeFit& fit = filtered->fits[e.fit];
     if (fit.reason_deferred) {  // worked out once per equivalence class
       fit.reason = evaluator.RefusalReason(*e.representative, fit);
       fit.reason_deferred = false;
     }
-    refusals.push_back(Refusal{ns, fit.reason, check_preemption && preemption.Resolvable(*ns)});
+    each(Refusal{ns, fit.reason, check_preemption && preemption.Resolvable(*ns)});
   }
-  return refusals;
 }
 
 }  // namespace tessera::sched

@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -139,15 +141,18 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
 // Post-filter: why one node refused the pod, and whether evicting pods could make room there.
 struct Refusal {
   const state::NodeState* node = nullptr;
-  std::string reason;       // HAMi's
+  // HAMi's reason; it lives in the node (unusable) or the FilterOutcome the refusal came from.
+  std::string_view reason;
   bool resolvable = false;  // ResolvableByPreemption (false for a node that takes no pod)
 };
 
-// The refused nodes of `filtered` (collected with their refusals), in the candidates' order,
-// each with its reason: a node ruled out by the cheap filter gets its full fit, a deferred
-// reason is worked out once per equivalence class. `check_preemption` off leaves `resolvable`
-// false (it costs an empty node's fit per spec).
-std::vector<Refusal> PostFilter(const CycleState& cycle, FilterOutcome* filtered,
-                                bool check_preemption);
+// Calls `each` for the refused nodes of `filtered` (collected with their refusals), in the
+// candidates' order, each with its reason: a node ruled out by the cheap filter gets its full
+// fit, a deferred reason is worked out once per equivalence class. `check_preemption` off leaves
+// `resolvable` false (it costs an empty node's fit per spec). One call per node, nothing
+// gathered: a list of thousands of refusals, made and freed per decision, cost 15% of a MIG
+// decision that nothing fits (malloc consolidating its free lists; docs/performance.md).
+void PostFilter(const CycleState& cycle, FilterOutcome* filtered, bool check_preemption,
+                const std::function<void(const Refusal&)>& each);
 
 }  // namespace tessera::sched

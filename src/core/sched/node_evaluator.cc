@@ -32,6 +32,10 @@ std::string NodeEvaluator::RefusalReason(const state::NodeState& node, const Nod
   return FitPodOnNode(node, cycle_.request(), cycle_.prefs()).reason;
 }
 
+NodeFit NodeEvaluator::FitForRefusal(const state::NodeState& node) const {
+  return FitPodOnNode(node, cycle_.request(), cycle_.prefs());
+}
+
 bool PreemptionCheck::Resolvable(const state::NodeState& node) {
   // Instances tessera did not create stay when every pod is gone: such a node's answer is its
   // own, not its spec's.

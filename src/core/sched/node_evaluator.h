@@ -26,6 +26,10 @@ class NodeEvaluator {
   // HAMi's reason for a node the full filter refused; the MIG plan defers it (it only knows
   // that no plan exists), so then HAMi's pass is run for its words.
   std::string RefusalReason(const state::NodeState& node, const NodeFit& fit) const;
+  // The fit of a node the cheap filter ruled out (MayFit false: no order of its GPUs takes the
+  // pod), for its refusal only: no GPU ranks and no node rank are worked out, and its reason is
+  // formed (not deferred).
+  NodeFit FitForRefusal(const state::NodeState& node) const;
 
  private:
   const CycleState& cycle_;

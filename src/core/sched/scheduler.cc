@@ -94,11 +94,11 @@ size_t Scheduler::FilterThreads(const CycleState& cycle, size_t nodes) const {
 
 void Scheduler::ReportRefusals(const CycleState& cycle, FilterOutcome* filtered,
                                Decision* decision) const {
-  for (Refusal& refusal : PostFilter(cycle, filtered, /*check_preemption=*/true)) {
+  PostFilter(cycle, filtered, /*check_preemption=*/true, [decision](const Refusal& refusal) {
     const std::string& name = refusal.node->name;
-    decision->failed_nodes[name] = std::move(refusal.reason);
+    decision->failed_nodes[name] = refusal.reason;
     if (!refusal.resolvable) decision->unresolvable_nodes.insert(name);
-  }
+  });
 }
 
 CycleVerdicts FilterEveryNode(const state::ClusterState& state, const model::Pod& pod,
@@ -117,7 +117,9 @@ CycleVerdicts FilterEveryNode(const state::ClusterState& state, const model::Pod
                                        /*collect_refusals=*/true, nullptr, 1,
                                        /*skip_outranked=*/false);
   const bool none_fits = filtered.best == nullptr;
-  std::vector<Refusal> refusals = PostFilter(cycle, &filtered, none_fits);
+  std::vector<Refusal> refusals;  // their reasons live in `filtered` and the nodes
+  PostFilter(cycle, &filtered, none_fits,
+             [&refusals](const Refusal& refusal) { refusals.push_back(refusal); });
   verdicts.nodes.reserve(nodes.size());
   size_t next_refusal = 0;  // refusals come in the nodes' order
   std::map<std::string, std::string> failed;
@@ -125,8 +127,8 @@ CycleVerdicts FilterEveryNode(const state::ClusterState& state, const model::Pod
     NodeVerdict v;
     v.node = node;
     if (next_refusal < refusals.size() && refusals[next_refusal].node == node) {
-      Refusal& refusal = refusals[next_refusal++];
-      v.reason = std::move(refusal.reason);
+      const Refusal& refusal = refusals[next_refusal++];
+      v.reason = std::string(refusal.reason);
       v.resolvable = refusal.resolvable;
       if (none_fits) failed[node->name] = v.reason;
     } else {
