@@ -278,6 +278,71 @@ void BM_FilterDecisionNamingAGpu(benchmark::State& state, Kind kind) {
   state.SetLabel("uniform80,names-a-gpu");
 }
 
+// The shape of the HAMi side-by-side harness's sharing clusters (bench/cmp_bench.cc,
+// docs/performance.md "Side by side with HAMi"), where the summaries alone once failed to rank:
+// probe-shaped pods (8000 MiB, 30 cores) pinned to GPUs as HAMi's annotations place them, 3 on
+// GPUs 0-2 and 2 on GPUs 3-7 (80% of what a node takes); with `node_specific`, the second pod on
+// GPU 7 asks 1000 + i MiB on node i, so that no two nodes are alike (the harness's d80; without
+// it, u80). The probe is the fillers' shape; `distinct` also names a GPU that does not exist
+// (the harness's nocache probe), which changes no answer.
+struct HarnessCluster {
+  state::ClusterState state{config::SchedulerConfig{}};
+  std::unique_ptr<sched::Scheduler> scheduler;
+  std::string error;
+};
+
+HarnessCluster& GetHarnessCluster(int nodes, bool node_specific) {
+  static std::unique_ptr<HarnessCluster> cached;
+  static std::pair<int, bool> cached_key;
+  if (cached && cached_key == std::make_pair(nodes, node_specific)) return *cached;
+  cached = std::make_unique<HarnessCluster>();
+  cached_key = {nodes, node_specific};
+  HarnessCluster& c = *cached;
+  for (int i = 0; i < nodes; ++i) c.state.UpsertNode(MakeNode(NodeName(i), Kind::kSharing));
+  c.scheduler = std::make_unique<sched::Scheduler>(c.state, sched::PolicyDefaults{});
+  constexpr int kPerGpu[kGpusPerNode] = {3, 3, 3, 2, 2, 2, 2, 2};
+  int filled = 0;
+  for (int i = 0; i < nodes && c.error.empty(); ++i) {
+    const std::vector<std::string> only = {NodeName(i)};
+    for (int g = 0; g < kGpusPerNode; ++g) {
+      for (int k = 0; k < kPerGpu[g]; ++k) {
+        const int mem = node_specific && g == kGpusPerNode - 1 && k == 1 ? 1000 + i : 8000;
+        model::Pod pod =
+            MakeSizedPod("fill-" + std::to_string(filled++), Kind::kSharing, 1, mem, 30);
+        pod.annotations[std::string(model::annotations::kUseGpuUuid)] =
+            c.state.node(only[0])->devices.at(static_cast<size_t>(g)).uuid;
+        const sched::Decision d = c.scheduler->Schedule(pod, &only, kNow);
+        if (!d.scheduled()) c.error = "filler did not fit on " + only[0] + ": " + d.message;
+      }
+    }
+  }
+  return c;
+}
+
+void BM_FilterDecisionHarnessShape(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const bool node_specific = state.range(1) != 0;
+  const bool distinct = state.range(2) != 0;
+  HarnessCluster& c = GetHarnessCluster(nodes, node_specific);
+  model::Pod probe = MakeSizedPod("probe", Kind::kSharing, 1, 8000, 30);
+  if (distinct) probe.annotations[std::string(model::annotations::kNoUseGpuUuid)] = "GPU-none";
+  // As the service does on every filter: the probe's shape seen once (the demand mix).
+  (void)c.scheduler->Schedule(probe, nullptr, kNow);
+  (void)c.state.RemovePod(probe.Key());
+  const sched::Decision check = c.scheduler->Evaluate(probe, nullptr, kNow);
+  if (!c.error.empty() || !check.scheduled()) {
+    state.SkipWithError(c.error.empty() ? ("probe does not fit: " + check.message).c_str()
+                                        : c.error.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    sched::Decision d = c.scheduler->Evaluate(probe, nullptr, kNow);
+    benchmark::DoNotOptimize(d);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(node_specific ? "d80" : "u80") + (distinct ? ",nocache" : ",plain"));
+}
+
 // A decision that fits nowhere (every node full): what kube-scheduler's filter gets for a pod that
 // waits, with every node's HAMi reason and whether preemption could help there
 // (ResolvableByPreemption, worked out once per evaluated state).
@@ -313,6 +378,10 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK_CAPTURE(BM_FilterDecision, sharing, Kind::kSharing)->Apply(Args);
+BENCHMARK(BM_FilterDecisionHarnessShape)
+    ->ArgNames({"nodes", "d80", "nocache"})
+    ->ArgsProduct({{1000, 5000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FilterDecisionUnderQuota, sharing, Kind::kSharing)
     ->ArgName("nodes")
     ->Arg(5000)

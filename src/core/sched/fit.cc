@@ -24,6 +24,9 @@ struct PendingInstance {
 
 // `type` is the device's type, upper-cased (NodeState::types_upper).
 bool TypeAllowed(const model::GpuDevice& d, const std::string& type, const PodPreferences& p) {
+  // Without type filters the type string is not read: on a pass over thousands of nodes it
+  // would be a cache miss per node (a decision that fits nowhere cost 25% more for it).
+  if (p.use_types.empty() && p.nouse_types.empty()) return ModeAdmits(p.vgpu_mode, d.mode);
   return ModelAllowed(type, d.mode, p);
 }
 
@@ -657,6 +660,14 @@ bool ResolvableByPreemption(const state::NodeState& node, const PodRequest& requ
 
 bool NamesAnyGpuOf(const PodPreferences& prefs, const state::NodeState& node) {
   if (prefs.use_uuids.empty() && prefs.nouse_uuids.empty()) return false;
+  // Every UUID of the pod's has a bit the node's GPUs lack: none is one of the node's (a filter
+  // of Bloom's kind: a UUID whose bits the node has may still be none of its GPUs').
+  if (node.gpu_uuid_bits != 0 &&
+      prefs.named_uuid_bits.size() == prefs.use_uuids.size() + prefs.nouse_uuids.size() &&
+      std::none_of(prefs.named_uuid_bits.begin(), prefs.named_uuid_bits.end(),
+                   [&](uint64_t bits) { return (bits & ~node.gpu_uuid_bits) == 0; })) {
+    return false;
+  }
   for (const model::GpuDevice& d : node.devices) {
     if (std::find(prefs.use_uuids.begin(), prefs.use_uuids.end(), d.uuid) !=
             prefs.use_uuids.end() ||

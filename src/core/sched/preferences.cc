@@ -5,6 +5,7 @@
 
 #include "core/common/strings.h"
 #include "core/model/annotations.h"
+#include "core/model/uuid_bits.h"
 
 namespace tessera::sched {
 
@@ -128,6 +129,9 @@ Result<PodPreferences> ParsePreferences(const model::Pod& pod, const PolicyDefau
   }
   if (auto* v = annotation(ann::kUseGpuUuid)) p.use_uuids = SplitTrimmed(*v, ',');
   if (auto* v = annotation(ann::kNoUseGpuUuid)) p.nouse_uuids = SplitTrimmed(*v, ',');
+  for (const auto* list : {&p.use_uuids, &p.nouse_uuids}) {
+    for (const std::string& uuid : *list) p.named_uuid_bits.push_back(model::UuidBits(uuid));
+  }
   auto mode = ParseVgpuMode(pod);
   if (!mode.ok()) return mode.error();
   p.vgpu_mode = mode.value();

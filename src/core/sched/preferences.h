@@ -60,6 +60,9 @@ struct PodPreferences {
   std::vector<std::string> nouse_types;
   std::vector<std::string> use_uuids;
   std::vector<std::string> nouse_uuids;
+  // model::UuidBits of each UUID the two lists name (set by ParsePreferences; empty with a list
+  // not empty: not worked out, NamesAnyGpuOf then compares every UUID).
+  std::vector<uint64_t> named_uuid_bits;
   VgpuMode vgpu_mode = VgpuMode::kAny;
   bool numa_bind = false;
   NodePolicy node_policy = NodePolicy::Tessera();

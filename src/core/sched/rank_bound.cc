@@ -85,6 +85,7 @@ double RankBound::Lowest(const state::NodeState& node) const {
   const uint64_t always = cpu_.AskingMoreThan(cpu_free);
   // Per GPU with room for some container of the pod: the singles it lacks room for. For a pod
   // taking one GPU, the shapes of the worst such GPU can fall; for more, those of any of them.
+  if (one_gpu_ && takes_.front().mem_mib > 0) return LowestForOneGpu(node, always);
   uint64_t lacking_any = 0;
   double worst = 0;
   const uint64_t may_lack = uncovered_ & ~always;
@@ -128,6 +129,52 @@ double RankBound::Lowest(const state::NodeState& node) const {
   // bucket.
   constexpr double kMargin = 1e-6;
   return std::floor(-(falling * taken) / kFragmentationQuantum - kMargin);
+}
+
+double RankBound::LowestForOneGpu(const state::NodeState& node, uint64_t always) const {
+  const int32_t mem = takes_.front().mem_mib;
+  const int32_t cores = least_cores_;
+  const uint64_t singles =
+      singles_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << singles_.size()) - 1;
+  // Fall by the pod's take on whichever GPU it goes to: the shapes this bound does not follow,
+  // and those that do not fit the node's host CPU.
+  const double falling_anywhere = other_weight_ + WeightOf(singles_, always);
+  const uint64_t followed = singles & ~always;
+  // A margin far above the rounding of the measure's sums, far below a bucket (as in Lowest).
+  constexpr double kMargin = 1e-6;
+  double lowest = std::numeric_limits<double>::infinity();
+  // A GPU like the one before it (as most are: empty ones, ones holding the same pods) moves
+  // the measure as it does.
+  const state::GpuSummary* previous = nullptr;
+  // (No GPU of the node is in MIG mode: LowestBucket asks only then.)
+  for (const state::GpuSummary& room : node.gpu_summaries) {
+    if (room.free_mem < mem || room.free_cores < cores || room.total_mem <= 0) continue;
+    if (previous != nullptr && previous->free_mem == room.free_mem &&
+        previous->free_cores == room.free_cores && previous->total_mem == room.total_mem) {
+      continue;
+    }
+    previous = &room;
+    const auto lacks = [&](int64_t free_mem, int64_t free_cores) {
+      return (mem_.AskingMoreThan(free_mem) | cores_.AskingMoreThan(free_cores)) & followed;
+    };
+    const uint64_t held_before = followed & ~lacks(room.free_mem, room.free_cores);
+    const uint64_t held_after = followed & ~lacks(room.free_mem - mem, room.free_cores - cores);
+    // A shape the GPU held and no longer holds finds the GPU's rest fragmented (the rest of
+    // every GPU, where it no longer fits the node at all: more); one the GPU did not hold loses
+    // what the pod takes from it.
+    const double total = room.total_mem;
+    const double gained =
+        WeightOf(singles_, held_before & ~held_after) * ((room.free_mem - mem) / total);
+    const double lost =
+        (falling_anywhere + WeightOf(singles_, followed & ~held_before)) * (mem / total);
+    // Nothing lost: the measure can only grow, exactly (as in Lowest), so at least bucket 0.
+    const double floor = lost == 0
+                             ? std::max(0.0, std::floor(gained / kFragmentationQuantum - kMargin))
+                             : std::floor((gained - lost) / kFragmentationQuantum - kMargin);
+    lowest = std::min(lowest, floor);
+  }
+  // No GPU with room: the pod does not fit, and the bound need not rank it.
+  return lowest;
 }
 
 }  // namespace tessera::sched

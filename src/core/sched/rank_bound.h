@@ -31,6 +31,11 @@ inline constexpr double kFragmentationQuantum = 0.04;
 // over the node's smallest GPU); a shape can fall only if it asks several GPUs, a model or more
 // CPU than is free, or a GPU with room for the pod lacks room for it (for a pod taking one GPU:
 // the one GPU where the falling weight is largest).
+// For a pod taking one GPU the floor is tighter (LowestForOneGpu): the same argument made per GPU
+// the pod could take, with the growth counted too. On a cluster where every node differs a
+// little (the HAMi harness's d80: each node's GPU 7 holds a node-specific size) the pod adds the
+// same fragmentation everywhere; the floor without the growth stayed below it on every node and
+// no node was skipped (8.7 ms at 5000 nodes, docs/performance.md).
 class RankBound {
  public:
   RankBound() = default;  // bounds nothing
@@ -49,6 +54,11 @@ class RankBound {
 
  private:
   double Lowest(const state::NodeState& node) const;
+  // For a pod taking one GPU with its memory in MiB: per GPU it could take, exactly how each
+  // followed shape's fragmented capacity moves if it lands there (up by the GPU's rest where
+  // the GPU stops holding the shape, down by the take where it never held it), the lowest of
+  // them. `always`: the singles that do not fit the node's host CPU.
+  double LowestForOneGpu(const state::NodeState& node, uint64_t always) const;
 
   struct Take {
     int32_t gpus = 0;

@@ -6,6 +6,7 @@
 #include "core/common/strings.h"
 #include "core/mig/layout_table.h"
 #include "core/model/annotations.h"
+#include "core/model/uuid_bits.h"
 
 namespace tessera::state {
 
@@ -52,6 +53,7 @@ void ClusterState::RefreshSummaries(NodeState& ns) {
       ns.gpu_summaries[i].free_mem =
           static_cast<int32_t>(std::max<int64_t>(0, d.total_mem_mib - u.used_mem));
       ns.gpu_summaries[i].free_cores = std::max(0, d.total_cores - u.used_cores);
+      ns.gpu_summaries[i].total_mem = d.total_mem_mib;
     }
     if (!d.IsMig() || i >= ns.mig_models.size()) continue;
     GpuSummary& g = ns.gpu_summaries[i];
@@ -231,6 +233,7 @@ std::shared_ptr<const mig::LayoutTable> ClusterState::LayoutTableFor(
 
 void ClusterState::UpsertNode(const model::Node& node) {
   NodeState& ns = nodes_[node.name];
+  CountMigKinds(ns, -1);  // counted again below, as the node's devices are now
   // Forget what this node's pods applied: usage is rebuilt against the new device list.
   for (const auto& key : ns.pods) applied_.erase(key);
   const std::string* reg = node.Annotation(std::string(ann::kNodeRegister));
@@ -292,7 +295,23 @@ void ClusterState::UpsertNode(const model::Node& node) {
   for (const auto& key : ns.pods) Apply(ns, pods_.at(key));
   ApplyForeign(ns);
   RefreshSignature(ns);
+  CountMigKinds(ns, +1);
   if (node_list_.size() != nodes_.size()) AddToNodeList(ns);
+}
+
+void ClusterState::CountMigKinds(const NodeState& node, int delta) {
+  for (size_t dev = 0; dev < node.devices.size() && dev < node.mig_models.size(); ++dev) {
+    const model::GpuDevice& d = node.devices[dev];
+    if (!d.IsMig()) continue;
+    if (delta > 0) {
+      mig_kinds_.try_emplace(d.type, MigKind{0, node.mig_models[dev]}).first->second.gpus += delta;
+      continue;
+    }
+    auto kind = mig_kinds_.find(d.type);
+    if (kind == mig_kinds_.end()) continue;
+    kind->second.gpus += delta;
+    if (kind->second.gpus <= 0) mig_kinds_.erase(kind);
+  }
 }
 
 void ClusterState::DecodeForeignMig(const std::string* text, NodeState& ns) {
@@ -342,10 +361,12 @@ void ClusterState::DecodeRegistration(const std::string* reg, NodeState& ns) {
     if (d.IsMig()) model.set_table(LayoutTableFor(model));
   }
   ns.types_upper.clear();
+  ns.gpu_uuid_bits = 0;
   ns.any_mig = false;
   ns.all_mig = !ns.devices.empty();
   for (const auto& d : ns.devices) {
     ns.types_upper.push_back(ToUpper(d.type));
+    ns.gpu_uuid_bits |= model::UuidBits(d.uuid);
     ns.any_mig = ns.any_mig || d.IsMig();
     ns.all_mig = ns.all_mig && d.IsMig();
   }
@@ -379,6 +400,7 @@ void ClusterState::RemoveNode(const std::string& name) {
   if (it == nodes_.end()) return;
   // Pods stay known: if the node comes back, their reservations are applied again.
   for (const auto& key : it->second.pods) applied_.erase(key);
+  CountMigKinds(it->second, -1);
   if (it->second.state_class >= 0) ReleaseClass(it->second.state_class);
   RemoveFromNodeList(it->second);
   by_name_.erase(name);

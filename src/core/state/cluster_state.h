@@ -76,7 +76,8 @@ struct GpuSummary {
   // Not in MIG mode: what it has free (MiB and percent, not below 0).
   int32_t free_mem = 0;
   int32_t free_cores = 0;
-  bool open = false;  // in MIG mode, healthy, trusted, not cordoned
+  int32_t total_mem = 0;  // not in MIG mode: its memory (MiB)
+  bool open = false;      // in MIG mode, healthy, trusted, not cordoned
 };
 
 // Sums over a node's GPUs, as HAMi's node score adds them up (NodeScoreAdding).
@@ -125,6 +126,10 @@ struct NodeState {
   // ClusterState: an index below ClusterState::state_class_bound(), reused once no node is in
   // that state. -1 only for a NodeState that no ClusterState holds.
   int state_class = -1;
+  // model::UuidBits of every device, or'd, kept by ClusterState (0: not worked out): the filter's
+  // first test of whether a pod names one of the node's GPUs (next to state_class: one
+  // cache line for both).
+  uint64_t gpu_uuid_bits = 0;
   // Position in ClusterState::node_list() (name order), kept current by ClusterState.
   int name_order = -1;
   // A fixed pseudo-random position of the node (StableHash of its name), set by ClusterState:
@@ -222,6 +227,15 @@ class ClusterState {
   // lookups remembered by name (NodeLookup) check before trusting a node's address.
   uint64_t node_set_version() const { return node_set_version_.value(); }
 
+  // The MIG GPU models registered, by GPU type: how many GPUs of the type are in MIG mode, and
+  // the rules of the first of them seen. Kept as nodes come, change and go, so that readers
+  // asking per pod (the webhook's near-miss warnings) walk the types, not the nodes.
+  struct MigKind {
+    int gpus = 0;
+    mig::GpuMigModel model;
+  };
+  const std::map<std::string, MigKind>& mig_kinds() const { return mig_kinds_; }
+
  private:
   // Bumped on every change of the node set; an assignment also bumps it past both sides, so
   // that no assigned state reads as unchanged.
@@ -289,6 +303,8 @@ class ClusterState {
   // of the other names: registering n nodes one by one stays cheap).
   void AddToNodeList(NodeState& node);
   void RemoveFromNodeList(const NodeState& node);
+  // Counts `node`'s MIG GPUs into mig_kinds_ (`delta` +1) or out of it (-1).
+  void CountMigKinds(const NodeState& node, int delta);
 
   config::SchedulerConfig config_;
   QuotaBook quotas_;
@@ -306,6 +322,7 @@ class ClusterState {
   std::unordered_multimap<uint64_t, int> classes_by_signature_;
   uint64_t last_change_stamp_ = 0;  // NodeState::change_stamp's source
   NodeSetVersion node_set_version_;
+  std::map<std::string, MigKind> mig_kinds_;  // by GPU type
 };
 
 }  // namespace tessera::state

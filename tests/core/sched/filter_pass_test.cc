@@ -92,6 +92,44 @@ class FilterPassTest : public ::testing::Test {
   Scheduler scheduler_;
 };
 
+// The UUID bits let NamesAnyGpuOf skip comparing strings; its answers are those of comparing
+// every UUID, for pods naming one of a node's GPUs, none, or several, and for preferences made
+// by hand (no bits worked out).
+TEST_F(FilterPassTest, WhetherAPodNamesANodesGpuIsAnsweredAsByComparingEveryUuid) {
+  const auto compared = [](const PodPreferences& prefs, const state::NodeState& node) {
+    for (const model::GpuDevice& d : node.devices) {
+      for (const auto* list : {&prefs.use_uuids, &prefs.nouse_uuids}) {
+        if (std::find(list->begin(), list->end(), d.uuid) != list->end()) return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> annotations = {"GPU-none", "GPU-a,GPU-b,GPU-c"};
+  for (const state::NodeState* node : state_.node_list()) {
+    for (const model::GpuDevice& d : node->devices) annotations.push_back("GPU-x," + d.uuid);
+  }
+  int named = 0;
+  for (const std::string& value : annotations) {
+    for (const char* key : {"nvidia.com/use-gpuuuid", "nvidia.com/nouse-gpuuuid"}) {
+      const model::Pod pod = PodBuilder("ns/p").Container(1, 1000).Annotation(key, value).Build();
+      const ParsedPod parsed = ParsePod(pod, config::NvidiaConfig{}, defaults_);
+      const PodPreferences& prefs = parsed.prefs->value();
+      ASSERT_FALSE(prefs.named_uuid_bits.empty());
+      PodPreferences by_hand;
+      by_hand.use_uuids = prefs.use_uuids;
+      by_hand.nouse_uuids = prefs.nouse_uuids;
+      for (const state::NodeState* node : state_.node_list()) {
+        const bool expected = compared(prefs, *node);
+        named += expected ? 1 : 0;
+        EXPECT_EQ(NamesAnyGpuOf(prefs, *node), expected)
+            << key << "=" << value << " " << node->name;
+        EXPECT_EQ(NamesAnyGpuOf(by_hand, *node), expected) << "by hand, " << node->name;
+      }
+    }
+  }
+  EXPECT_EQ(named, 2 * 54);  // each GPU named once in each annotation: 24 nodes of 2, 6 of 1
+}
+
 TEST_F(FilterPassTest, AnyNumberOfSharesChoosesAsOnePass) {
   const std::vector<model::Pod> pods = {
       PodBuilder("ns/small").Container(1, 2000).Build(),
