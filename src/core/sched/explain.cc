@@ -238,10 +238,9 @@ std::optional<QuotaExplanation> ExplainQuota(const state::ClusterState& live, co
   q.blocks = charge.has_value();
   const state::QuotaUse asked = charge.value_or(AdmissionQuotaUse(request));
   const state::QuotaUse& used = found->second.used;
-  const int64_t factor = std::max<int64_t>(live.config().nvidia.memory_factor, 1);
   for (const auto& [name, limits] : found->second.quotas) {
     if (limits.mem) {
-      const int64_t limit = *limits.mem > INT64_MAX / factor ? INT64_MAX : *limits.mem * factor;
+      const int64_t limit = book.MemoryLimitMib(*limits.mem);
       q.limits.push_back(QuotaLimitExplanation{name, book.memory_key(), true, limit, used.mem,
                                                asked.mem, used.mem + asked.mem > limit});
       if (q.limits.back().exceeded) q.free_mem = std::max(q.free_mem, used.mem + asked.mem - limit);

@@ -1,7 +1,6 @@
 #include "core/sched/near_miss.h"
 
 #include <algorithm>
-#include <set>
 
 #include "core/common/strings.h"
 #include "core/sched/fit.h"
@@ -52,17 +51,8 @@ std::optional<NearMiss> FindNearMiss(const mig::GpuMigModel& model,
 
 std::vector<MigGpuKind> MigGpuKindsOf(const state::ClusterState& state) {
   std::vector<MigGpuKind> kinds;
-  std::set<int> specs_seen;
-  for (const state::NodeState* node : state.node_list()) {
-    if (node->spec_id >= 0 && !specs_seen.insert(node->spec_id).second) continue;
-    for (size_t dev = 0; dev < node->devices.size(); ++dev) {
-      const model::GpuDevice& d = node->devices[dev];
-      if (!d.IsMig() || dev >= node->mig_models.size()) continue;
-      const bool known = std::any_of(kinds.begin(), kinds.end(),
-                                     [&](const MigGpuKind& k) { return k.type == d.type; });
-      if (!known) kinds.push_back(MigGpuKind{d.type, node->mig_models[dev]});
-    }
-  }
+  kinds.reserve(state.mig_kinds().size());
+  for (const auto& [type, kind] : state.mig_kinds()) kinds.push_back(MigGpuKind{type, kind.model});
   return kinds;
 }
 

@@ -44,8 +44,8 @@ struct MigGpuKind {
   mig::GpuMigModel model;
 };
 
-// The MIG GPU models of the cluster's nodes, one per registered type (the first GPU of each).
-// Nodes of one spec id are alike, so only the first of each is read.
+// The MIG GPU models of the cluster's nodes, one per registered type (the first GPU of each seen),
+// in type order: ClusterState::mig_kinds, kept as nodes change, so no node is walked.
 std::vector<MigGpuKind> MigGpuKindsOf(const state::ClusterState& state);
 
 // Every near miss of the pod's GPU containers on the given kinds, one per (container, kind),

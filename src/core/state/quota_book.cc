@@ -117,11 +117,7 @@ std::optional<QuotaHeadroom> QuotaBook::HeadroomFor(const std::string& ns) const
   QuotaHeadroom h;
   for (const auto& [name, l] : it->second.quotas) {
     // Memory limits are in units of the memory resource; usage is in MiB (hami-protocol.md 2).
-    if (l.mem) {
-      const int64_t limit =
-          *l.mem > INT64_MAX / memory_factor_ ? INT64_MAX : *l.mem * memory_factor_;
-      h.mem = std::min(h.mem.value_or(INT64_MAX), limit);
-    }
+    if (l.mem) h.mem = std::min(h.mem.value_or(INT64_MAX), MemoryLimitMib(*l.mem));
     if (l.cores) h.cores = std::min(h.cores.value_or(INT64_MAX), *l.cores);
   }
   if (h.mem) *h.mem -= it->second.used.mem;

@@ -84,6 +84,11 @@ class QuotaBook {
   // The memory limit key ("limits.nvidia.com/gpumem") and the core limit key.
   const std::string& memory_key() const { return memory_key_; }
   const std::string& core_key() const { return core_key_; }
+  // A memory limit as written, in MiB (the memory resource's unit times the configured factor,
+  // saturating): what usage, in MiB, is compared with.
+  int64_t MemoryLimitMib(int64_t written) const {
+    return written > INT64_MAX / memory_factor_ ? INT64_MAX : written * memory_factor_;
+  }
 
  private:
   std::string memory_key_;

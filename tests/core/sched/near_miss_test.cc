@@ -74,6 +74,33 @@ TEST(NearMiss, TheClustersKindsAreOnePerMigType) {
               ElementsAre("NVIDIA A100-SXM4-40GB", "NVIDIA RTX PRO 6000 Blackwell Server Edition"));
 }
 
+// The kinds are kept as nodes change and go (the webhook reads them per pod, without a walk of
+// the nodes): a type stays while any GPU of it is in MIG mode.
+TEST(NearMiss, TheClustersKindsFollowNodesThatChangeAndGo) {
+  state::ClusterState cluster{config::SchedulerConfig{}};
+  const auto types = [&cluster] {
+    std::vector<std::string> out;
+    for (const MigGpuKind& k : MigGpuKindsOf(cluster)) out.push_back(k.type);
+    return out;
+  };
+  cluster.UpsertNode(NodeWith("a1", {A100Mig("GPU-1"), A100Mig("GPU-2", 1)}));
+  cluster.UpsertNode(NodeWith("r1", {RtxPro6000Mig("GPU-4")}));
+  cluster.UpsertNode(NodeWith("a2", {A100Mig("GPU-3")}));
+  cluster.RemoveNode("a1");
+  EXPECT_THAT(types(),
+              ElementsAre("NVIDIA A100-SXM4-40GB", "NVIDIA RTX PRO 6000 Blackwell Server Edition"));
+  cluster.RemoveNode("a2");
+  EXPECT_THAT(types(), ElementsAre("NVIDIA RTX PRO 6000 Blackwell Server Edition"));
+  // The node's GPU leaves MIG mode (registered again, shared): its type goes too.
+  cluster.UpsertNode(NodeWith("r1", {SharingGpu("GPU-4")}));
+  EXPECT_THAT(types(), ElementsAre());
+  // Updates that keep the registration (heartbeats) count nothing twice.
+  cluster.UpsertNode(NodeWith("a3", {A100Mig("GPU-5")}));
+  cluster.UpsertNode(NodeWith("a3", {A100Mig("GPU-5")}));
+  cluster.RemoveNode("a3");
+  EXPECT_THAT(types(), ElementsAre());
+}
+
 TEST(NearMiss, APodsMissesLeaveOutTypesItMayNotUseAndNameTheContainer) {
   std::vector<MigGpuKind> kinds{
       {"NVIDIA A100-SXM4-40GB", A100Model()},

@@ -66,6 +66,9 @@ TEST(QuotaBookTest, MemoryLimitsScaleByTheMemoryFactor) {
   EXPECT_EQ(book.HeadroomFor("team")->mem, 16 * 1024);
   book.Upsert(Quota("big", "gpu", {{"limits.nvidia.com/gpumem", "9223372036854775807"}}));
   EXPECT_EQ(book.HeadroomFor("big")->mem, INT64_MAX) << "saturates, never overflows";
+  // The conversion readers (explain's limit lines) use, the same as the headroom's.
+  EXPECT_EQ(book.MemoryLimitMib(16), 16 * 1024);
+  EXPECT_EQ(book.MemoryLimitMib(INT64_MAX / 1000), INT64_MAX);
 }
 
 TEST(QuotaBookTest, UnusableLimitsAreNamedAndTheOthersApply) {
