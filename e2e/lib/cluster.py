@@ -146,7 +146,9 @@ class Tessera:
 class NodeLockReleaser:
     """Plays the part of HAMi's device plugin for hami.io/mutex.lock: once the pod named in a
     node's lock is bound to that node (or gone, or the lock is 10 s old), remove the lock with a
-    resourceVersion-guarded merge patch, as the device plugin does after Allocate."""
+    resourceVersion-guarded merge patch, as the device plugin does after Allocate. Every node the
+    harness made (label tessera-e2e/group), gpu=on or not: scenario w moves one to tessera's
+    agent, which has no kubelet here to call its Allocate."""
 
     def __init__(self, kube: Kube):
         self.kube = kube
@@ -167,7 +169,7 @@ class NodeLockReleaser:
                 pass
 
     def _pass(self) -> None:
-        nodes = self.kube.get("/api/v1/nodes", query={"labelSelector": "gpu=on"},
+        nodes = self.kube.get("/api/v1/nodes", query={"labelSelector": "tessera-e2e/group"},
                               timeout=5)["items"]
         now = time.monotonic()
         for n in nodes:
