@@ -8,6 +8,7 @@ namespace tessera::agent {
 namespace {
 
 const std::string kRegister(model::annotations::kNodeRegister);
+const std::string kUsage(model::annotations::kGpuUsage);
 
 std::string DescribeGpu(const node::MigModeOff& off) {
   return "GPU " + off.gpu_uuid + " (index " + std::to_string(off.index) + ")";
@@ -24,6 +25,23 @@ std::string TryKey(const Error& e) {
 }
 
 }  // namespace
+
+codec::NodeGpuUsage UsageAnnotation(const node::UsageReading& reading, int64_t unix_seconds) {
+  codec::NodeGpuUsage out;
+  out.time_s = unix_seconds;
+  for (const auto& g : reading.gpus) {
+    if (out.gpus.size() == codec::kMaxUsageGpus) break;
+    codec::GpuUsage u;
+    u.uuid = g.uuid;
+    u.usage = {g.usage.utilization_percent, g.usage.memory_used_mib};
+    for (const auto& m : g.mig) {
+      if (u.mig.size() == codec::kMaxUsageMigInstances) break;
+      u.mig.push_back({m.placement.start, {m.usage.utilization_percent, m.usage.memory_used_mib}});
+    }
+    out.gpus.push_back(std::move(u));
+  }
+  return out;
+}
 
 const char* MigModeEnableResultName(MigModeEnableResult result) {
   switch (result) {
@@ -94,14 +112,49 @@ Result<Publication> RegistrationPublisher::Publish(const std::set<std::string>& 
     return out;
   }
   const std::string* current = node->Annotation(kRegister);
-  if (current != nullptr && *current == out.annotation) return out;
-  auto patched = api_.PatchNode({{kRegister, out.annotation}}, "");
+  const bool registration_current = current != nullptr && *current == out.annotation;
+  AnnotationPatch patch;
+  if (!registration_current) patch[kRegister] = out.annotation;
+  if (usage_ && !usage_refused_) {
+    // With the registration's write, always (no extra write); alone, only when the node's copy
+    // says something else and the refresh allows another write.
+    bool due = !registration_current;
+    if (!due && options_.usage_refresh_ms > 0) {
+      const std::string* on_node = node->Annotation(kUsage);
+      auto decoded = on_node == nullptr ? Result<codec::NodeGpuUsage>(Error{"absent"})
+                                        : codec::DecodeGpuUsage(*on_node);
+      const bool differs = !decoded.ok() || !codec::SameMeasurements(decoded.value(), *usage_);
+      due = differs && (!last_usage_write_ms_ ||
+                        steady_ms_() - *last_usage_write_ms_ >= options_.usage_refresh_ms);
+    }
+    if (due) patch[kUsage] = codec::EncodeGpuUsage(*usage_);
+  }
+  if (patch.empty()) return out;
+  auto patched = api_.PatchNode(patch, "");
+  if (!patched.ok() && patch.count(kUsage) > 0 &&
+      (patched.error().code == ErrorCode::kPermissionDenied ||
+       patched.error().code == ErrorCode::kInvalidInput)) {
+    // Refused, not failed: most likely an admission policy older than the agent that does not
+    // allow the key. The usage is dropped for good (it is only for /ui), so that it never keeps
+    // the registration from being written.
+    usage_refused_ = true;
+    usage_.reset();
+    out.usage_refused = "writing " + kUsage + " was refused (" + patched.error().message +
+                        "); GPU usage is no longer published by this agent (update the "
+                        "agent's admission policy, docs/security.md)";
+    patch.erase(kUsage);
+    if (patch.empty()) return out;
+    patched = api_.PatchNode(patch, "");
+  }
   if (!patched.ok()) {
-    out.node_write =
-        Error{"publishing " + kRegister + ": " + patched.error().message, ErrorCode::kUnavailable};
+    out.node_write = Error{"publishing " + (registration_current ? kUsage : kRegister) + ": " +
+                               patched.error().message,
+                           ErrorCode::kUnavailable};
     return out;
   }
-  out.patched = true;
+  out.patched = !registration_current;
+  out.usage_patched = patch.count(kUsage) > 0;
+  if (out.usage_patched) last_usage_write_ms_ = steady_ms_();
   return out;
 }
 

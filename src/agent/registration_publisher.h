@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/node_api.h"
+#include "core/codec/gpu_usage.h"
 #include "core/common/result.h"
 #include "core/node/gpu_driver.h"
 #include "core/node/registration.h"
@@ -31,7 +33,15 @@ struct PublisherOptions {
   // How long a refused or failed enable waits at most before it is tried again (back-off from
   // 1 s, doubling).
   int64_t set_mig_mode_retry_max_ms = node::RetryBackoff::kDefaultMaxMs;
+  // tessera.io/gpu-usage rides on every write of the registration. When only the usage changed,
+  // the node is written for it at most this often (0: never on its own), so 5 000 nodes add at
+  // most 5 000 / refresh writes per second (docs/agent.md, "GPU usage").
+  int64_t usage_refresh_ms = 300000;
 };
+
+// The usage annotation of one read: GPUs in index order, MIG instances by placement start,
+// unknown values left unknown.
+codec::NodeGpuUsage UsageAnnotation(const node::UsageReading& reading, int64_t unix_seconds);
 
 // How a --set-mig-mode try ended, for the log and the metric's `result` label.
 enum class MigModeEnableResult {
@@ -56,7 +66,9 @@ struct Publication {
   std::vector<std::string> mig_gpus;  // registered in MIG mode, by NVML index
   std::vector<std::string> problems;  // GPUs discovery could not read
   bool changed = false;               // the annotation differs from the last pass's
-  bool patched = false;               // the node was written
+  bool patched = false;               // the registration was written
+  bool usage_patched = false;         // tessera.io/gpu-usage was written (alone or with it)
+  std::string usage_refused;          // the API server refused that key: why (said once)
   Status node_write;                  // reading or patching the node failed (retried next pass)
   std::vector<NodeNotice> notices;    // Events recorded this pass
   std::vector<MigModeEnableResult> enable_tries;  // --set-mig-mode tries this pass
@@ -71,6 +83,10 @@ class RegistrationPublisher {
 
   // Fails only when discovery fails; a node that cannot be read or written is `node_write`.
   Result<Publication> Publish(const std::set<std::string>& unhealthy);
+  // The usage the next passes publish (the agent's latest read).
+  void SetUsage(codec::NodeGpuUsage usage) {
+    if (!usage_refused_) usage_ = std::move(usage);
+  }
 
  private:
   // Tries to enable MIG mode on each GPU whose turn it is; whether any mode changed.
@@ -87,6 +103,9 @@ class RegistrationPublisher {
   NumaLookup numa_;
   std::function<int64_t()> steady_ms_;
   std::string last_annotation_;
+  std::optional<codec::NodeGpuUsage> usage_;
+  std::optional<int64_t> last_usage_write_ms_;  // steady clock
+  bool usage_refused_ = false;                  // the API server refused the key: never again
   // By GPU UUID: the MIG-mode state last reported ("off", "reset-pending"), the last
   // --set-mig-mode outcome reported, each GPU's back-off, and the driver's last activation
   // status (named in the reset-pending Event).

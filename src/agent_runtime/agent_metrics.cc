@@ -65,6 +65,81 @@ AgentMetrics::AgentMetrics()
                   "Failed writes of the CDI spec of tessera's MIG instances (MIG devices not in "
                   "it cannot be given to containers with a CDI device-list strategy)")) {
   RegisterMigModeMetrics();
+  RegisterUsageMetrics();
+}
+
+void AgentMetrics::RegisterUsageMetrics() {
+  auto gauge = [&](const std::string& name, const std::string& help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+  };
+  gpu_utilization_.family =
+      gauge("tessera_agent_gpu_utilization_percent",
+            "NVML's GPU utilisation (percent of time a kernel ran) of each GPU, as last read; "
+            "no series where NVML reports none (a GPU in MIG mode)");
+  gpu_memory_used_.family =
+      gauge("tessera_agent_gpu_memory_used_bytes", "NVML's memory used on each GPU, as last read");
+  gpu_memory_total_.family =
+      gauge("tessera_agent_gpu_memory_total_bytes", "NVML's memory of each GPU");
+  mig_utilization_.family =
+      gauge("tessera_agent_mig_instance_utilization_percent",
+            "NVML's utilisation of each MIG device, where the driver reports one (usually not)");
+  mig_memory_used_.family = gauge("tessera_agent_mig_instance_memory_used_bytes",
+                                  "NVML's memory used on each MIG device, as last read");
+  mig_memory_total_.family =
+      gauge("tessera_agent_mig_instance_memory_total_bytes", "NVML's memory of each MIG device");
+  usage_time_ = &gauge("tessera_agent_usage_last_read_timestamp_seconds",
+                       "When GPU utilisation and memory were last read")
+                     ->Add({});
+}
+
+void AgentMetrics::UsageFamily::Set(const SeriesValues& values) {
+  for (auto it = series.begin(); it != series.end();) {
+    if (values.count(it->first) == 0) {
+      family->Remove(it->second);
+      it = series.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [labels, value] : values) {
+    auto& gauge = series[labels];
+    if (gauge == nullptr) gauge = &family->Add(labels);
+    gauge->Set(value);
+  }
+}
+
+void AgentMetrics::GpuUsage(const std::string& node, const node::UsageReading& reading,
+                            double unix_time) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  SeriesValues gpu_util, gpu_used, gpu_total, mig_util, mig_used, mig_total;
+  for (const auto& g : reading.gpus) {
+    const prometheus::Labels labels = {{"node", node},
+                                       {"device_uuid", g.uuid},
+                                       {"device_index", std::to_string(g.index)},
+                                       {"device_type", g.name}};
+    const auto& u = g.usage;
+    if (u.utilization_percent) gpu_util[labels] = *u.utilization_percent;
+    if (u.memory_used_mib) gpu_used[labels] = static_cast<double>(*u.memory_used_mib) * kMiB;
+    if (u.memory_total_mib) gpu_total[labels] = static_cast<double>(*u.memory_total_mib) * kMiB;
+    for (const auto& m : g.mig) {
+      prometheus::Labels mig = labels;
+      mig["mig_uuid"] = m.mig_uuid;
+      mig["profile"] = m.profile;
+      mig["placement_start"] = std::to_string(m.placement.start);
+      mig["placement_size"] = std::to_string(m.placement.size);
+      const auto& v = m.usage;
+      if (v.utilization_percent) mig_util[mig] = *v.utilization_percent;
+      if (v.memory_used_mib) mig_used[mig] = static_cast<double>(*v.memory_used_mib) * kMiB;
+      if (v.memory_total_mib) mig_total[mig] = static_cast<double>(*v.memory_total_mib) * kMiB;
+    }
+  }
+  gpu_utilization_.Set(gpu_util);
+  gpu_memory_used_.Set(gpu_used);
+  gpu_memory_total_.Set(gpu_total);
+  mig_utilization_.Set(mig_util);
+  mig_memory_used_.Set(mig_used);
+  mig_memory_total_.Set(mig_total);
+  usage_time_->Set(unix_time);
 }
 
 void AgentMetrics::RegisterMigModeMetrics() {

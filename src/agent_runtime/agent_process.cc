@@ -58,7 +58,9 @@ AgentProcess::AgentProcess(node::GpuDriver& driver, agent::NodeApi& api, AgentOp
       allocator_(api, mig_, options_.allocator, RandomUuid, hami_core_folders_.get(),
                  cdi_spec_.get()),
       publisher_(
-          driver, api, options_.device, agent::PublisherOptions{options_.set_mig_mode},
+          driver, api, options_.device,
+          agent::PublisherOptions{.set_mig_mode = options_.set_mig_mode,
+                                  .usage_refresh_ms = options_.usage_annotation_refresh.count()},
           [this](const std::string& pci_bus_id) { return NumaOf(pci_bus_id); }, SteadyMs),
       xid_policy_(options_.xid_disable, options_.xid_enable),
       publish_backoff_(node::RetryBackoff::kDefaultInitialMs,
@@ -133,6 +135,8 @@ Status AgentProcess::PublishRegistration() {
       metrics_->MigModeEnableTried(agent::MigModeEnableResultName(result));
     }
   }
+  if (p.usage_patched && metrics_ != nullptr) metrics_->UsageAnnotationPatched();
+  if (!p.usage_refused.empty()) spdlog::warn("GPU usage: {}", p.usage_refused);
   if (!p.node_write.ok()) return p.node_write;
   if (p.patched) {
     if (metrics_ != nullptr) metrics_->RegistrationPatched();
@@ -498,7 +502,35 @@ Status AgentProcess::Start(const std::function<bool()>& pods_synced) {
   return Status::Ok();
 }
 
+void AgentProcess::ReadUsage() {
+  auto reading = driver_.ReadUsage();
+  if (!reading.ok()) {
+    if (metrics_ != nullptr) metrics_->UsageReadFailed(1);
+    if (reading.error().code == ErrorCode::kUnsupported) {
+      if (!usage_unsupported_logged_) spdlog::info("GPU usage: {}", reading.error().message);
+      usage_unsupported_logged_ = true;
+    } else {
+      spdlog::warn("GPU usage: {}", reading.error().message);
+    }
+    return;
+  }
+  const node::UsageReading& r = reading.value();
+  const int64_t now_s = NowMs() / 1000;
+  if (metrics_ != nullptr) {
+    metrics_->GpuUsage(options_.node_name, r, static_cast<double>(now_s));
+    if (!r.problems.empty()) metrics_->UsageReadFailed(static_cast<int>(r.problems.size()));
+  }
+  // One line per change of the problem, not one per read.
+  const std::string problem = r.problems.empty() ? "" : r.problems.front().message;
+  if (problem != usage_problem_logged_ && !problem.empty()) {
+    spdlog::warn("GPU usage: {} ({} problem(s) in this read)", problem, r.problems.size());
+  }
+  usage_problem_logged_ = problem;
+  publisher_.SetUsage(agent::UsageAnnotation(r, now_s));
+}
+
 void AgentProcess::Run(const std::function<bool()>& stop) {
+  auto next_usage = std::chrono::steady_clock::now();
   auto next_register = std::chrono::steady_clock::now() + options_.register_interval;
   auto next_reconcile = std::chrono::steady_clock::now() + options_.reconcile_interval;
   auto next_ledger_check = std::chrono::steady_clock::now();
@@ -510,6 +542,12 @@ void AgentProcess::Run(const std::function<bool()>& stop) {
     {
       std::lock_guard lock(mu_);
       std::swap(health_changed, health_changed_);
+    }
+    // Before the registration pass, so a due pass publishes the latest read. Never on the
+    // kubelet's gRPC threads: Allocate waits for no usage read.
+    if (options_.usage_interval.count() > 0 && now >= next_usage) {
+      ReadUsage();
+      next_usage = now + options_.usage_interval;
     }
     // A health change is published at once; a failed publication is retried after 1 s, 2 s,
     // ... up to the register interval, one log line each.

@@ -47,6 +47,11 @@ struct AgentOptions {
   // A live pod whose MIG instance cannot be recreated for this long is failed (0: never); one
   // whose instance came back under a new MIG UUID is failed at once (agent/unrecoverable_pods.h).
   std::chrono::milliseconds fail_lost_after{60000};
+  // NVML's utilisation and memory used, read this often for /metrics and tessera.io/gpu-usage
+  // (0: never); that annotation rides on the registration's writes, and is written on its own
+  // only when it changed and at most once per `usage_annotation_refresh` (0: never on its own).
+  std::chrono::milliseconds usage_interval{10000};
+  std::chrono::milliseconds usage_annotation_refresh{300000};
   std::string sysfs_root = "/sys";
   // HAMi-core's host folders (`<hook>/vgpu/containers/<podUID>_<container>`, the lock folder):
   // made at Allocate, removed once their pods are provably gone. Off unless asked for, so a
@@ -80,6 +85,9 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   void TriggerReconcile() { reconcile_now_ = true; }
 
   Status PublishRegistration();
+  // One read of the GPUs' utilisation and memory used: into the metrics and the usage the next
+  // registration pass publishes. A failed read is counted and logged, never fatal.
+  void ReadUsage();
   agent::ReconcileReport Reconcile();
   // One pass of the health loop: registers the XID events of the registered GPUs not yet
   // watched (each on its own back-off), waits up to `timeout_ms` for XID events (or sleeps, when
@@ -150,6 +158,9 @@ class AgentProcess final : public deviceplugin::DevicePluginBackend {
   // The reconcile's own: tessera.io/foreign-mig-instances and its Events.
   agent::ForeignMigPublisher foreign_mig_;
   node::RetryBackoff kubelet_backoff_{node::RetryBackoff::kDefaultInitialMs, kKubeletRetryMaxMs};
+  // The Run loop's own: a usage read the driver does not support is logged once.
+  bool usage_unsupported_logged_ = false;
+  std::string usage_problem_logged_;
 
   mutable std::mutex mu_;  // the fields below
   node::GpuHealth health_;

@@ -225,7 +225,10 @@ int RunAgentCommand(const AgentCommandOptions& o) {
        {std::tuple{"--register-interval", o.register_interval, &ao.register_interval},
         std::tuple{"--reconcile-interval", o.reconcile_interval, &ao.reconcile_interval},
         std::tuple{"--reconcile-grace", o.reconcile_grace, &ao.reconcile_grace},
-        std::tuple{"--fail-lost-after", o.fail_lost_after, &ao.fail_lost_after}}) {
+        std::tuple{"--fail-lost-after", o.fail_lost_after, &ao.fail_lost_after},
+        std::tuple{"--usage-interval", o.usage_interval, &ao.usage_interval},
+        std::tuple{"--usage-annotation-refresh", o.usage_annotation_refresh,
+                   &ao.usage_annotation_refresh}}) {
     auto ms = DurationFlag(flag, text);
     if (!ms.ok()) return Fail(ms.error().message);
     *out = ms.value();

@@ -27,6 +27,8 @@ struct AgentCommandOptions {
   std::string reconcile_grace = "10s";
   std::string health_recovery = "5m";
   std::string fail_lost_after = "60s";
+  std::string usage_interval = "10s";           // NVML utilisation and memory read; 0 = off
+  std::string usage_annotation_refresh = "5m";  // usage-only Node write at most this often
   std::string device_list_strategy = "envvar";  // envvar, cdi-cri, cdi-annotations
   std::string cdi_annotation_prefix = "cdi.k8s.io/";
   std::string sysfs_root = "/sys";

@@ -47,6 +47,16 @@ void AddAgentFlags(CLI::App& agent, AgentCommandOptions& ao) {
   agent.add_option("--reconcile-interval", ao.reconcile_interval, "MIG reconcile period")
       ->capture_default_str();
   agent
+      .add_option("--usage-interval", ao.usage_interval,
+                  "How often NVML's utilisation and memory used are read for /metrics and "
+                  "tessera.io/gpu-usage (0 = never)")
+      ->capture_default_str();
+  agent
+      .add_option("--usage-annotation-refresh", ao.usage_annotation_refresh,
+                  "tessera.io/gpu-usage rides on the registration's writes; when only the usage "
+                  "changed, the Node is written for it at most this often (0 = never on its own)")
+      ->capture_default_str();
+  agent
       .add_option("--reconcile-grace", ao.reconcile_grace,
                   "An instance is reclaimed once a pod view newer than its ledger entry by this "
                   "shows its pod gone (the view may lag), or a read of the pod proves it gone")

@@ -363,16 +363,42 @@ TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMem
     SimGpu* gpu = GpuOf(sim, device);
     if (gpu == nullptr || memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     uint64_t mib = gpu->memory_mib;
+    uint64_t used = 0;
     if (device->mig) {
       auto [gi, ci] = MigOf(*gpu, device);
       if (ci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
       mib = static_cast<uint64_t>(gpu->model->profiles[gi->profile].memory_mib);
+      used = tessera::nvml_sim::SimMigMemoryUsedMib(sim.state, *gpu, *gi, *ci);
+    } else {
+      used = tessera::nvml_sim::SimMemoryUsedMib(sim.state, *gpu);
     }
     memory->total = mib << 20;
-    memory->used = 0;
-    memory->free = memory->total;
+    memory->used = used << 20;
+    memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
   });
+}
+
+// Synthetic, deterministic values (sim_state.h, SimUtilization): NOT_SUPPORTED on MIG devices
+// and on a GPU in MIG mode, as the driver answers.
+TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                          nvmlUtilization_t* utilization) {
+  return Call(
+      "nvmlDeviceGetUtilizationRates",
+      [&](Sim& sim) -> nvmlReturn_t {
+        SimGpu* gpu = GpuOf(sim, device);
+        if (gpu == nullptr || utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        if (device->mig) {
+          if (MigOf(*gpu, device).second == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+          return NVML_ERROR_NOT_SUPPORTED;
+        }
+        auto busy = tessera::nvml_sim::SimUtilization(sim.state, *gpu);
+        if (!busy) return NVML_ERROR_NOT_SUPPORTED;
+        utilization->gpu = *busy;
+        utilization->memory = *busy / 2;
+        return NVML_SUCCESS;
+      },
+      true, device);
 }
 
 TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {

@@ -51,6 +51,13 @@ Status ReadInstances(const Json& gj, const std::string& where, SimGpu* gpu) {
           return s;
         }
         if (auto s = codec::ReadString(cj, "uuid", cw, &ci.mig_uuid); !s) return s;
+        if (codec::FindKey(cj, "memoryUsedMiB") != nullptr) {
+          uint64_t used = 0;
+          if (auto s = codec::ReadIntAs(cj, "memoryUsedMiB", cw, 0, 1LL << 32, &used); !s) {
+            return s;
+          }
+          ci.memory_used_mib = used;
+        }
         auto slices = ComputeSlicesOf(ci.profile_id);
         if (!slices) return Error{cw + ".profileId: not a compute-instance profile"};
         ci.slice_count = *slices;
@@ -84,6 +91,20 @@ Result<SimGpu> ReadGpu(const Json& gj, const std::string& where,
   }
   if (auto s = codec::ReadIntAs(gj, "processes", where, 0, 1 << 20, &gpu.processes); !s) {
     return Error{s.message()};
+  }
+  if (codec::FindKey(gj, "utilization") != nullptr) {
+    uint32_t util = 0;
+    if (auto s = codec::ReadIntAs(gj, "utilization", where, 0, 100, &util); !s) {
+      return Error{s.message()};
+    }
+    gpu.utilization = util;
+  }
+  if (codec::FindKey(gj, "memoryUsedMiB") != nullptr) {
+    uint64_t used = 0;
+    if (auto s = codec::ReadIntAs(gj, "memoryUsedMiB", where, 0, 1LL << 32, &used); !s) {
+      return Error{s.message()};
+    }
+    gpu.memory_used_mib = used;
   }
   if (gpu.uuid.empty()) return Error{where + ".uuid: missing"};
   if (!model_name.empty()) {
@@ -133,6 +154,9 @@ Result<SimState> LoadState(const std::string& path, const mig::GpuModelCatalog& 
   if (auto s = codec::ReadIntAs(root, "nextSerial", where, 1, 1LL << 62, &state.next_serial); !s) {
     return Error{s.message()};
   }
+  if (auto s = codec::ReadIntAs(root, "usageSeed", where, 0, 1LL << 62, &state.usage_seed); !s) {
+    return Error{s.message()};
+  }
   for (size_t i = 0; i < gpus->size(); ++i) {
     auto gpu = ReadGpu((*gpus)[i], where + ".gpus[" + std::to_string(i) + "]", catalog, i);
     if (!gpu.ok()) return gpu.error();
@@ -144,6 +168,7 @@ Result<SimState> LoadState(const std::string& path, const mig::GpuModelCatalog& 
 Status SaveState(const std::string& path, const SimState& state) {
   nlohmann::ordered_json root;
   root["nextSerial"] = state.next_serial;
+  if (state.usage_seed != 0) root["usageSeed"] = state.usage_seed;
   root["gpus"] = nlohmann::ordered_json::array();
   for (const auto& gpu : state.gpus) {
     nlohmann::ordered_json gj;
@@ -155,6 +180,8 @@ Status SaveState(const std::string& path, const SimState& state) {
     gj["migMode"] = gpu.mig_enabled;
     gj["migModePending"] = gpu.mig_pending_enabled;
     gj["processes"] = gpu.processes;
+    if (gpu.utilization) gj["utilization"] = *gpu.utilization;
+    if (gpu.memory_used_mib) gj["memoryUsedMiB"] = *gpu.memory_used_mib;
     gj["gpuInstances"] = nlohmann::ordered_json::array();
     for (const auto& gi : gpu.gpu_instances) {
       nlohmann::ordered_json ij;
@@ -164,10 +191,12 @@ Status SaveState(const std::string& path, const SimState& state) {
       ij["size"] = gi.size;
       ij["computeInstances"] = nlohmann::ordered_json::array();
       for (const auto& ci : gi.compute_instances) {
-        ij["computeInstances"].push_back({{"id", ci.id},
-                                          {"profileId", ci.profile_id},
-                                          {"uuid", ci.mig_uuid},
-                                          {"processes", ci.processes}});
+        nlohmann::ordered_json cj = {{"id", ci.id},
+                                     {"profileId", ci.profile_id},
+                                     {"uuid", ci.mig_uuid},
+                                     {"processes", ci.processes}};
+        if (ci.memory_used_mib) cj["memoryUsedMiB"] = *ci.memory_used_mib;
+        ij["computeInstances"].push_back(cj);
       }
       gj["gpuInstances"].push_back(ij);
     }
@@ -289,6 +318,53 @@ std::string NewMigUuid(const SimGpu& gpu, uint64_t serial) {
                 static_cast<unsigned>((h2 >> 48) & 0xffff),
                 static_cast<unsigned long long>(h2 & 0xffffffffffffULL));
   return out;
+}
+
+namespace {
+
+// FNV-1a of the text, the seed mixed in, then splitmix64's finaliser.
+uint64_t UsageHash(const std::string& text, uint64_t seed) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  h ^= seed * 0x9E3779B97F4A7C15ULL;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
+  return h ^ (h >> 31);
+}
+
+}  // namespace
+
+std::optional<uint32_t> SimUtilization(const SimState& state, const SimGpu& gpu) {
+  if (gpu.mig_enabled) return std::nullopt;
+  if (gpu.utilization) return *gpu.utilization;
+  if (gpu.processes == 0) return 0U;
+  const uint64_t busy = uint64_t{25} * gpu.processes + UsageHash(gpu.uuid, state.usage_seed) % 25;
+  return static_cast<uint32_t>(std::min<uint64_t>(busy, 100));
+}
+
+uint64_t SimMigMemoryUsedMib(const SimState& state, const SimGpu& gpu, const SimGpuInstance& gi,
+                             const SimComputeInstance& ci) {
+  const auto memory = static_cast<uint64_t>(gpu.model->profiles[gi.profile].memory_mib);
+  if (ci.memory_used_mib) return std::min(*ci.memory_used_mib, memory);
+  if (ci.processes == 0) return 0;
+  const uint64_t used = memory * std::min<uint64_t>(ci.processes, 2) / 4 +
+                        UsageHash(ci.mig_uuid, state.usage_seed) % 256;
+  return std::min(used, memory);
+}
+
+uint64_t SimMemoryUsedMib(const SimState& state, const SimGpu& gpu) {
+  if (gpu.mig_enabled) {
+    uint64_t sum = 0;
+    for (const auto& gi : gpu.gpu_instances) {
+      for (const auto& ci : gi.compute_instances) sum += SimMigMemoryUsedMib(state, gpu, gi, ci);
+    }
+    return std::min(sum, gpu.memory_mib);
+  }
+  if (gpu.memory_used_mib) return std::min(*gpu.memory_used_mib, gpu.memory_mib);
+  if (gpu.processes == 0) return 0;
+  const uint64_t used = gpu.memory_mib * std::min<uint64_t>(gpu.processes, 4) / 8 +
+                        UsageHash(gpu.uuid, state.usage_seed) % 1024;
+  return std::min(used, gpu.memory_mib);
 }
 
 }  // namespace tessera::nvml_sim

@@ -19,7 +19,8 @@ struct SimComputeInstance {
   uint32_t profile_id = 0;  // NVML_COMPUTE_INSTANCE_PROFILE_* (ids equal the enum)
   uint32_t slice_count = 0;
   std::string mig_uuid;
-  uint32_t processes = 0;  // running processes: destroy answers IN_USE while > 0
+  uint32_t processes = 0;                   // running processes: destroy answers IN_USE while > 0
+  std::optional<uint64_t> memory_used_mib;  // "memoryUsedMiB": replaces the synthetic value
 };
 
 struct SimGpuInstance {
@@ -40,12 +41,29 @@ struct SimGpu {
   bool mig_pending_enabled = false;          // after the next reset or reboot ("migModePending")
   uint32_t processes = 0;  // compute processes on the whole GPU ("processes"): it is not idle
   std::vector<SimGpuInstance> gpu_instances;
+  // "utilization" and "memoryUsedMiB": replace the synthetic values (not in MIG mode).
+  std::optional<uint32_t> utilization;
+  std::optional<uint64_t> memory_used_mib;
 };
 
 struct SimState {
   std::vector<SimGpu> gpus;
   uint64_t next_serial = 1;  // MIG UUIDs are unique across restarts
+  uint64_t usage_seed = 0;   // "usageSeed": varies the synthetic usage, reproducibly
 };
+
+// The synthetic usage the simulated NVML reports (docs/agent.md, "Simulated NVML"): the same
+// state gives the same values, every call and every process. A GPU or compute instance without
+// processes is idle (0 % and 0 MiB); with n processes a GPU is busy 25*n % plus up to 24 % by a
+// hash of its UUID and the seed (at most 100), and uses total*min(n,4)/8 MiB plus up to 1023 MiB
+// by the same hash (at most its memory); a compute instance with n processes uses
+// memory*min(n,2)/4 MiB plus up to 255 MiB by a hash of its MIG UUID. Values in the state file
+// replace them. In MIG mode the GPU reports no utilisation (nullopt: NOT_SUPPORTED, as the
+// driver does), nor do its MIG devices, and its memory used is its instances' sum.
+std::optional<uint32_t> SimUtilization(const SimState& state, const SimGpu& gpu);
+uint64_t SimMemoryUsedMib(const SimState& state, const SimGpu& gpu);
+uint64_t SimMigMemoryUsedMib(const SimState& state, const SimGpu& gpu, const SimGpuInstance& gi,
+                             const SimComputeInstance& ci);
 
 // Reads the state file. Errors name the file and the field.
 Result<SimState> LoadState(const std::string& path, const mig::GpuModelCatalog& catalog);

@@ -25,6 +25,7 @@
 #include "scheduler/cluster_writer.h"
 #include "scheduler/filter_answers.h"
 #include "scheduler/filter_only_pods.h"
+#include "scheduler/gpu_usage_table.h"
 #include "scheduler/refused_pods.h"
 #include "scheduler/service_metrics.h"
 #include "scheduler/service_options.h"
@@ -136,6 +137,9 @@ class ClusterView {
   ExplainSubject PrepareExplanation(const std::string& key, const std::string& detail_node) const;
   // /ui/state: the nodes that changed since the last call encoded, the rest reused.
   UiStateEncoder::Snapshot CollectUiState() const;
+  // What the agents measured (tessera.io/gpu-usage), beside the state and never in it: a change
+  // to that annotation alone changes nothing the scheduler decides by. Its own lock.
+  const GpuUsageTable& gpu_usage() const { return usage_; }
   // What /metrics derives from the view, all read under one hold of the lock.
   struct MetricsReading {
     const state::ClusterState& state;
@@ -193,6 +197,7 @@ class ClusterView {
   std::map<std::string, std::string> waiting_;  // unbound pods the last filter placed nowhere: why
   RefusedPods refused_;  // the same pods: whether kube-scheduler will ask about them again
   mutable UiStateEncoder ui_encoder_;
+  GpuUsageTable usage_;
   state::NodeLiveness liveness_;
   std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
   std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin

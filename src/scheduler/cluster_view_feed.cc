@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/codec/k8s_objects.h"
+#include "core/model/annotations.h"
 #include "scheduler/object_name.h"
 
 namespace tessera::scheduler {
@@ -34,6 +35,12 @@ auto DecodeAll(const std::vector<Json>& objects, const std::string& kind, Decode
   return out;
 }
 
+// Everything of the Node the state reads is the same (the resource version aside).
+bool SameForState(const model::Node& a, const model::Node& b) {
+  return a.name == b.name && a.annotations == b.annotations && a.labels == b.labels &&
+         a.allocatable == b.allocatable;
+}
+
 bool Selected(const model::Node& node, const std::map<std::string, std::string>& selector) {
   for (const auto& [key, value] : selector) {
     auto it = node.labels.find(key);
@@ -57,7 +64,17 @@ std::string ClusterView::BlockReasonLocked(const std::string& node) const {
   return "";
 }
 
-void ClusterView::UpsertNodeLocked(const model::Node& node) {
+void ClusterView::UpsertNodeLocked(const model::Node& given) {
+  // The agent's GPU usage goes to its side table, never into the state: the state's node is
+  // the Node without it.
+  const std::string usage_key(model::annotations::kGpuUsage);
+  usage_.Update(given.name, given.Annotation(usage_key));
+  std::optional<model::Node> without_usage;
+  if (given.annotations.count(usage_key) > 0) {
+    without_usage = given;
+    without_usage->annotations.erase(usage_key);
+  }
+  const model::Node& node = without_usage ? *without_usage : given;
   if (Selected(node, options_.node_selector)) {
     unselected_.erase(node.name);
   } else {
@@ -70,6 +87,10 @@ void ClusterView::UpsertNodeLocked(const model::Node& node) {
   const bool was_usable = before != nullptr && before->usable();
   const uint64_t signature = before != nullptr ? before->signature : 0;
   state_.SetNodeBlocked(node.name, BlockReasonLocked(node.name));
+  // A change of the usage alone (the agent's refresh) leaves the state as it is: no stamp moves,
+  // so no cache of the node (equivalence classes, the /ui encoder) is invalidated.
+  const state::NodeState* current = state_.node(node.name);
+  if (without_usage && current != nullptr && SameForState(current->node, node)) return;
   state_.UpsertNode(node);
   known_nodes_ = state_.nodes().size();
   const state::NodeState* after = state_.node(node.name);
@@ -123,6 +144,7 @@ void ClusterView::DeleteNode(const Json& node) {
 }
 
 void ClusterView::RemoveNodeLocked(const std::string& name) {
+  usage_.Remove(name);
   state_.RemoveNode(name);
   known_nodes_ = state_.nodes().size();
   state_.SetNodeBlocked(name, "");

@@ -45,12 +45,21 @@ ExplainResult ReadViews::Explain(std::string_view pod_key, bool json,
 
 UiStateBody ReadViews::UiState() const {
   const UiStateEncoder::Snapshot snap = view_.CollectUiState();
+  // The agents' GPU usage, from its own table (not under the view's lock): "usage" beside the
+  // nodes, keyed by node name.
+  const GpuUsageTable::Json usage = view_.gpu_usage().ToJson();
   std::lock_guard lock(ui_mu_);
-  if (!ui_body_ || ui_version_ != snap.version) {
-    ui_body_ = std::make_shared<const std::string>(snap.Join());
+  if (!ui_body_ || ui_version_ != snap.version || ui_usage_version_ != usage.version) {
+    std::string body = snap.Join();
+    body.pop_back();  // the closing brace
+    body.append(",\"usage\":");
+    body.append(*usage.text);
+    body.push_back('}');
+    ui_body_ = std::make_shared<const std::string>(std::move(body));
     ui_version_ = snap.version;
+    ui_usage_version_ = usage.version;
   }
-  return UiStateBody{ui_body_, snap.version, instance_};
+  return UiStateBody{ui_body_, snap.version, instance_, usage.version};
 }
 
 std::vector<prometheus::MetricFamily> ReadViews::StateFamilies() const {

@@ -32,6 +32,7 @@ struct UiStateBody {
   std::shared_ptr<const std::string> json;
   uint64_t version = 0;
   int64_t instance = 0;
+  uint64_t usage_version = 0;  // the GPU usage's (GpuUsageTable), which moves on its own
 };
 
 // What operators and Prometheus read of the cluster view: /explain, /ui/state and the state's
@@ -47,7 +48,8 @@ class ReadViews {
   ExplainResult Explain(std::string_view pod_key, bool json, const std::string& node = {}) const;
 
   // Every node and GPU (MIG slice maps, shared use and holders) and the pods waiting with the
-  // last filter's message, as compact JSON (scheduler/ui_state.h). Under the lock only the nodes
+  // last filter's message, as compact JSON (scheduler/ui_state.h), with the agents' measured GPU
+  // usage as "usage" (GpuUsageTable::ToJson, its own lock). Under the view's lock only the nodes
   // that changed since the last poll are encoded; the body is joined outside it and reused while
   // nothing changes.
   UiStateBody UiState() const;
@@ -63,6 +65,7 @@ class ReadViews {
   mutable std::mutex ui_mu_;  // the joined /ui body; taken after the view's lock is released
   mutable std::shared_ptr<const std::string> ui_body_;
   mutable uint64_t ui_version_ = 0;
+  mutable uint64_t ui_usage_version_ = 0;
 };
 
 }  // namespace tessera::scheduler

@@ -108,7 +108,8 @@ http::Response Explain(const scheduler::ReadViews& reads, const http::Request& r
 
 // Names a /ui/state body: it changes whenever the body does, and differs between processes.
 std::string UiStateETag(const scheduler::UiStateBody& state) {
-  return "\"" + std::to_string(state.instance) + "-" + std::to_string(state.version) + "\"";
+  return "\"" + std::to_string(state.instance) + "-" + std::to_string(state.version) + "-" +
+         std::to_string(state.usage_version) + "\"";
 }
 
 http::Response UiState(const scheduler::ReadViews& reads, const http::Request& request) {

@@ -318,3 +318,137 @@ TEST(RegistrationPublisherTest, ANonMigNodeNeverReportsOrChangesMigMode) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+const std::string kUsageKey(model::annotations::kGpuUsage);
+
+codec::NodeGpuUsage Usage(int64_t time, uint32_t util) {
+  codec::NodeGpuUsage u;
+  u.time_s = time;
+  u.gpus.push_back({"GPU-t4", {util, 1000U}, {}});
+  return u;
+}
+
+// tessera.io/gpu-usage rides on the registration's write; alone, it is written only when it
+// changed and at most once per refresh (5 min by default), so 5 000 nodes add at most ~17
+// writes a second.
+TEST(RegistrationPublisherTest, UsageRidesOnTheRegistrationAndIsRefreshedAtMostOncePerPeriod) {
+  Fixture f(node::NodeDeviceConfig{});
+  f.driver.gpus = {T4("GPU-t4", 0)};
+  f.publisher.SetUsage(Usage(100, 37));
+  Publication first = f.Publish();
+  EXPECT_TRUE(first.patched);
+  EXPECT_TRUE(first.usage_patched);
+  EXPECT_EQ(f.api.node_patches, 1);  // one write for both
+  EXPECT_EQ(f.api.node.annotations[kUsageKey], "100;GPU-t4=37,1000");
+
+  // The same measurements later: nothing to write.
+  f.now += 600000;
+  f.publisher.SetUsage(Usage(700, 37));
+  EXPECT_FALSE(f.Publish().usage_patched);
+  EXPECT_EQ(f.api.node_patches, 1);
+
+  // A change is written once the refresh since the last write has passed, not before.
+  f.publisher.SetUsage(Usage(710, 80));
+  Publication refreshed = f.Publish();
+  EXPECT_FALSE(refreshed.patched);
+  EXPECT_TRUE(refreshed.usage_patched);
+  EXPECT_EQ(f.api.node_patches, 2);
+  EXPECT_EQ(f.api.node.annotations[kUsageKey], "710;GPU-t4=80,1000");
+  f.now += 299000;
+  f.publisher.SetUsage(Usage(1009, 10));
+  EXPECT_FALSE(f.Publish().usage_patched);
+  EXPECT_EQ(f.api.node_patches, 2);
+  f.now += 1000;
+  EXPECT_TRUE(f.Publish().usage_patched);
+  EXPECT_EQ(f.api.node_patches, 3);
+
+  // A registration change carries the latest usage at once, whatever the refresh says.
+  f.publisher.SetUsage(Usage(1011, 55));
+  f.driver.gpus = {T4("GPU-t4", 0), T4("GPU-t4b", 1)};
+  Publication changed = f.Publish();
+  EXPECT_TRUE(changed.patched);
+  EXPECT_TRUE(changed.usage_patched);
+  EXPECT_EQ(f.api.node_patches, 4);
+  EXPECT_EQ(f.api.node.annotations[kUsageKey], "1011;GPU-t4=55,1000");
+}
+
+TEST(RegistrationPublisherTest, WithoutARefreshUsageIsWrittenOnlyWithTheRegistration) {
+  FakeGpuDriver driver;
+  FakeNodeApi api;
+  int64_t now = 0;
+  agent::PublisherOptions options;
+  options.usage_refresh_ms = 0;
+  RegistrationPublisher publisher(
+      driver, api, node::NodeDeviceConfig{}, options, [](const std::string&) { return 0; },
+      [&] { return now; });
+  driver.gpus = {T4("GPU-t4", 0)};
+  ASSERT_TRUE(publisher.Publish({}).ok());  // no usage read yet: the registration alone
+  EXPECT_EQ(api.node.annotations.count(kUsageKey), 0U);
+  publisher.SetUsage(Usage(5, 90));
+  now += 3600000;
+  auto p = publisher.Publish({});
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p.value().usage_patched);
+  EXPECT_EQ(api.node_patches, 1);
+}
+
+// An API server that refuses the usage key (an admission policy older than the agent).
+class RefusingUsageApi : public FakeNodeApi {
+ public:
+  agent::ApiResult<model::Node> PatchNode(const agent::AnnotationPatch& patch,
+                                          const std::string& resource_version) override {
+    if (patch.count(kUsageKey) > 0) {
+      ++refused;
+      return agent::ApiFailure(403, "denied by the agent's admission policy");
+    }
+    return FakeNodeApi::PatchNode(patch, resource_version);
+  }
+  int refused = 0;
+};
+
+TEST(RegistrationPublisherTest, ARefusedUsageNeverKeepsTheRegistrationFromBeingWritten) {
+  FakeGpuDriver driver;
+  RefusingUsageApi api;
+  int64_t now = 0;
+  RegistrationPublisher publisher(
+      driver, api, node::NodeDeviceConfig{}, agent::PublisherOptions{},
+      [](const std::string&) { return 0; }, [&] { return now; });
+  driver.gpus = {T4("GPU-t4", 0)};
+  publisher.SetUsage(Usage(5, 90));
+  auto first = publisher.Publish({});
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first.value().node_write.ok()) << first.value().node_write.message();
+  EXPECT_TRUE(first.value().patched);
+  EXPECT_FALSE(first.value().usage_patched);
+  EXPECT_NE(first.value().usage_refused.find("refused"), std::string::npos);
+  EXPECT_EQ(api.node.annotations.count(kRegister), 1U);
+  EXPECT_EQ(api.refused, 1);
+  // Never tried again: a registration change is written alone, said nothing more.
+  publisher.SetUsage(Usage(6, 10));
+  now += 3600000;
+  driver.gpus = {T4("GPU-t4", 0), T4("GPU-t4b", 1)};
+  auto second = publisher.Publish({});
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second.value().patched);
+  EXPECT_TRUE(second.value().usage_refused.empty());
+  EXPECT_EQ(api.refused, 1);
+}
+
+TEST(RegistrationPublisherTest, TheUsageAnnotationListsGpusInOrderAndKeepsUnknowns) {
+  node::UsageReading r;
+  node::DriverGpuUsage g;
+  g.uuid = "GPU-mig";
+  g.usage = {std::nullopt, 9000U, 40960U};
+  node::DriverMigUsage m;
+  m.placement = {4, 4};
+  m.usage = {std::nullopt, 9000U, 19968U};
+  g.mig.push_back(m);
+  r.gpus.push_back(g);
+  EXPECT_EQ(codec::EncodeGpuUsage(agent::UsageAnnotation(r, 42)), "42;GPU-mig=-,9000|4:-,9000");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -376,3 +376,40 @@ TEST(AgentProcessTest, AfterARebootAPodWhosePlacementWasTakenIsReportedLost) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The usage loop end to end over the simulated NVML: a read goes into /metrics and, with the
+// next registration pass, into tessera.io/gpu-usage on the Node (one write: the annotation was
+// not there); a call NVML fails is counted and leaves that value unknown, and the agent goes on.
+TEST(AgentProcessTest, AUsageReadReachesTheMetricsAndTheNodeAndAFailureIsCounted) {
+  SimulatedNvml sim(R"([{"uuid": "GPU-t4", "name": "Tesla T4", "memoryMiB": 15360,
+                         "utilization": 37, "memoryUsedMiB": 12000},
+                        {"uuid": "GPU-t4b", "name": "Tesla T4", "memoryMiB": 15360}])",
+                    "fail:nvmlDeviceGetUtilizationRates@GPU-t4b:*:GPU_IS_LOST");
+  FakeNodeApi api;
+  auto driver = sim.Driver();
+  agent_runtime::AgentMetrics metrics;
+  AgentOptions options = Options(sim);
+  options.device.operating_mode = "hami-core";
+  AgentProcess process(*driver, api, options, &metrics);
+  ASSERT_TRUE(process.Start([] { return true; }).ok());  // discovers and registers
+  const int writes = api.node_patches;
+  process.ReadUsage();
+  EXPECT_EQ(Gauge(metrics, "tessera_agent_gpu_utilization_percent"), 37);
+  EXPECT_EQ(Counter(metrics, "tessera_agent_usage_read_errors_total"), 1);
+  ASSERT_TRUE(process.PublishRegistration().ok());
+  EXPECT_EQ(api.node_patches, writes + 1);
+  const std::string* usage = api.node.Annotation(std::string(ann::kGpuUsage));
+  ASSERT_NE(usage, nullptr);
+  EXPECT_NE(usage->find(";GPU-t4=37,12000;GPU-t4b=-,0"), std::string::npos) << *usage;
+  EXPECT_EQ(Counter(metrics, "tessera_agent_usage_annotation_patches_total"), 1);
+  // Read again at once: the same values, and the refresh holds back a usage-only write.
+  process.ReadUsage();
+  ASSERT_TRUE(process.PublishRegistration().ok());
+  EXPECT_EQ(api.node_patches, writes + 1);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -54,10 +54,12 @@ std::string Cluster() {
 nodes:
   - name: mig-node
     gpus: [{ model: "A100-SXM4-40GB", mode: mig, uuid: GPU-mig }]
+    annotations: { tessera.io/gpu-usage: "1767225600;GPU-mig=-,18000|4:-,17000" }
   - name: serving-node
     gpus: [{ model: "A100-SXM4-80GB", memoryMiB: 81920, uuid: GPU-a80 }]
   - name: shared-node
     gpus: [{ model: "Tesla T4", memoryMiB: 15360, uuid: GPU-t4 }]
+    annotations: { tessera.io/gpu-usage: "1767225600;GPU-t4=37,12000" }
 quotas:
   - namespace: team-q
     name: gpu
@@ -208,6 +210,45 @@ TEST_F(UiTest, ChromiumShowsWhoHoldsEachInstanceAndShareAndThePendingPods) {
   EXPECT_NE(dom.find("3 nodes, 3 GPUs, 2 waiting"), std::string::npos);
   // No explanation until a pod is chosen.
   EXPECT_NE(dom.find(R"(<div id="explain" hidden="")"), std::string::npos);
+}
+
+// The GPU's row in the page: from its `data-uuid` to the next GPU's.
+std::string GpuRow(const std::string& dom, const std::string& uuid) {
+  const size_t at = dom.find("data-uuid=\"" + uuid + "\"");
+  if (at == std::string::npos) return "";
+  const size_t next = dom.find("class=\"gpu", at);
+  return dom.substr(at, next == std::string::npos ? std::string::npos : next - at);
+}
+
+// What the agents measured (tessera.io/gpu-usage) on the bars: the T4's utilisation and memory
+// used, the MIG instance's memory used with its utilisation unknown, and a node whose agent
+// reported nothing shown as unknown, never as 0.
+TEST_F(UiTest, ChromiumShowsTheMeasuredUtilisationAndMemoryOnTheBars) {
+  const std::string dom = Dom("/ui");
+  const std::string t4 = GpuRow(dom, "GPU-t4");
+  ASSERT_FALSE(t4.empty()) << dom;
+  EXPECT_NE(t4.find(R"(<div class="meter measured util" data-value="37")"), std::string::npos)
+      << t4;
+  EXPECT_NE(t4.find(R"(<div class="what">util 37%</div>)"), std::string::npos) << t4;
+  EXPECT_NE(t4.find(R"(<div class="what">used 12000 / 15360 MiB</div>)"), std::string::npos) << t4;
+  EXPECT_NE(t4.find(R"(class="seg measured" style="width: 37%;")"), std::string::npos) << t4;
+
+  const std::string mig = GpuRow(dom, "GPU-mig");
+  EXPECT_NE(mig.find(R"(<span class="usage" data-util="" data-used="17000">used 17000 MiB, )"
+                     R"(util unknown</span>)"),
+            std::string::npos)
+      << mig;
+  EXPECT_NE(mig.find(R"(<div class="what">used 18000 / 40960 MiB</div>)"), std::string::npos)
+      << mig;
+  EXPECT_NE(mig.find(R"(<div class="what">util unknown</div>)"), std::string::npos) << mig;
+
+  const std::string a80 = GpuRow(dom, "GPU-a80");
+  ASSERT_FALSE(a80.empty());
+  EXPECT_NE(a80.find(R"(<div class="meter measured util unknown" data-value="")"),
+            std::string::npos)
+      << a80;
+  EXPECT_NE(a80.find(R"(<div class="what">used unknown</div>)"), std::string::npos) << a80;
+  EXPECT_EQ(a80.find("util 0%"), std::string::npos) << a80;
 }
 
 // serving/inf-1..5 differ in one letter and share one GPU: five colours, hues at least 40

@@ -59,6 +59,11 @@ struct nvmlMemory_t {
   unsigned long long used;
 };
 
+struct nvmlUtilization_t {
+  unsigned gpu;     // percent of time a kernel ran over the last sample period
+  unsigned memory;  // percent of time device memory was read or written
+};
+
 struct nvmlPciInfo_t {  // nvmlPciInfo_st as nvmlDeviceGetPciInfo_v3 fills it
   char busIdLegacy[16];
   unsigned domain;
@@ -138,6 +143,7 @@ struct nvmlProcessInfo_t {  // nvmlProcessInfo_v2_t, as the _v3 process queries 
 }  // extern "C"
 
 static_assert(sizeof(nvmlPciInfo_t) == 68);
+static_assert(sizeof(nvmlUtilization_t) == 8);
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
 static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
@@ -205,9 +211,11 @@ static_assert(sizeof(nvmlProcessInfo_t) == 24);
   X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))
 
 // Functions tessera uses when the library has them: a library without one still loads, and the
-// feature that needs it answers NOT_SUPPORTED (--set-mig-mode).
+// feature that needs it answers NOT_SUPPORTED (--set-mig-mode; utilisation is then unknown).
 #define TESSERA_NVML_OPTIONAL_FUNCTIONS(X)                                \
   X(nvmlDeviceSetMigMode, nvmlReturn_t,                                   \
     (nvmlDevice_t device, unsigned mode, nvmlReturn_t* activationStatus)) \
   X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                \
-    (nvmlDevice_t device, unsigned* infoCount, nvmlProcessInfo_t* infos))
+    (nvmlDevice_t device, unsigned* infoCount, nvmlProcessInfo_t* infos)) \
+  X(nvmlDeviceGetUtilizationRates, nvmlReturn_t,                          \
+    (nvmlDevice_t device, nvmlUtilization_t * utilization))

@@ -489,4 +489,99 @@ DriverResult<node::MigModeChange> NvmlGpuDriver::SetMigMode(const std::string& g
   return Ok(std::move(change));
 }
 
+void NvmlGpuDriver::ReadUsageValue(nvmlDevice_t device, const std::string& what,
+                                   node::DriverUsageValue* out,
+                                   std::vector<Error>* problems) const {
+  nvmlMemory_t memory{};
+  if (int rc = lib_->nvmlDeviceGetMemoryInfo(device, &memory); rc == NVML_SUCCESS) {
+    out->memory_used_mib = memory.used >> 20;
+    out->memory_total_mib = memory.total >> 20;
+  } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+    problems->push_back(Fail("nvmlDeviceGetMemoryInfo", rc, what));
+  }
+  if (lib_->nvmlDeviceGetUtilizationRates == nullptr) return;  // an old library: unknown
+  nvmlUtilization_t utilization{};
+  if (int rc = lib_->nvmlDeviceGetUtilizationRates(device, &utilization); rc == NVML_SUCCESS) {
+    out->utilization_percent = std::min(utilization.gpu, 100U);
+  } else if (rc != NVML_ERROR_NOT_SUPPORTED) {  // MIG devices: usually not supported
+    problems->push_back(Fail("nvmlDeviceGetUtilizationRates", rc, what));
+  }
+}
+
+void NvmlGpuDriver::ReadMigUsage(nvmlDevice_t device, const node::DriverGpu& gpu,
+                                 node::DriverGpuUsage* out, std::vector<Error>* problems) const {
+  unsigned max = 0;
+  if (int rc = lib_->nvmlDeviceGetMaxMigDeviceCount(device, &max); rc != NVML_SUCCESS) {
+    problems->push_back(Fail("nvmlDeviceGetMaxMigDeviceCount", rc, gpu.uuid));
+    return;
+  }
+  for (unsigned i = 0; i < max; ++i) {
+    nvmlDevice_t mig = nullptr;
+    int rc = lib_->nvmlDeviceGetMigDeviceHandleByIndex(device, i, &mig);
+    if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // sparse
+    if (rc != NVML_SUCCESS) {
+      problems->push_back(Fail("nvmlDeviceGetMigDeviceHandleByIndex", rc, gpu.uuid));
+      continue;
+    }
+    node::DriverMigUsage m;
+    std::array<char, kNvmlDeviceUuidBufferSize> text{};
+    if (rc = lib_->nvmlDeviceGetGpuInstanceId(mig, &m.gpu_instance_id); rc != NVML_SUCCESS) {
+      problems->push_back(Fail("nvmlDeviceGetGpuInstanceId", rc, gpu.uuid + " MIG device"));
+      continue;
+    }
+    if (rc = lib_->nvmlDeviceGetComputeInstanceId(mig, &m.compute_instance_id);
+        rc != NVML_SUCCESS) {
+      problems->push_back(Fail("nvmlDeviceGetComputeInstanceId", rc, gpu.uuid + " MIG device"));
+      continue;
+    }
+    if (rc = lib_->nvmlDeviceGetUUID(mig, text.data(), text.size()); rc != NVML_SUCCESS) {
+      problems->push_back(Fail("nvmlDeviceGetUUID", rc, gpu.uuid + " MIG device"));
+      continue;
+    }
+    m.mig_uuid = text.data();
+    // The placement and profile of its GPU instance: what the scheduler names instances by.
+    nvmlGpuInstance_t gi = nullptr;
+    nvmlGpuInstanceInfo_t info{};
+    const std::string what = gpu.uuid + " GPU instance " + std::to_string(m.gpu_instance_id);
+    if (rc = lib_->nvmlDeviceGetGpuInstanceById(device, m.gpu_instance_id, &gi);
+        rc != NVML_SUCCESS) {
+      problems->push_back(Fail("nvmlDeviceGetGpuInstanceById", rc, what));
+      continue;
+    }
+    if (rc = lib_->nvmlGpuInstanceGetInfo(gi, &info); rc != NVML_SUCCESS) {
+      problems->push_back(Fail("nvmlGpuInstanceGetInfo", rc, what));
+      continue;
+    }
+    m.placement = model::Placement{info.placement.start, info.placement.size};
+    for (const auto& p : gpu.mig_profiles) {
+      if (p.nvml_id == info.profileId) m.profile = p.name;
+    }
+    ReadUsageValue(mig, m.mig_uuid, &m.usage, problems);
+    out->mig.push_back(std::move(m));
+  }
+  std::sort(out->mig.begin(), out->mig.end(),
+            [](const auto& a, const auto& b) { return a.placement.start < b.placement.start; });
+}
+
+DriverResult<node::UsageReading> NvmlGpuDriver::ReadUsage() {
+  std::vector<GpuCache> gpus;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [uuid, cached] : gpus_) gpus.push_back(cached);
+  }
+  std::sort(gpus.begin(), gpus.end(),
+            [](const auto& a, const auto& b) { return a.gpu.index < b.gpu.index; });
+  node::UsageReading out;
+  for (const auto& g : gpus) {
+    node::DriverGpuUsage u;
+    u.index = g.gpu.index;
+    u.uuid = g.gpu.uuid;
+    u.name = g.gpu.name;
+    ReadUsageValue(g.handle, g.gpu.uuid, &u.usage, &out.problems);
+    if (g.gpu.mig_enabled) ReadMigUsage(g.handle, g.gpu, &u, &out.problems);
+    out.gpus.push_back(std::move(u));
+  }
+  return Ok(std::move(out));
+}
+
 }  // namespace tessera::nvml

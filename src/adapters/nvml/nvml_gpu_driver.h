@@ -39,6 +39,10 @@ class NvmlGpuDriver final : public node::GpuDriver {
   node::DriverResult<node::MigModeChange> SetMigMode(const std::string& gpu_uuid,
                                                      bool enabled) override;
 
+  // Reads without the driver's lock (held only to copy the discovered GPUs' handles), so a
+  // usage read never holds up Allocate's MIG calls. NVML is thread-safe.
+  node::DriverResult<node::UsageReading> ReadUsage() override;
+
   // Called for every failed NVML call (function, code): the agent's error metrics.
   void set_error_observer(std::function<void(const std::string&, int)> observer) {
     observer_ = std::move(observer);
@@ -58,6 +62,12 @@ class NvmlGpuDriver final : public node::GpuDriver {
   node::DriverResult<GpuCache*> Gpu(const std::string& uuid);
   node::DriverResult<std::string> MigUuidOf(nvmlDevice_t device, unsigned gi, unsigned ci,
                                             const std::string& gpu_uuid);
+  // Memory and utilisation of one GPU or MIG device; a failure other than NOT_SUPPORTED is
+  // one problem, and leaves the value unknown.
+  void ReadUsageValue(nvmlDevice_t device, const std::string& what, node::DriverUsageValue* out,
+                      std::vector<Error>* problems) const;
+  void ReadMigUsage(nvmlDevice_t device, const node::DriverGpu& gpu, node::DriverGpuUsage* out,
+                    std::vector<Error>* problems) const;
   node::DriverResult<std::vector<nvmlComputeInstance_t>> ComputeInstancesOf(
       nvmlGpuInstance_t gi, const std::string& gpu_uuid);
 

@@ -36,6 +36,10 @@ inline constexpr std::string_view kRequeuedAt = "tessera.io/requeued-at";
 // did not create (codec/foreign_mig.h); tessera's scheduler places nothing on their slices.
 // HAMi's scheduler does not read it.
 inline constexpr std::string_view kForeignMigInstances = "tessera.io/foreign-mig-instances";
+// tessera's own: written by the agent on its Node, what NVML measured on each GPU and MIG
+// instance (utilisation, memory used; codec/gpu_usage.h), for the scheduler's /ui. Never read
+// by scheduling: a change to it alone changes no scheduling state.
+inline constexpr std::string_view kGpuUsage = "tessera.io/gpu-usage";
 
 // The device type word written into allocation annotations.
 inline constexpr std::string_view kNvidiaType = "NVIDIA";

@@ -5,6 +5,7 @@
 // library; the agent's logic (src/agent) and its tests see only this interface.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,40 @@ struct XidEvent {
   uint64_t xid = 0;
 };
 
+// What NVML measured on one GPU or MIG device: nullopt where it reported nothing (the call is
+// not supported there, as utilisation on MIG devices usually is not, or it failed): unknown,
+// never 0.
+struct DriverUsageValue {
+  std::optional<uint32_t> utilization_percent;  // nvmlDeviceGetUtilizationRates' gpu, 0..100
+  std::optional<uint64_t> memory_used_mib;      // nvmlDeviceGetMemoryInfo's used
+  std::optional<uint64_t> memory_total_mib;     // and its total
+};
+
+// One MIG device (compute instance) of a GPU in MIG mode.
+struct DriverMigUsage {
+  std::string mig_uuid;
+  uint32_t gpu_instance_id = 0;
+  uint32_t compute_instance_id = 0;
+  std::string profile;         // DriverMigProfile::name; "" when unknown
+  model::Placement placement;  // of its GPU instance (memory slices)
+  DriverUsageValue usage;
+};
+
+struct DriverGpuUsage {
+  uint32_t index = 0;
+  std::string uuid;
+  std::string name;  // nvmlDeviceGetName
+  DriverUsageValue usage;
+  std::vector<DriverMigUsage> mig;  // in MIG mode: its MIG devices
+};
+
+// One read of every GPU discovery found; a GPU or MIG device that could not be read keeps its
+// unknown values and adds one error to `problems` (the agent counts them).
+struct UsageReading {
+  std::vector<DriverGpuUsage> gpus;
+  std::vector<Error> problems;
+};
+
 class GpuDriver {
  public:
   virtual ~GpuDriver() = default;
@@ -152,6 +187,11 @@ class GpuDriver {
   virtual DriverResult<MigModeChange> SetMigMode(const std::string& gpu_uuid, bool /*enabled*/) {
     return node::DriverError("SetMigMode", kDriverNotSupported,
                              gpu_uuid + ": not supported by this driver");
+  }
+  // Utilisation and memory used of every GPU the last discovery found, and of their MIG
+  // devices. Read-only; must not wait on the MIG calls (Allocate's path) longer than a copy.
+  virtual DriverResult<UsageReading> ReadUsage() {
+    return node::DriverError("ReadUsage", kDriverNotSupported, "not supported by this driver");
   }
 };
 

@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "support/nvml_sim.h"
 
@@ -237,6 +241,104 @@ TEST(NvmlGpuDriverTest, AFailedEventSetIsAnErrorOfTheWatchNotACrash) {
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.error().origin, "nvmlEventSetCreate");
   EXPECT_TRUE(driver->WatchXid("GPU-rtx-0").ok());  // the next try creates the set
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Three T4s (two computing, one idle, one with its values set in the state file) and an A100 in
+// MIG mode with two 3g.20gb instances, one computing and one with its memory set.
+constexpr const char* kUsageGpus = R"([
+  {"uuid": "GPU-busy", "name": "Tesla T4", "memoryMiB": 15360, "processes": 2},
+  {"uuid": "GPU-idle", "name": "Tesla T4", "memoryMiB": 15360},
+  {"uuid": "GPU-set", "name": "Tesla T4", "memoryMiB": 15360, "utilization": 37,
+   "memoryUsedMiB": 12000},
+  {"uuid": "GPU-mig", "model": "A100-40GB", "migMode": true, "gpuInstances": [
+    {"id": 1, "profile": "3g.20gb", "start": 4, "size": 4, "computeInstances": [
+      {"id": 0, "profileId": 2, "uuid": "MIG-busy", "processes": 1}]},
+    {"id": 2, "profile": "3g.20gb", "start": 0, "size": 4, "computeInstances": [
+      {"id": 0, "profileId": 2, "uuid": "MIG-set", "memoryUsedMiB": 5000}]}]}])";
+
+std::pair<uint32_t, uint64_t> BusyGpu(const node::UsageReading& r) {
+  return {r.gpus[0].usage.utilization_percent.value_or(999),
+          r.gpus[0].usage.memory_used_mib.value_or(999999)};
+}
+
+TEST(NvmlGpuDriverTest, ReadsTheSimulatedSyntheticUsageOfGpusAndMigDevices) {
+  testing::SimulatedNvml sim(kUsageGpus);
+  auto driver = sim.Driver();
+  ASSERT_TRUE(driver->Discover().ok());
+  auto read = driver->ReadUsage();
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  const node::UsageReading& r = read.value();
+  EXPECT_TRUE(r.problems.empty());
+  ASSERT_EQ(r.gpus.size(), 4U);
+  EXPECT_EQ(r.gpus[0].uuid, "GPU-busy");
+  EXPECT_EQ(r.gpus[0].name, "Tesla T4");
+  // 2 processes: 50 % plus up to 24, 15360*2/8 MiB plus up to 1023.
+  const auto [util, used] = BusyGpu(r);
+  EXPECT_GE(util, 50U);
+  EXPECT_LE(util, 74U);
+  EXPECT_GE(used, 3840U);
+  EXPECT_LE(used, 3840U + 1023U);
+  EXPECT_EQ(r.gpus[0].usage.memory_total_mib, 15360U);
+  EXPECT_EQ(r.gpus[1].usage.utilization_percent, 0U);  // idle: a real 0, not unknown
+  EXPECT_EQ(r.gpus[1].usage.memory_used_mib, 0U);
+  EXPECT_EQ(r.gpus[2].usage.utilization_percent, 37U);
+  EXPECT_EQ(r.gpus[2].usage.memory_used_mib, 12000U);
+  EXPECT_TRUE(r.gpus[0].mig.empty());
+
+  const node::DriverGpuUsage& mig = r.gpus[3];
+  EXPECT_FALSE(mig.usage.utilization_percent.has_value());  // MIG mode: not supported
+  ASSERT_EQ(mig.mig.size(), 2U);
+  EXPECT_EQ(mig.mig[0].placement, (model::Placement{0, 4}));
+  EXPECT_EQ(mig.mig[0].mig_uuid, "MIG-set");
+  EXPECT_EQ(mig.mig[0].profile, "3g.20gb");
+  EXPECT_EQ(mig.mig[0].gpu_instance_id, 2U);
+  EXPECT_FALSE(mig.mig[0].usage.utilization_percent.has_value());  // unknown, never 0
+  EXPECT_EQ(mig.mig[0].usage.memory_used_mib, 5000U);
+  const uint64_t memory = mig.mig[1].usage.memory_total_mib.value_or(0);
+  EXPECT_GT(memory, 19000U);
+  EXPECT_EQ(mig.mig[1].mig_uuid, "MIG-busy");
+  const uint64_t busy = mig.mig[1].usage.memory_used_mib.value_or(0);
+  EXPECT_GE(busy, memory / 4);
+  EXPECT_LE(busy, memory / 4 + 255);
+  EXPECT_EQ(mig.usage.memory_used_mib, 5000U + busy);  // the GPU: its instances' sum
+
+  // Deterministic: the same state reads the same, in this process and the next.
+  auto again = driver->ReadUsage();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(BusyGpu(again.value()), BusyGpu(r));
+  driver.reset();
+  auto next = sim.Driver();
+  ASSERT_TRUE(next->Discover().ok());
+  EXPECT_EQ(BusyGpu(next->ReadUsage().value()), BusyGpu(r));
+  next.reset();
+
+  // The seed varies the synthetic values, reproducibly.
+  std::ofstream(sim.state_path()) << "{\"usageSeed\": 7, \"gpus\": " << kUsageGpus << "}\n";
+  auto seeded = sim.Driver();
+  ASSERT_TRUE(seeded->Discover().ok());
+  EXPECT_NE(BusyGpu(seeded->ReadUsage().value()), BusyGpu(r));
+}
+
+TEST(NvmlGpuDriverTest, AFailedUsageCallIsAProblemAndAnUnknownValue) {
+  testing::SimulatedNvml sim(kUsageGpus, "fail:nvmlDeviceGetUtilizationRates@GPU-busy:*:15");
+  auto driver = sim.Driver();
+  std::vector<std::string> failed;
+  driver->set_error_observer([&](const std::string& fn, int) { failed.push_back(fn); });
+  ASSERT_TRUE(driver->Discover().ok());
+  auto read = driver->ReadUsage();
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read.value().problems.size(), 1U);
+  EXPECT_EQ(read.value().problems[0].origin, "nvmlDeviceGetUtilizationRates");
+  EXPECT_EQ(failed, std::vector<std::string>{"nvmlDeviceGetUtilizationRates"});
+  EXPECT_FALSE(read.value().gpus[0].usage.utilization_percent.has_value());
+  EXPECT_TRUE(read.value().gpus[0].usage.memory_used_mib.has_value());
+  EXPECT_EQ(read.value().gpus[1].usage.utilization_percent, 0U);  // the others are read
 }
 
 }  // namespace
