@@ -80,12 +80,21 @@ inline bool Outranked(const CycleState& cycle, const state::NodeState& node, con
   }
   const std::optional<double> lowest = cycle.rank_bound().LowestBucket(node);
   if (!lowest) return false;
-  if (*lowest != best.bucket) return *lowest > best.bucket;
-  // Equal buckets: a MIG plan as the best is compared by score, which the bound does not know.
-  if (best.mig) return false;
-  if (node.totals.idle != best.idle) return node.totals.idle;
-  if (node.tie_order != best_node.tie_order) return node.tie_order > best_node.tie_order;
-  return !NameBefore(node, best_node);
+  // Whether a node whose floor is `floor` ranks after the best whatever its fit.
+  const auto after_best = [&](double floor) {
+    if (floor != best.bucket) return floor > best.bucket;
+    // Equal buckets: a MIG plan as the best is compared by score, which the bound does not know.
+    if (best.mig) return false;
+    if (node.totals.idle != best.idle) return node.totals.idle;
+    if (node.tie_order != best_node.tie_order) return node.tie_order > best_node.tie_order;
+    return !NameBefore(node, best_node);
+  };
+  if (after_best(*lowest)) return true;
+  // The cheap floor leaves the node in: the tighter one reads its GPUs (on nodes that all
+  // differ a little, the cheap floor is below every node's bucket and would skip none).
+  if (*lowest >= best.bucket) return false;
+  const std::optional<double> tighter = cycle.rank_bound().TighterLowestBucket(node);
+  return tighter && *tighter > *lowest && after_best(*tighter);
 }
 
 }  // namespace tessera::sched

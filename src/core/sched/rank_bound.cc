@@ -85,7 +85,6 @@ double RankBound::Lowest(const state::NodeState& node) const {
   const uint64_t always = cpu_.AskingMoreThan(cpu_free);
   // Per GPU with room for some container of the pod: the singles it lacks room for. For a pod
   // taking one GPU, the shapes of the worst such GPU can fall; for more, those of any of them.
-  if (one_gpu_ && takes_.front().mem_mib > 0) return LowestForOneGpu(node, always);
   uint64_t lacking_any = 0;
   double worst = 0;
   const uint64_t may_lack = uncovered_ & ~always;
@@ -129,6 +128,17 @@ double RankBound::Lowest(const state::NodeState& node) const {
   // bucket.
   constexpr double kMargin = 1e-6;
   return std::floor(-(falling * taken) / kFragmentationQuantum - kMargin);
+}
+
+std::optional<double> RankBound::TighterLowestBucket(const state::NodeState& node) const {
+  if (!enabled_ || node.any_mig || !node.summaries_current || !one_gpu_ ||
+      takes_.front().mem_mib <= 0) {
+    return std::nullopt;
+  }
+  const int64_t cpu_free = node.cpu_allocatable_milli
+                               ? *node.cpu_allocatable_milli - node.cpu_used_milli
+                               : std::numeric_limits<int64_t>::max();
+  return LowestForOneGpu(node, cpu_.AskingMoreThan(cpu_free));
 }
 
 double RankBound::LowestForOneGpu(const state::NodeState& node, uint64_t always) const {

@@ -31,7 +31,7 @@ inline constexpr double kFragmentationQuantum = 0.04;
 // over the node's smallest GPU); a shape can fall only if it asks several GPUs, a model or more
 // CPU than is free, or a GPU with room for the pod lacks room for it (for a pod taking one GPU:
 // the one GPU where the falling weight is largest).
-// For a pod taking one GPU the floor is tighter (LowestForOneGpu): the same argument made per GPU
+// For a pod taking one GPU a tighter floor (TighterLowestBucket) makes the same argument per GPU
 // the pod could take, with the growth counted too. On a cluster where every node differs a
 // little (the HAMi harness's d80: each node's GPU 7 holds a node-specific size) the pod adds the
 // same fragmentation everywhere; the floor without the growth stayed below it on every node and
@@ -51,6 +51,11 @@ class RankBound {
     if (!enabled_ || node.any_mig || !node.summaries_current) return std::nullopt;
     return Lowest(node);
   }
+  // A floor at least LowestBucket's, for a pod taking one GPU with its memory in MiB (else
+  // nullopt): per GPU the pod could take, exactly how each shape the bound follows moves if it
+  // lands there. It reads every GPU's summary, where LowestBucket mostly reads none: a second
+  // test, for a node LowestBucket could not rule out (Outranked).
+  std::optional<double> TighterLowestBucket(const state::NodeState& node) const;
 
  private:
   double Lowest(const state::NodeState& node) const;

@@ -92,6 +92,8 @@ class RankBoundProperty : public ::testing::Test {
 TEST_F(RankBoundProperty, NoNodeThatFitsRanksBelowItsBound) {
   int fitted = 0;
   int attained = 0;
+  int tightened = 0;  // fits where the tighter floor applies (one GPU, memory in MiB)
+  int attained_tighter = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Build(seed);
     std::mt19937_64 rng(seed * 31);
@@ -112,6 +114,13 @@ TEST_F(RankBoundProperty, NoNodeThatFitsRanksBelowItsBound) {
         ++fitted;
         EXPECT_GE(rank.bucket, *lowest) << "seed " << seed << ", pod " << p << ", " << node->name;
         attained += rank.bucket == *lowest ? 1 : 0;
+        if (const std::optional<double> tighter = cycle.rank_bound().TighterLowestBucket(*node)) {
+          ++tightened;
+          EXPECT_GE(*tighter, *lowest) << "seed " << seed << ", pod " << p << ", " << node->name;
+          EXPECT_GE(rank.bucket, *tighter)
+              << "seed " << seed << ", pod " << p << ", " << node->name << ", tighter";
+          attained_tighter += rank.bucket == *tighter ? 1 : 0;
+        }
       }
     }
   }
@@ -119,6 +128,8 @@ TEST_F(RankBoundProperty, NoNodeThatFitsRanksBelowItsBound) {
   // On these mixes (many shapes asking more than the pod) the floor is reached by a few percent
   // of the fitting nodes: enough that a pass finds one early and skips the rest.
   EXPECT_GT(attained, fitted / 100) << "the bound is never reached: it would skip nothing";
+  EXPECT_GT(tightened, 200);
+  EXPECT_GT(attained_tighter, attained * tightened / fitted) << "the tighter floor is no tighter";
 }
 
 class RankBoundTest : public ::testing::Test {
@@ -160,14 +171,18 @@ TEST_F(RankBoundTest, OnlyShapesAGpuWithRoomForThePodLacksRoomForCanLoseCapacity
   EXPECT_EQ(covered.rank_bound().LowestBucket(*state_.node("node-a")), 0.0);
   EXPECT_EQ(covered.rank_bound().LowestBucket(*state_.node("node-b")), 0.0);
   // A shape asking more than the pod: the empty GPU has room for it, so nothing falls there;
-  // node-b's GPU lacks it, so its weight (4 of 9) loses the pod's share of the GPU (8000 of
-  // 40960 MiB), while the shapes it held and no longer holds once the pod takes 8000 MiB and 20%
-  // of it (4000/10 and 8000/5, weight 5 of 9) find its rest fragmented (960 MiB):
-  // floor((5/9 * 960 - 4/9 * 8000) / 40960 / 0.04) = floor(-1.84) = -2, the exact bucket.
+  // node-b's GPU lacks it, so its weight (4 of 9) may lose up to the pod's share of the GPU
+  // (8000 of 40960 MiB): floor(-4/9 * 0.195 / 0.04) = floor(-2.17) = -3.
   scheduler_.ObserveDemand(DemandShape{1, 16000, 10, 0, ""}, 4.0);
   const CycleState& partly = Cycle(PodBuilder("ns/p").Container(1, 8000, 20).Build());
   EXPECT_EQ(partly.rank_bound().LowestBucket(*state_.node("node-a")), 0.0);
-  EXPECT_EQ(partly.rank_bound().LowestBucket(*state_.node("node-b")), -2.0);
+  EXPECT_EQ(partly.rank_bound().LowestBucket(*state_.node("node-b")), -3.0);
+  // The tighter floor also counts the shapes the GPU held and no longer holds once the pod takes
+  // 8000 MiB and 20% of it (4000/10 and 8000/5, weight 5 of 9): they find its rest fragmented
+  // (960 MiB): floor((5/9 * 960 - 4/9 * 8000) / 40960 / 0.04) = floor(-1.84) = -2, the exact
+  // bucket.
+  EXPECT_EQ(partly.rank_bound().TighterLowestBucket(*state_.node("node-a")), 0.0);
+  EXPECT_EQ(partly.rank_bound().TighterLowestBucket(*state_.node("node-b")), -2.0);
 }
 
 TEST_F(RankBoundTest, AShapeAskingMoreHostCpuThanTheNodeHasFreeCanLoseCapacity) {
@@ -267,7 +282,7 @@ TEST_F(RankBoundTest, NodesThatDifferOnlyALittleAreSkippedToo) {
   for (const state::NodeState* node : state_.node_list()) {
     NodeRank rank;
     ASSERT_TRUE(evaluator.FitAndRank(*node, &rank).fits) << node->name;
-    EXPECT_EQ(cycle.rank_bound().LowestBucket(*node), rank.bucket) << node->name;
+    EXPECT_EQ(cycle.rank_bound().TighterLowestBucket(*node), rank.bucket) << node->name;
   }
   const FilterOutcome every =
       FilterNodes(cycle, state_.node_list(), 0, true, nullptr, 1, /*skip_outranked=*/false);
