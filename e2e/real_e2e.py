@@ -39,6 +39,17 @@ class Fail(Abort):
     """A scenario's expectation did not hold (also ends any wait_until at once)."""
 
 
+def write_token_kubeconfig(c, path, token):
+    """A kubeconfig for the e2e cluster that authenticates with `token` (the agent's
+    ServiceAccount token); returns its path."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(open(c.kubeconfigs["admin"], encoding="utf-8").read().split("users:")[0] +
+                f"users:\n- name: agent\n  user:\n    token: {token}\ncontexts:\n"
+                f"- name: e2e\n  context:\n    cluster: e2e\n    user: agent\n"
+                f"current-context: e2e\n")
+    return path
+
+
 def check(cond, msg: str) -> None:
     if not cond:
         raise Fail(msg)
@@ -483,12 +494,7 @@ def s_migration_walk(env: Env, ns: str, group: str):
                        "spec": {"expirationSeconds": 3600, "boundObjectRef": {
                            "apiVersion": "v1", "kind": "Pod", "name": pname,
                            "uid": pod["metadata"]["uid"]}}})["status"]["token"]
-        kubeconfig = os.path.join(d, "agent.kubeconfig")
-        with open(kubeconfig, "w", encoding="utf-8") as f:
-            f.write(open(c.kubeconfigs["admin"], encoding="utf-8").read().split("users:")[0] +
-                    f"users:\n- name: agent\n  user:\n    token: {token}\ncontexts:\n"
-                    f"- name: e2e\n  context:\n    cluster: e2e\n    user: agent\n"
-                    f"current-context: e2e\n")
+        kubeconfig = write_token_kubeconfig(c, os.path.join(d, "agent.kubeconfig"), token)
         container = pod["spec"]["containers"][0]
         check(container["command"] == ["tessera", "agent"], f"agent runs {container['command']}")
         port = procs.free_port()
@@ -1960,12 +1966,7 @@ def s_agent_policy(env: Env, ns: str, group: str):
         state = os.path.join(d, "nvml-state.json")
         with open(state, "w", encoding="utf-8") as f:
             json.dump({"gpus": [{"uuid": T4_UUID, "name": "Tesla T4", "memoryMiB": 15360}]}, f)
-        kubeconfig = os.path.join(d, "agent.kubeconfig")
-        with open(kubeconfig, "w", encoding="utf-8") as f:
-            f.write(open(c.kubeconfigs["admin"], encoding="utf-8").read().split("users:")[0] +
-                    f"users:\n- name: agent\n  user:\n    token: {token}\ncontexts:\n"
-                    f"- name: e2e\n  context:\n    cluster: e2e\n    user: agent\n"
-                    f"current-context: e2e\n")
+        kubeconfig = write_token_kubeconfig(c, os.path.join(d, "agent.kubeconfig"), token)
         port = procs.free_port()
         agent = procs.Proc(f"agent-{group}", [
             env.args.tessera, "agent", "--node-name", node_a, "--kubeconfig", kubeconfig,
