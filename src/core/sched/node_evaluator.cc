@@ -29,7 +29,7 @@ NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank, 
 
 std::string NodeEvaluator::RefusalReason(const state::NodeState& node, const NodeFit& fit) const {
   if (!fit.reason_deferred) return fit.reason;
-  return FitPodOnNode(node, cycle_.request(), cycle_.prefs()).reason;
+  return FitForRefusal(node).reason;
 }
 
 NodeFit NodeEvaluator::FitForRefusal(const state::NodeState& node) const {
