@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import ssl
@@ -249,6 +250,51 @@ def s_manifests(env: Env, ns: str, group: str):
         env.kube.delete(f"/api/v1/namespaces/{NAMESPACE}/secrets/tessera-tls", grace0=False)
 
 
+def check_chart_agent_usage_args(env: Env, helm, release: str, chart: str) -> None:
+    """The agent DaemonSet's usage flags (docs/agent.md, "GPU usage") come from
+    agent.usageInterval and agent.usageAnnotationRefresh: by default `tessera agent`'s own
+    defaults, else the values given (an unquoted 0, as --set makes it, included); a value that
+    is no duration is refused, naming the field."""
+    c = env.cluster
+    # `helm template` asks no cluster: it is told this one's version (the chart wants 1.28+).
+    kube_version = env.kube.get("/version")["gitVersion"]
+
+    def agent_args(*values: str) -> list[str]:
+        r = helm("template", release, chart, "--kube-version", kube_version,
+                 "--show-only", "templates/50-agent.yaml", *values)
+        path = os.path.join(c.work, "chart-agent.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(r.stdout)
+        ds = next(o for o in c.manifest_objects(path) if o["kind"] == "DaemonSet")
+        return ds["spec"]["template"]["spec"]["containers"][0]["args"]
+
+    def usage_args(args: list[str]) -> dict[str, str]:
+        return {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args
+                if a.startswith(("--usage-interval=", "--usage-annotation-refresh="))}
+
+    r = subprocess.run([c.tessera_bin, "agent", "--help"], capture_output=True, text=True,
+                       timeout=30)
+    binary = {flag: m.group(1) for flag in ("--usage-interval", "--usage-annotation-refresh")
+              for m in [re.search(rf"{flag} TEXT=(\S+)", r.stdout)] if m}
+    check(len(binary) == 2, f"`tessera agent --help` names no usage defaults:\n{r.stdout[-2000:]}")
+    got = usage_args(agent_args())
+    check(got == binary, f"chart's default agent usage args {got}, the binary's defaults {binary}")
+    got = usage_args(agent_args("--set", "agent.usageInterval=1m30s",
+                                "--set", "agent.usageAnnotationRefresh=0"))
+    want = {"--usage-interval": "1m30s", "--usage-annotation-refresh": "0"}
+    check(got == want, f"agent usage args {got}, want {want}")
+    got = usage_args(agent_args("--set-string", "agent.usageInterval=0",
+                                "--set", "agent.usageAnnotationRefresh=30s"))
+    want = {"--usage-interval": "0", "--usage-annotation-refresh": "30s"}
+    check(got == want, f"agent usage args {got}, want {want}")
+    for key, bad in (("usageInterval", "often"), ("usageAnnotationRefresh", "-5m")):
+        r = helm("template", release, chart, "--kube-version", kube_version,
+                 "--set", f"agent.{key}={bad}", check_rc=False)
+        check(r.returncode != 0 and f"/agent/{key}" in r.stderr, f"bad agent.{key}: {r.stderr}")
+    say(f"agent usage args: defaults {binary} as the binary's, custom values and 0 passed "
+        "through, bad durations refused")
+
+
 @scenario("o", "Helm chart: lint, deploy/ is its rendering, server-side dry run, install "
                "(certificate + caBundle), upgrade keeps the certificate, bad values refused, "
                "uninstall", 120)
@@ -276,6 +322,7 @@ def s_helm_chart(env: Env, ns: str, group: str):
     check(r.returncode != 0 and "/scheduler/nodeLock" in r.stderr, f"bad nodeLock: {r.stderr}")
     r = helm("template", release, chart, "--set", "scheduler.replicaz=3", check_rc=False)
     check(r.returncode != 0 and "replicaz" in r.stderr, f"misspelt key: {r.stderr}")
+    check_chart_agent_usage_args(env, helm, release, chart)
 
     common = ["--namespace", rns, "--set", f"agent.namespace={agent_ns}"]
     # Beside HAMi's device plugin (a DaemonSet on HAMi's gpu=on label): the agent on its own
