@@ -1997,13 +1997,16 @@ def s_agent_policy(env: Env, ns: str, group: str):
                          f"{str(body)[:300]}")
         status, body = api_as(env, token, "PATCH", node + node_a,
                               ann({"hami.io/e2e-agent": "v", gpu.NODE_LOCK: None,
-                                   "tessera.io/foreign-mig-instances": "[]"}))
-        check(status == 200, f"agent patch of node {node_a}: HTTP {status} {str(body)[:300]}")
+                                   "tessera.io/foreign-mig-instances": "[]",
+                                   "tessera.io/gpu-usage": "v1;0:12,1024"}))
+        check(status == 200 and body["metadata"]["annotations"].get("tessera.io/gpu-usage") ==
+              "v1;0:12,1024", f"agent patch of node {node_a}: HTTP {status} {str(body)[:300]}")
         status, body = api_as(env, token, "PATCH", pod + "on-a/status", failed,
                               "application/strategic-merge-patch+json")
         check(status == 200 and body.get("status", {}).get("phase") == "Failed",
               f"agent fails pod {ns}/on-a (its own node): HTTP {status} {str(body)[:300]}")
-        say(f"allowed: hami.io/ annotations and tessera.io/foreign-mig-instances of node {node_a}, "
+        say(f"allowed: hami.io/ annotations, tessera.io/foreign-mig-instances and "
+            f"tessera.io/gpu-usage of node {node_a}, "
             f"hami.io/ annotations of pod {ns}/on-a, and setting it Failed")
 
         # The agent itself with that token: its registration goes through the policies, its

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "core/model/annotations.h"
 #include "core/sched/admission.h"
 #include "core/sched/near_miss.h"
+#include "core/sched/node_status.h"
 #include "scheduler/object_name.h"
 #include "scheduler/placement_annotations.h"
 
@@ -37,35 +39,29 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// FilteringFailed's message in HAMi's shape: "<n> nodes <Reason>(<nodes>)" per reason.
-// "2/2 CardInsufficientMemory, 1/2 CardNotHealth" -> {CardInsufficientMemory, CardNotHealth}.
-std::set<std::string> ReasonWords(const std::string& reason) {
-  std::set<std::string> words;
-  size_t pos = 0;
-  while (pos < reason.size()) {
-    size_t end = reason.find(", ", pos);
-    std::string part = reason.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    if (size_t sp = part.find(' '); sp != std::string::npos && part.find('/') < sp) {
-      part = part.substr(sp + 1);
+// FilteringFailed's message in HAMi's shape: "<n> nodes <Reason>(<nodes>)" per reason word
+// (each counts once per node); an unusable node says why in full (the metric does not).
+std::string FailureSummary(const std::map<std::string, sched::NodeStatus>& failed) {
+  std::map<std::string_view, std::vector<std::string_view>> by_reason;
+  for (const auto& [name, status] : failed) {
+    const std::string_view node = name;
+    if (status.code == sched::NodeStatus::Code::kUnusable) {
+      by_reason[status.detail].push_back(node);
+      continue;
     }
-    words.insert(part);
-    if (end == std::string::npos) break;
-    pos = end + 2;
-  }
-  return words;
-}
-
-std::string FailureSummary(const std::map<std::string, std::string>& failed) {
-  std::map<std::string, std::vector<std::string>> by_reason;
-  for (const auto& [node, reason] : failed) {
-    // Each reason word counts once per node.
-    for (const auto& w : ReasonWords(reason)) by_reason[w].push_back(node);
+    sched::ForEachReasonWord(status,
+                             [&](std::string_view word) { by_reason[word].push_back(node); });
   }
   std::string out;
   for (const auto& [reason, nodes] : by_reason) {
     if (!out.empty()) out += "; ";
-    out += std::to_string(nodes.size()) + " nodes " + reason + "(";
-    for (size_t i = 0; i < nodes.size(); ++i) out += (i ? "," : "") + nodes[i];
+    out += std::to_string(nodes.size()) + " nodes ";
+    out += reason;
+    out += "(";
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (i > 0) out += ",";
+      out += nodes[i];
+    }
     out += ")";
   }
   return out;
@@ -90,9 +86,12 @@ extender::FilterResult FilterAnswer(const extender::ExtenderArgs& args,
   if (!decision.scheduled()) {
     // Nodes where evicting pods cannot make room go where kube-scheduler's preemption skips them
     // (HAMi puts every node in FailedNodes, so preemption may evict pods for nothing).
-    for (const auto& [node, reason] : decision.failed_nodes) {
-      (decision.unresolvable_nodes.contains(node) ? result.failed_and_unresolvable
-                                                  : result.failed_nodes)[node] = reason;
+    // The texts come in the statuses' order (the same keys).
+    std::map<std::string, std::string> texts = sched::FormatNodeStatuses(decision.failed_nodes);
+    auto text = texts.begin();
+    for (const auto& [node, status] : decision.failed_nodes) {
+      auto& into = status.resolvable() ? result.failed_nodes : result.failed_and_unresolvable;
+      into.emplace_hint(into.end(), node, std::move((text++)->second));
     }
     if (result.failed_nodes.empty() && result.failed_and_unresolvable.empty()) {
       // No candidate at all: kube-scheduler needs a reason somewhere.
@@ -199,7 +198,9 @@ std::string ExtenderVerbs::Filter(std::string_view body) {
       outcome = "unschedulable";
       writer_.RecordEvent(ref, true, "FilteringFailed", FailureSummary(decision.failed_nodes));
       std::set<std::string> words;
-      for (const auto& [node, reason] : decision.failed_nodes) words.merge(ReasonWords(reason));
+      for (const auto& [node, status] : decision.failed_nodes) {
+        sched::ForEachReasonWord(status, [&](std::string_view word) { words.emplace(word); });
+      }
       metrics.Unschedulable(words);
       break;
     }

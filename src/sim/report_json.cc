@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "core/sched/node_status.h"
 #include "sim/report.h"
 
 namespace tessera::sim {
@@ -60,7 +61,7 @@ std::string StepJson(const StepResult& r) {
   if (!d.scheduled()) {
     j["message"] = d.message;
     OJson failed = OJson::object();
-    for (const auto& [node, why] : d.failed_nodes) failed[node] = why;
+    for (const auto& [node, why] : sched::FormatNodeStatuses(d.failed_nodes)) failed[node] = why;
     j["failedNodes"] = failed;
     return j.dump();
   }

@@ -2,6 +2,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/sched/node_status.h"
 #include "sim/report.h"
 
 namespace tessera::sim {
@@ -120,7 +121,9 @@ std::string TextReport::Step(const StepResult& r) const {
   }
   if (!d.scheduled()) {
     out << ": PENDING\n    " << d.message << "\n";
-    for (const auto& [node, why] : d.failed_nodes) out << "    " << node << ": " << why << "\n";
+    for (const auto& [node, why] : sched::FormatNodeStatuses(d.failed_nodes)) {
+      out << "    " << node << ": " << why << "\n";
+    }
     return out.str();
   }
   out << (r.adopted ? ": adopted on " : ": scheduled on ") << d.node << "\n";

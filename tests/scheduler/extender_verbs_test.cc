@@ -185,6 +185,27 @@ TEST_F(ServiceTest, UnschedulablePodGetsPerNodeReasonsAndAnEvent) {
             "ns/p Warning FilteringFailed: 1 nodes NodeInsufficientDevice(n1)");
 }
 
+// A node that takes no pod is refused with its own words, but counted in the metric under one
+// bounded label: a label per registration error would grow /metrics without bound.
+TEST_F(ServiceTest, AnUnusableNodeIsOneMetricLabelWhateverItsError) {
+  auto& s = Make();
+  model::Node bad = NodeWith("bad", {SharingGpu("GPU-B")});
+  bad.annotations["hami.io/node-nvidia-register"] = "[{not json";
+  s.view.ReplaceNodes({NodeJson(bad)});
+  s.view.SetSynced(true);
+  Json r = Filter(PodBuilder("ns/p").Container(1, 1000).Build(), {"bad"});
+  const std::string why = r["FailedAndUnresolvableNodes"]["bad"];
+  EXPECT_EQ(why.rfind("node unusable: ", 0), 0U) << r.dump();
+  ASSERT_FALSE(writer.events.empty());
+  // The Event says why in full.
+  EXPECT_EQ(writer.events.back(), "ns/p Warning FilteringFailed: 1 nodes " + why + "(bad)");
+  const std::string metrics = s.view.metrics().Render({});
+  EXPECT_NE(metrics.find("tessera_filter_unschedulable_reasons_total{reason=\"NodeUnusable\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("reason=\"node unusable"), std::string::npos) << metrics;
+}
+
 TEST_F(ServiceTest, FailedAnnotationWriteReleasesTheReservation) {
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   writer.fail_patch = true;

@@ -2,11 +2,11 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "core/model/device.h"
+#include "core/sched/node_status.h"
 #include "core/state/cluster_state.h"
 
 namespace tessera::sched {
@@ -38,10 +38,9 @@ struct Decision {
   std::vector<std::string> container_names;            // per slot, init containers first
   std::vector<std::vector<GrantedDevice>> containers;  // per slot
   std::map<std::string, std::string> annotations;      // to write on the pod
-  std::map<std::string, std::string> failed_nodes;     // node -> HAMi reason string
-  // The failed nodes where preemption cannot help either (ResolvableByPreemption is false):
-  // the extender reports them as FailedAndUnresolvableNodes.
-  std::set<std::string> unresolvable_nodes;
+  // Why each node refused the pod, when reasons are collected; the extender reports those whose
+  // code is not kUnschedulable (preemption cannot help there) as FailedAndUnresolvableNodes.
+  std::map<std::string, NodeStatus> failed_nodes;
   std::string message;  // kube-scheduler style, when not scheduled
   state::PodReservation reservation;
 };

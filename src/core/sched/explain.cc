@@ -228,7 +228,7 @@ std::optional<QuotaExplanation> ExplainQuota(const state::ClusterState& live, co
   int tried = 0;
   for (const NodeExplanation& n : nodes) {
     if (tried >= max_nodes) break;
-    if (n.fits || n.reason.find(reason::kResourceQuotaNotFit) == std::string::npos) continue;
+    if (n.fits || n.status.counts[Reason::kResourceQuotaNotFit] == 0) continue;
     const state::NodeState* ns = live.node(n.name);
     if (ns == nullptr) continue;
     ++tried;
@@ -360,15 +360,9 @@ void FillRoom(const state::ClusterState& live, const ContainerRequest& k,
 }
 
 // Whether the pod fits on `node` in `state` (as it is now).
-bool FitsOn(const Scheduler& scheduler, const model::Pod& pod, const std::string& node,
-            std::string* reason) {
+bool FitsOn(const Scheduler& scheduler, const model::Pod& pod, const std::string& node) {
   const std::vector<std::string> one{node};
-  Decision d = scheduler.Evaluate(pod, &one, 0);
-  if (!d.scheduled() && reason != nullptr) {
-    auto it = d.failed_nodes.find(node);
-    *reason = it != d.failed_nodes.end() ? it->second : d.message;
-  }
-  return d.scheduled();
+  return scheduler.Evaluate(pod, &one, 0).scheduled();
 }
 
 int64_t HeldMemory(const state::PodReservation* r) {
@@ -431,8 +425,8 @@ ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Po
     if (n.fits) {
       e.fitting_nodes.push_back(n.name);
     } else {
-      n.reason = std::move(v.reason);
-      n.fits_when_empty = v.resolvable;
+      n.status = std::move(v.status);
+      n.fits_when_empty = n.status.resolvable();
     }
     e.nodes.push_back(std::move(n));
   }
@@ -524,7 +518,7 @@ Explanation FinishExplanation(ExplainDraft draft) {
           if (auto r = one.RemovePod(key)) removed.push_back(std::move(*r));
         }
         ++e.evaluations;
-        const bool fits = FitsOn(scheduler, draft.pod, name, nullptr);
+        const bool fits = FitsOn(scheduler, draft.pod, name);
         for (auto& r : removed) one.AddPod(std::move(r));
         if (fits) e.remedy = Remedy{name, std::move(set), freed};
         return true;

@@ -8,6 +8,7 @@
 #include "core/codec/json_util.h"
 #include "core/model/pod.h"
 #include "core/sched/near_miss.h"
+#include "core/sched/node_status.h"
 #include "core/sched/preferences.h"
 #include "core/state/cluster_state.h"
 
@@ -86,7 +87,7 @@ struct NodeExplanation {
   // Devices of the shown container its GPUs could still take now, each GPU on its own (a shared
   // GPU one, a MIG GPU as many instances as fit its free slices), the quota aside.
   int room = 0;
-  std::string reason;  // HAMi's node reason when it does not fit
+  NodeStatus status;  // why it does not fit (HAMi's node reason, FormatNodeStatus)
   bool fits_when_empty = false;
   bool detailed = false;  // gpus carry use, holders and MIG maps (else only each GPU's reason)
   std::vector<GpuExplanation> gpus;

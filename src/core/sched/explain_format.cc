@@ -133,16 +133,16 @@ std::map<std::string, int> GpuCounts(const NodeExplanation& n) {
 // are the GPU lines' counts.
 bool HamiReasonMatchesGpuLines(const NodeExplanation& n) {
   // A node refused as a whole (unregistered, its device plugin gone) gives each GPU its reason.
-  if (std::all_of(n.gpus.begin(), n.gpus.end(),
-                  [&](const GpuExplanation& g) { return g.reason == n.reason; })) {
-    return true;
-  }
-  ReasonCounts failing;
+  if (n.status.code == NodeStatus::Code::kUnusable) return true;
+  if (n.status.devices != static_cast<int32_t>(n.gpus.size())) return false;
+  std::map<std::string_view, int32_t> failing;
   for (const GpuExplanation& g : n.gpus) {
     if (g.reason.empty()) return false;
     failing[g.reason]++;
   }
-  return FormatNodeReason(failing, static_cast<int>(n.gpus.size())) == n.reason;
+  std::map<std::string_view, int32_t> counted;
+  n.status.counts.ForEach([&](Reason r, int32_t count) { counted[ReasonName(r)] = count; });
+  return failing == counted;
 }
 
 // "3g.20gb", "8000 MiB + 20% cores", or why one device fits no GPU of the model.
@@ -244,7 +244,7 @@ std::string FormatMappings(const Explanation& e) {
 
 std::string NodeSummary(const NodeExplanation& n, int devices_asked) {
   if (n.fits) return "fits";
-  if (n.gpus.empty()) return n.reason;
+  if (n.gpus.empty()) return FormatNodeStatus(n.status);
   const std::map<std::string, int> counts = GpuCounts(n);
   std::string o = std::to_string(n.gpus.size()) + (n.gpus.size() == 1 ? " GPU: " : " GPUs: ");
   // Passing GPUs first: they are what the node's own verdict is about.
@@ -259,17 +259,17 @@ std::string NodeSummary(const NodeExplanation& n, int devices_asked) {
   if (counts.count(std::string(kPasses)) == 0) return o;
   // Some GPUs pass on their own, so the node fails for the request as a whole: say which way,
   // from the words of HAMi's reason that no GPU line carries.
-  const auto names = [&](std::string_view word) {
-    return n.reason.find(word) != std::string::npos && counts.count(std::string(word)) == 0;
+  const auto names = [&](Reason r) {
+    return n.status.counts[r] > 0 && counts.count(std::string(ReasonName(r))) == 0;
   };
   const std::string asked =
       std::to_string(devices_asked) + " device" + (devices_asked == 1 ? "" : "s");
-  if (names(reason::kResourceQuotaNotFit)) {
+  if (names(Reason::kResourceQuotaNotFit)) {
     o += "; together past the namespace's GPU quota";
-  } else if (names(reason::kNumaNotFit)) {
+  } else if (names(Reason::kNumaNotFit)) {
     o += "; not " + asked + " on one NUMA node";
-  } else if (names(reason::kCardMigTopologyInfeasible) ||
-             names(reason::kCardMigSlicesHeldByForeignInstances)) {
+  } else if (names(Reason::kCardMigTopologyInfeasible) ||
+             names(Reason::kCardMigSlicesHeldByForeignInstances)) {
     o += "; the " + asked + " do not all fit on the free slices together";
   } else {
     o += "; too few for the " + asked + " asked";
@@ -324,11 +324,12 @@ std::string FormatExplanation(const Explanation& e) {
   size_t detailed = 0;
   for (const NodeExplanation& n : e.nodes) {
     if (n.fits || n.gpus.empty() || HamiReasonMatchesGpuLines(n)) {
-      o += "  node " + n.name + ": " + (n.fits ? std::string("fits") : n.reason) + "\n";
+      o += "  node " + n.name + ": " + (n.fits ? std::string("fits") : FormatNodeStatus(n.status)) +
+           "\n";
     } else {
       // HAMi's reason counts GPU visits; the summary counts the GPU lines below.
       o += "  node " + n.name + ": " + NodeSummary(n, e.devices_asked) + "\n";
-      o += "    (HAMi's reason, counting GPU visits: " + n.reason + ")\n";
+      o += "    (HAMi's reason, counting GPU visits: " + FormatNodeStatus(n.status) + ")\n";
     }
     if (!n.detailed) continue;
     ++detailed;
@@ -387,7 +388,9 @@ codec::Json ExplanationToJson(const Explanation& e) {
             {"room", n.room},
             {"fitsWhenEmpty", n.fits_when_empty},
             {"detailed", n.detailed}};
-    if (!n.reason.empty()) jn["reason"] = n.reason;
+    if (!n.fits) {
+      if (std::string why = FormatNodeStatus(n.status); !why.empty()) jn["reason"] = std::move(why);
+    }
     if (!n.fits && !n.gpus.empty()) {
       jn["summary"] = NodeSummary(n, e.devices_asked);
       Json counts = Json::object();

@@ -185,7 +185,8 @@ void PostFilter(const CycleState& cycle, FilterOutcome* filtered, bool check_pre
   PreemptionCheck preemption(cycle);
   for (const auto& [ns, index] : filtered->refused) {
     if (index == FilterOutcome::kNone) {
-      each(Refusal{ns, ns->unusable_reason, false});
+      const NodeStatus unusable = NodeStatus::Unusable(ns->unusable_reason);
+      each(Refusal{ns, &unusable, false});
       continue;
     }
     FilterOutcome::Evaluated& e = filtered->evaluated[index];
@@ -194,11 +195,10 @@ void PostFilter(const CycleState& cycle, FilterOutcome* filtered, bool check_pre
       filtered->fits.push_back(evaluator.FitForRefusal(*e.representative));
     }
     NodeFit& fit = filtered->fits[e.fit];
-    if (fit.reason_deferred) {  // worked out once per equivalence class
-      fit.reason = evaluator.RefusalReason(*e.representative, fit);
-      fit.reason_deferred = false;
+    if (fit.status.code == NodeStatus::Code::kNotWorkedOut) {  // once per equivalence class
+      fit.status = evaluator.RefusalReason(*e.representative, fit);
     }
-    each(Refusal{ns, fit.reason, check_preemption && preemption.Resolvable(*ns)});
+    each(Refusal{ns, &fit.status, check_preemption && preemption.Resolvable(*ns)});
   }
 }
 

@@ -141,9 +141,19 @@ FilterOutcome FilterNodes(const CycleState& cycle, std::span<const state::NodeSt
 // Post-filter: why one node refused the pod, and whether evicting pods could make room there.
 struct Refusal {
   const state::NodeState* node = nullptr;
-  // HAMi's reason; it lives in the node (unusable) or the FilterOutcome the refusal came from.
-  std::string_view reason;
+  // Why, shared by the nodes of its equivalence class (its code is the fit's, kUnschedulable,
+  // or kUnusable); it lives in the FilterOutcome the refusal came from, or for an unusable node
+  // only as long as the call.
+  const NodeStatus* reasons = nullptr;
   bool resolvable = false;  // ResolvableByPreemption (false for a node that takes no pod)
+  // The node's own status: the reasons, kUnresolvable where evicting pods cannot help.
+  NodeStatus Status() const {
+    NodeStatus status = *reasons;
+    if (status.code == NodeStatus::Code::kUnschedulable && !resolvable) {
+      status.code = NodeStatus::Code::kUnresolvable;
+    }
+    return status;
+  }
 };
 
 // Calls `each` for the refused nodes of `filtered` (collected with their refusals), in the

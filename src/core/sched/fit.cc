@@ -49,11 +49,6 @@ std::optional<GpuCheck> StaticFailure(const state::NodeState& node, int dev,
   return std::nullopt;
 }
 
-std::string_view StaticReject(const state::NodeState& node, int dev, const PodPreferences& p) {
-  const std::optional<GpuCheck> failed = StaticFailure(node, dev, p);
-  return failed ? ReasonOf(*failed) : std::string_view{};
-}
-
 // The usage checks a GPU fails, one bit per GpuCheck.
 using CheckSet = uint32_t;
 constexpr CheckSet Bit(GpuCheck check) { return CheckSet{1} << static_cast<unsigned>(check); }
@@ -92,12 +87,13 @@ CheckSet UsageFailures(const model::GpuDevice& d, bool mig, const state::DeviceU
   return failed;
 }
 
-// The first usage check the GPU fails, in HAMi's word; empty when it passes them.
-std::string_view UsageReject(const model::GpuDevice& d, bool mig, const state::DeviceUsage& u,
-                             const ContainerRequest& request, int32_t memreq, bool mutex) {
+// The first usage check the GPU fails; nullopt when it passes them.
+std::optional<GpuCheck> UsageReject(const model::GpuDevice& d, bool mig,
+                                    const state::DeviceUsage& u, const ContainerRequest& request,
+                                    int32_t memreq, bool mutex) {
   const CheckSet failed = UsageFailures(d, mig, u, request, memreq, mutex, /*every=*/false);
-  if (failed == 0) return {};
-  return ReasonOf(static_cast<GpuCheck>(std::countr_zero(failed)));
+  if (failed == 0) return std::nullopt;
+  return static_cast<GpuCheck>(std::countr_zero(failed));
 }
 
 // Why `demands` cannot all be placed on MIG GPU `dev`: the slices instances tessera did not
@@ -110,11 +106,6 @@ GpuCheck MigInfeasibleCheck(const state::NodeState& node, int dev,
     return GpuCheck::kMigForeign;
   }
   return GpuCheck::kMigPlacement;
-}
-
-std::string_view MigInfeasibleReason(const state::NodeState& node, int dev,
-                                     const std::vector<mig::InstanceDemand>& demands) {
-  return ReasonOf(MigInfeasibleCheck(node, dev, demands));
 }
 
 // The pod's quota use if it got `slots` (plus `extra` for `extra_slot`, when given), collapsed as
@@ -131,30 +122,6 @@ state::QuotaUse SlotsQuotaUse(const SlotAssignments& slots, int num_init,
     collapse.Add(extra->device, extra_slot < num_init, extra->mem, extra->cores);
   return collapse.Total();
 }
-
-// Reason counts for one container on one node, without allocating; the ReasonCounts map is
-// built only when the container does not fit.
-class ReasonTally {
- public:
-  int& operator[](std::string_view reason) {
-    for (size_t i = 0; i < size_; ++i) {
-      if (entries_[i].first == reason) return entries_[i].second;
-    }
-    if (size_ == entries_.size()) return overflow_[std::string(reason)];
-    entries_[size_] = {reason, 0};
-    return entries_[size_++].second;
-  }
-  ReasonCounts Counts() const {
-    ReasonCounts counts = overflow_;
-    for (size_t i = 0; i < size_; ++i) counts[std::string(entries_[i].first)] += entries_[i].second;
-    return counts;
-  }
-
- private:
-  std::array<std::pair<std::string_view, int>, 16> entries_{};
-  size_t size_ = 0;
-  ReasonCounts overflow_;  // never used with HAMi's reasons (fewer than 16)
-};
 
 class PodFitter {
  public:
@@ -179,7 +146,7 @@ class PodFitter {
   bool mig_request() const { return mig_request_; }
 
   // Container-by-container pass, as HAMi's scoreNode runs it.
-  bool Run(std::string* failure) {
+  bool Run(NodeStatus* failure) {
     for (size_t slot = 0; slot < request_.slots.size(); ++slot) {
       const ContainerRequest& k = request_.slots[slot];
       if (k.Empty()) continue;
@@ -213,20 +180,20 @@ class PodFitter {
 
   // Check 15 for MIG: can the pod's instances on this GPU, plus one more, all be placed?
   std::optional<std::vector<mig::InstanceChoice>> TryMig(int dev, const mig::InstanceDemand& d,
-                                                         std::string_view* why) {
+                                                         GpuCheck* why) {
     std::vector<mig::InstanceDemand> demands;
     for (const auto& p : pending_[dev]) demands.push_back(p.demand);
     demands.push_back(d);
     auto arranged = node_.mig_models[dev].Arrange(node_.usage[dev].layout, demands);
-    if (!arranged) *why = MigInfeasibleReason(node_, dev, demands);
+    if (!arranged) *why = MigInfeasibleCheck(node_, dev, demands);
     return arranged;
   }
 
-  bool FitContainer(int slot, const ContainerRequest& request, std::string* failure) {
+  bool FitContainer(int slot, const ContainerRequest& request, NodeStatus* failure) {
     const bool init = request_.IsInit(slot);
     const int n = static_cast<int>(node_.devices.size());
     if (!mig_request_ && request.nums > n) {
-      *failure = std::string(reason::kNodeInsufficientDevice);
+      *failure = NodeStatus::OfNode(Reason::kNodeInsufficientDevice);
       return false;
     }
     SmallBuffer<float, 16> scores(n, 0.0F);
@@ -244,7 +211,7 @@ class PodFitter {
     }
     const bool topology = prefs_.gpu_policy.topology_aware && !mig_request_;
     const bool mutex = prefs_.gpu_policy.mutex;
-    ReasonTally reasons;
+    ReasonCounts reasons;
     std::vector<DeviceAssignment>& chosen = slots_[slot];
     const size_t chosen_before = chosen.size();
     std::vector<int> mig_pushed;  // devices where this container added a pending instance
@@ -268,7 +235,7 @@ class PodFitter {
     auto numa_check = [&](const model::GpuDevice& d) {
       if (!prefs_.numa_bind || (!first_numa && prev_numa == d.numa)) return;
       if (remaining != request.nums) {
-        reasons[reason::kNumaNotFit] += static_cast<int>(chosen.size() - chosen_before);
+        reasons[Reason::kNumaNotFit] += static_cast<int>(chosen.size() - chosen_before);
       }
       rollback_run();
       remaining = request.nums;
@@ -279,10 +246,10 @@ class PodFitter {
     for (int i = n - 1; i >= 0; --i) {
       const int dev = order[i];
       const model::GpuDevice& d = node_.devices[dev];
-      if (auto r = StaticReject(node_, dev, prefs_); !r.empty()) {
+      if (auto failed = StaticFailure(node_, dev, prefs_)) {
         // In HAMi's order the NUMA check comes before the UUID check, after the others.
-        if (r == reason::kCardUuidMismatch) numa_check(d);
-        reasons[r]++;
+        if (*failed == GpuCheck::kUuid) numa_check(d);
+        reasons[ReasonFor(*failed)]++;
         continue;
       }
       numa_check(d);
@@ -293,20 +260,20 @@ class PodFitter {
       if (prefs_.quota) {
         const DeviceAssignment candidate{dev, memreq, request.cores, -1, {}};
         if (!prefs_.quota->Admits(SlotsQuotaUse(slots_, request_.num_init, &candidate, slot))) {
-          reasons[reason::kResourceQuotaNotFit]++;
+          reasons[Reason::kResourceQuotaNotFit]++;
           continue;
         }
       }
-      if (auto r = UsageReject(d, mig, u, request, memreq, mutex); !r.empty()) {
-        reasons[r]++;
+      if (auto failed = UsageReject(d, mig, u, request, memreq, mutex)) {
+        reasons[ReasonFor(*failed)]++;
         continue;
       }
       if (mig) {
         mig::InstanceDemand demand{memreq, request.cores};
-        std::string_view why;
+        GpuCheck why = GpuCheck::kMigPlacement;
         auto arranged = TryMig(dev, demand, &why);
         if (!arranged) {
-          reasons[why]++;
+          reasons[ReasonFor(why)]++;
           continue;
         }
         pending_[dev].push_back(PendingInstance{demand, slot, static_cast<int>(chosen.size())});
@@ -337,9 +304,13 @@ class PodFitter {
       remaining = 0;
     }
     if (remaining > 0 || (topology && got < request.nums)) {
-      if (got > 0) reasons[reason::kAllocatedCardsInsufficientRequest] = got;
-      *failure = FormatNodeReason(reasons.Counts(), n);
-      if (failure->empty()) *failure = std::string(reason::kNodeInsufficientDevice);
+      if (got > 0) reasons[Reason::kAllocatedCardsInsufficientRequest] = got;
+      if (reasons.empty()) {
+        *failure = NodeStatus::OfNode(Reason::kNodeInsufficientDevice);
+      } else {
+        failure->counts = reasons;
+        failure->devices = n;
+      }
       return false;
     }
     // Shares of non-MIG GPUs count for the app containers that follow (init containers each
@@ -453,8 +424,8 @@ bool MayFit(const state::NodeState& node, const PodRequest& request, const PodPr
       const int32_t memreq = MemoryRequest(node, dev, false, k);
       // Free memory first (it rejects most GPUs), then every check, as Fit makes them.
       if (static_cast<int64_t>(d.total_mem_mib) - u.used_mem < memreq ||
-          !UsageReject(d, false, u, k, memreq, prefs.gpu_policy.mutex).empty() ||
-          !StaticReject(node, dev, prefs).empty()) {
+          UsageReject(d, false, u, k, memreq, prefs.gpu_policy.mutex) ||
+          StaticFailure(node, dev, prefs)) {
         continue;
       }
       ++passing;
@@ -476,9 +447,9 @@ void CheckQuotaOfPlacement(const state::NodeState& node, const PodRequest& reque
   for (const auto& slot : fit->slots) gpus += static_cast<int>(slot.size());
   fit->fits = false;
   fit->mig_planned = false;
-  fit->reason_deferred = false;
-  fit->reason = FormatNodeReason({{std::string(reason::kResourceQuotaNotFit), gpus}},
-                                 static_cast<int>(node.devices.size()));
+  fit->status = NodeStatus{};
+  fit->status.counts[Reason::kResourceQuotaNotFit] = gpus;
+  fit->status.devices = static_cast<int32_t>(node.devices.size());
   fit->slots.clear();
 }
 
@@ -488,7 +459,7 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
                               const MigGoal* mig_goal, bool with_slots) {
   NodeFit fit;
   if (!node.usable()) {
-    fit.reason = node.unusable_reason;
+    fit.status = NodeStatus::Unusable(node.unusable_reason);
     return fit;
   }
   // The demand-aware plan needs none of HAMi's pass's working state (PodFitter::mig_request()).
@@ -507,11 +478,11 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
     }
     // The plan is exact, so HAMi's pass cannot fit either. It would say why, in HAMi's words,
     // but that costs as much as the plan and matters only when no node fits.
-    fit.reason_deferred = true;
+    fit.status.code = NodeStatus::Code::kNotWorkedOut;
     return fit;
   }
   PodFitter fitter(node, request, prefs, device_rank);
-  std::string failure;
+  NodeStatus failure;
   if (fitter.Run(&failure)) {
     fit.fits = true;
     fit.slots = fitter.TakeSlots();
@@ -523,7 +494,7 @@ NodeFit FitPodOnNodeUnchecked(const state::NodeState& node, const PodRequest& re
     }
   }
   if (!fit.fits) {
-    fit.reason = failure;
+    fit.status = std::move(failure);
     return fit;
   }
   fit.score = NodeScore(node, fit.slots);
@@ -555,35 +526,35 @@ bool ModelAllowed(std::string_view upper_type, std::string_view mode, const PodP
   return ModeAdmits(p.vgpu_mode, mode);
 }
 
-std::string_view ReasonOf(GpuCheck check) {
+Reason ReasonFor(GpuCheck check) {
   switch (check) {
     case GpuCheck::kHealth:
-      return reason::kCardNotHealth;
+      return Reason::kCardNotHealth;
     case GpuCheck::kCordoned:
-      return reason::kCardCordoned;
+      return Reason::kCardCordoned;
     case GpuCheck::kType:
-      return reason::kCardTypeMismatch;
+      return Reason::kCardTypeMismatch;
     case GpuCheck::kUuid:
-      return reason::kCardUuidMismatch;
+      return Reason::kCardUuidMismatch;
     case GpuCheck::kQuota:
-      return reason::kResourceQuotaNotFit;
+      return Reason::kResourceQuotaNotFit;
     case GpuCheck::kTimeSlices:
-      return reason::kCardTimeSlicingExhausted;
+      return Reason::kCardTimeSlicingExhausted;
     case GpuCheck::kMutex:
     case GpuCheck::kExclusiveCores:
-      return reason::kExclusiveDeviceAllocateConflict;
+      return Reason::kExclusiveDeviceAllocateConflict;
     case GpuCheck::kMemory:
-      return reason::kCardInsufficientMemory;
+      return Reason::kCardInsufficientMemory;
     case GpuCheck::kCores:
-      return reason::kCardInsufficientCore;
+      return Reason::kCardInsufficientCore;
     case GpuCheck::kComputeUnits:
-      return reason::kCardComputeUnitsExhausted;
+      return Reason::kCardComputeUnitsExhausted;
     case GpuCheck::kMigPlacement:
-      return reason::kCardMigTopologyInfeasible;
+      return Reason::kCardMigTopologyInfeasible;
     case GpuCheck::kMigForeign:
-      return reason::kCardMigSlicesHeldByForeignInstances;
+      return Reason::kCardMigSlicesHeldByForeignInstances;
   }
-  return {};
+  return Reason::kCardNotHealth;
 }
 
 std::vector<GpuCheck> FailedGpuChecks(const state::NodeState& node, int dev,

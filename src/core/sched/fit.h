@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/model/device.h"
+#include "core/sched/node_status.h"
 #include "core/sched/preferences.h"
 #include "core/sched/request.h"
 #include "core/state/cluster_state.h"
@@ -25,15 +26,12 @@ using SlotAssignments = std::vector<std::vector<DeviceAssignment>>;  // per allo
 // The filter phase's answer for one node.
 struct NodeFit {
   bool fits = false;
-  std::string reason;  // HAMi's failure string when it does not fit
+  NodeStatus status;  // why it does not fit (kNotWorkedOut: the MIG plan did not say)
   SlotAssignments slots;
   float score = 0;  // node score after placing the pod (binpack: higher is fuller)
   // With a MIG goal, for a pod placed on MIG GPUs: how much the node's placeability drops.
   double mig_drop = 0;
   bool mig_planned = false;  // placed by the goal-driven MIG plan
-  // The goal-driven plan found nothing (exact: the pod does not fit) and `reason` was not
-  // worked out; FitPodOnNode without the goal gives it (callers that show reasons ask again).
-  bool reason_deferred = false;
   // A MIG plan that fits, asked for without its assignments: `score` and `mig_drop` are the
   // plan's, `slots` is empty; FitPodOnNode with them gives the same plan in full.
   bool slots_omitted = false;
@@ -96,8 +94,9 @@ enum class GpuCheck : uint8_t {
   kMigPlacement,    // no free placement of a profile that holds the request
   kMigForeign,      // the free placements are held by instances tessera did not create
 };
-// The check's reason word (hami-protocol.md 5.5).
-std::string_view ReasonOf(GpuCheck check);
+// The check's reason (hami-protocol.md 5.5), and its word.
+Reason ReasonFor(GpuCheck check);
+inline std::string_view ReasonOf(GpuCheck check) { return ReasonName(ReasonFor(check)); }
 
 // Whether the pod's GPU type filters (nvidia.com/use-gputype, nouse-gputype: substrings of the
 // upper-cased type) and nvidia.com/vgpu-mode admit a GPU of `upper_type` in `mode`: the filter's

@@ -27,9 +27,9 @@ NodeFit NodeEvaluator::FitAndRank(const state::NodeState& node, NodeRank* rank, 
   return fit;
 }
 
-std::string NodeEvaluator::RefusalReason(const state::NodeState& node, const NodeFit& fit) const {
-  if (!fit.reason_deferred) return fit.reason;
-  return FitForRefusal(node).reason;
+NodeStatus NodeEvaluator::RefusalReason(const state::NodeState& node, const NodeFit& fit) const {
+  if (fit.status.code != NodeStatus::Code::kNotWorkedOut) return fit.status;
+  return FitForRefusal(node).status;
 }
 
 NodeFit NodeEvaluator::FitForRefusal(const state::NodeState& node) const {

@@ -23,9 +23,9 @@ class NodeEvaluator {
   // `with_slots` off: a MIG plan may leave out its assignments (NodeFit::slots_omitted).
   NodeFit FitAndRank(const state::NodeState& node, NodeRank* rank, bool with_slots = true);
 
-  // HAMi's reason for a node the full filter refused; the MIG plan defers it (it only knows
-  // that no plan exists), so then HAMi's pass is run for its words.
-  std::string RefusalReason(const state::NodeState& node, const NodeFit& fit) const;
+  // Why the full filter refused a node; the MIG plan does not say (kNotWorkedOut: it only knows
+  // that no plan exists), so then HAMi's pass is run for its reasons.
+  NodeStatus RefusalReason(const state::NodeState& node, const NodeFit& fit) const;
   // The fit of a node the cheap filter ruled out (MayFit false: no order of its GPUs takes the
   // pod), for its refusal only: no GPU ranks and no node rank are worked out, and its reason is
   // formed (not deferred).

@@ -1,31 +1,41 @@
 #include "core/sched/reasons.h"
 
-#include <algorithm>
-#include <vector>
-
-#include "core/common/strings.h"
-
 namespace tessera::sched {
 
-std::string FormatNodeReason(const ReasonCounts& counts, int total_devices) {
-  std::vector<std::string> pieces;
-  for (const auto& [name, count] : counts) {
-    if (count <= 0) continue;
-    pieces.push_back(std::to_string(count) + "/" + std::to_string(total_devices) + " " + name);
+std::string_view ReasonName(Reason r) {
+  switch (r) {
+    case Reason::kCardNotHealth:
+      return reason::kCardNotHealth;
+    case Reason::kCardCordoned:
+      return reason::kCardCordoned;
+    case Reason::kCardTypeMismatch:
+      return reason::kCardTypeMismatch;
+    case Reason::kNumaNotFit:
+      return reason::kNumaNotFit;
+    case Reason::kCardUuidMismatch:
+      return reason::kCardUuidMismatch;
+    case Reason::kCardTimeSlicingExhausted:
+      return reason::kCardTimeSlicingExhausted;
+    case Reason::kExclusiveDeviceAllocateConflict:
+      return reason::kExclusiveDeviceAllocateConflict;
+    case Reason::kResourceQuotaNotFit:
+      return reason::kResourceQuotaNotFit;
+    case Reason::kCardInsufficientMemory:
+      return reason::kCardInsufficientMemory;
+    case Reason::kCardInsufficientCore:
+      return reason::kCardInsufficientCore;
+    case Reason::kCardComputeUnitsExhausted:
+      return reason::kCardComputeUnitsExhausted;
+    case Reason::kCardMigTopologyInfeasible:
+      return reason::kCardMigTopologyInfeasible;
+    case Reason::kAllocatedCardsInsufficientRequest:
+      return reason::kAllocatedCardsInsufficientRequest;
+    case Reason::kNodeInsufficientDevice:
+      return reason::kNodeInsufficientDevice;
+    case Reason::kCardMigSlicesHeldByForeignInstances:
+      return reason::kCardMigSlicesHeldByForeignInstances;
   }
-  std::sort(pieces.begin(), pieces.end());
-  return Join(pieces, ", ");
-}
-
-std::string FormatPodMessage(const std::map<std::string, std::string>& failed_nodes,
-                             int total_nodes) {
-  std::map<std::string, int> histogram;
-  for (const auto& [node, why] : failed_nodes) histogram[why]++;
-  std::vector<std::string> pieces;
-  pieces.reserve(histogram.size());
-  for (const auto& [why, count] : histogram) pieces.push_back(std::to_string(count) + " " + why);
-  std::sort(pieces.begin(), pieces.end());
-  return "0/" + std::to_string(total_nodes) + " nodes are available: " + Join(pieces, ", ") + ".";
+  return {};
 }
 
 }  // namespace tessera::sched

@@ -1,7 +1,8 @@
 #pragma once
 
-#include <map>
-#include <string>
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace tessera::sched {
@@ -30,15 +31,56 @@ inline constexpr std::string_view kCardMigSlicesHeldByForeignInstances =
     "CardMigSlicesHeldByForeignInstances";
 }  // namespace reason
 
-// Counts of reasons over one node's GPUs.
-using ReasonCounts = std::map<std::string, int>;
+// The same reasons as values: what the cycle counts and carries; text is made from them only
+// where it is shown (ReasonName).
+enum class Reason : uint8_t {
+  kCardNotHealth,
+  kCardCordoned,
+  kCardTypeMismatch,
+  kNumaNotFit,
+  kCardUuidMismatch,
+  kCardTimeSlicingExhausted,
+  kExclusiveDeviceAllocateConflict,
+  kResourceQuotaNotFit,
+  kCardInsufficientMemory,
+  kCardInsufficientCore,
+  kCardComputeUnitsExhausted,
+  kCardMigTopologyInfeasible,
+  kAllocatedCardsInsufficientRequest,
+  kNodeInsufficientDevice,
+  kCardMigSlicesHeldByForeignInstances,
+};
+inline constexpr size_t kReasonKinds = 15;
 
-// HAMi's GenReason: "<count>/<total> <Reason>" pieces, byte-wise sorted, joined with ", ".
-std::string FormatNodeReason(const ReasonCounts& counts, int total_devices);
+// HAMi's word for `r`.
+std::string_view ReasonName(Reason r);
 
-// kube-scheduler's FitError message: "0/<N> nodes are available: <count> <reason>, ...."
-// with the "<count> <reason>" pieces sorted.
-std::string FormatPodMessage(const std::map<std::string, std::string>& failed_nodes,
-                             int total_nodes);
+// How many times each reason was met over one node's GPUs (a GPU visit counts once per reason).
+class ReasonCounts {
+ public:
+  ReasonCounts() = default;
+  int32_t& operator[](Reason r) { return counts_[static_cast<size_t>(r)]; }
+  int32_t operator[](Reason r) const { return counts_[static_cast<size_t>(r)]; }
+  bool empty() const {
+    for (const int32_t c : counts_) {
+      if (c > 0) return false;
+    }
+    return true;
+  }
+  // Calls `visit(reason, count)` for each reason met, in the enum's order.
+  template <typename Visit>
+  void ForEach(Visit&& visit) const {
+    for (size_t i = 0; i < kReasonKinds; ++i) {
+      if (counts_[i] > 0) visit(static_cast<Reason>(i), counts_[i]);
+    }
+  }
+  friend bool operator==(const ReasonCounts&, const ReasonCounts&) = default;
+  friend bool operator<(const ReasonCounts& a, const ReasonCounts& b) {
+    return a.counts_ < b.counts_;
+  }
+
+ private:
+  std::array<int32_t, kReasonKinds> counts_{};
+};
 
 }  // namespace tessera::sched

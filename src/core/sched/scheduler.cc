@@ -4,11 +4,13 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/sched/node_evaluator.h"
 #include "core/sched/node_scoring.h"
+#include "core/sched/node_status.h"
 #include "core/sched/placement_record.h"
-#include "core/sched/reasons.h"
 
 namespace tessera::sched {
 namespace {
@@ -59,8 +61,7 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
 
   // Filter and score.
   for (const std::string* name : unregistered) {
-    decision.failed_nodes[*name] = "node unregistered";
-    decision.unresolvable_nodes.insert(*name);
+    decision.failed_nodes[*name] = NodeStatus::Unusable("node unregistered");
   }
   const int total_nodes = static_cast<int>(nodes.size() + decision.failed_nodes.size());
   FilterOutcome filtered =
@@ -95,9 +96,7 @@ size_t Scheduler::FilterThreads(const CycleState& cycle, size_t nodes) const {
 void Scheduler::ReportRefusals(const CycleState& cycle, FilterOutcome* filtered,
                                Decision* decision) const {
   PostFilter(cycle, filtered, /*check_preemption=*/true, [decision](const Refusal& refusal) {
-    const std::string& name = refusal.node->name;
-    decision->failed_nodes[name] = refusal.reason;
-    if (!refusal.resolvable) decision->unresolvable_nodes.insert(name);
+    decision->failed_nodes[refusal.node->name] = refusal.Status();
   });
 }
 
@@ -117,20 +116,19 @@ CycleVerdicts FilterEveryNode(const state::ClusterState& state, const model::Pod
                                        /*collect_refusals=*/true, nullptr, 1,
                                        /*skip_outranked=*/false);
   const bool none_fits = filtered.best == nullptr;
-  std::vector<Refusal> refusals;  // their reasons live in `filtered` and the nodes
-  PostFilter(cycle, &filtered, none_fits,
-             [&refusals](const Refusal& refusal) { refusals.push_back(refusal); });
+  std::vector<std::pair<const state::NodeState*, NodeStatus>> refusals;
+  PostFilter(cycle, &filtered, none_fits, [&refusals](const Refusal& refusal) {
+    refusals.emplace_back(refusal.node, refusal.Status());
+  });
   verdicts.nodes.reserve(nodes.size());
   size_t next_refusal = 0;  // refusals come in the nodes' order
-  std::map<std::string, std::string> failed;
+  std::map<std::string, NodeStatus> failed;
   for (const state::NodeState* node : nodes) {
     NodeVerdict v;
     v.node = node;
-    if (next_refusal < refusals.size() && refusals[next_refusal].node == node) {
-      const Refusal& refusal = refusals[next_refusal++];
-      v.reason = std::string(refusal.reason);
-      v.resolvable = refusal.resolvable;
-      if (none_fits) failed[node->name] = v.reason;
+    if (next_refusal < refusals.size() && refusals[next_refusal].first == node) {
+      v.status = std::move(refusals[next_refusal++].second);
+      if (none_fits) failed[node->name] = v.status;
     } else {
       v.fits = true;
     }

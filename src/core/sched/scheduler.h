@@ -29,8 +29,9 @@ namespace tessera::sched {
 struct NodeVerdict {
   const state::NodeState* node = nullptr;
   bool fits = false;
-  std::string reason;       // HAMi's, when it does not fit
-  bool resolvable = false;  // when no node fits: evicting pods could make room here
+  // Why, when it does not fit; resolvable() only when no node fits (evicting pods could make room
+  // here).
+  NodeStatus status;
 };
 
 // The scheduling cycle's phases for a pod over every node of `state`, choosing and reserving

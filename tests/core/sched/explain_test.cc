@@ -54,7 +54,7 @@ TEST_F(ExplainTest, APodThatFitsListsEveryNodeThatCouldTakeIt) {
   Explanation e = Explain(PodBuilder("default/p").Container(1, 2000, 10).Build());
   EXPECT_TRUE(e.fits);
   EXPECT_THAT(e.fitting_nodes, ElementsAre("a"));
-  EXPECT_EQ(NodeOf(e, "b").reason, "1/1 CardInsufficientMemory");
+  EXPECT_EQ(FormatNodeStatus(NodeOf(e, "b").status), "1/1 CardInsufficientMemory");
   EXPECT_EQ(NodeOf(e, "b").gpus[0].reason, "CardInsufficientMemory");
   EXPECT_THAT(NodeOf(e, "b").gpus[0].pods, ElementsAre("default/big"));
   EXPECT_FALSE(e.remedy);
@@ -114,7 +114,7 @@ TEST_F(ExplainTest, APodNoNodeCanEverHoldSaysSo) {
   EXPECT_FALSE(e.fits);
   EXPECT_TRUE(e.never_fits);
   EXPECT_FALSE(e.remedy);
-  EXPECT_EQ(NodeOf(e, "n1").reason, "NodeInsufficientDevice");
+  EXPECT_EQ(FormatNodeStatus(NodeOf(e, "n1").status), "NodeInsufficientDevice");
   EXPECT_THAT(FormatExplanation(e), HasSubstr("no node can hold it even empty"));
 }
 
@@ -297,7 +297,8 @@ TEST_F(ExplainTest, TheNodeSummaryCountsTheGpuLinesWhereHamisReasonCountsVisits)
   const NodeExplanation& n = NodeOf(e, "m");
   // HAMi's pass takes GPU-0's free half, then counts GPU-0 again (its second visit) and GPU-1 as
   // short of memory: three counts for two GPUs. The wire reason stays HAMi's.
-  EXPECT_EQ(n.reason, "1/2 AllocatedCardsInsufficientRequest, 2/2 CardInsufficientMemory");
+  EXPECT_EQ(FormatNodeStatus(n.status),
+            "1/2 AllocatedCardsInsufficientRequest, 2/2 CardInsufficientMemory");
   EXPECT_EQ(NodeSummary(n, e.devices_asked),
             "2 GPUs: 1 could take one device, 1 CardInsufficientMemory; too few for the 2 "
             "devices asked");
@@ -307,7 +308,7 @@ TEST_F(ExplainTest, TheNodeSummaryCountsTheGpuLinesWhereHamisReasonCountsVisits)
                               "    (HAMi's reason, counting GPU visits: 1/2 "
                               "AllocatedCardsInsufficientRequest, 2/2 CardInsufficientMemory)\n"));
   const codec::Json jn = ExplanationToJson(e)["nodes"][0];
-  EXPECT_EQ(jn.at("reason"), n.reason);
+  EXPECT_EQ(jn.at("reason"), FormatNodeStatus(n.status));
   EXPECT_EQ(jn.at("gpuCounts").at("passes"), 1);
   EXPECT_EQ(jn.at("gpuCounts").at("CardInsufficientMemory"), 1);
   // The kube-scheduler message keeps HAMi's counts.
@@ -412,9 +413,9 @@ TEST_F(ExplainTest, EveryVerdictIsTheFiltersForEachRuleOfThePod) {
       const Decision d = scheduler_.Evaluate(pod, &one, 0);
       EXPECT_EQ(n.fits, d.scheduled());
       if (d.scheduled()) continue;
-      EXPECT_EQ(n.reason, d.failed_nodes.at(n.name));
+      EXPECT_EQ(FormatNodeStatus(n.status), FormatNodeStatus(d.failed_nodes.at(n.name)));
       if (!e.fits) {
-        EXPECT_EQ(n.fits_when_empty, d.unresolvable_nodes.count(n.name) == 0);
+        EXPECT_EQ(n.fits_when_empty, d.failed_nodes.at(n.name).resolvable());
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include "core/sched/scheduler.h"
 #include "support/builders.h"
+#include "support/decisions.h"
 
 namespace tessera::sched {
 namespace {
@@ -62,8 +63,8 @@ class FilterPassTest : public ::testing::Test {
     const Decision d = scheduler_.Evaluate(pod, nullptr, 1);
     std::string text = d.node + "|" + d.message;
     for (const auto& [k, v] : d.annotations) text += "|" + k + "=" + v;
-    for (const auto& [node, reason] : d.failed_nodes) {
-      text += "|" + node + ":" + reason + (d.unresolvable_nodes.contains(node) ? "!" : "");
+    for (const auto& [node, status] : d.failed_nodes) {
+      text += "|" + node + ":" + FormatNodeStatus(status) + (status.resolvable() ? "" : "!");
     }
     return text;
   }

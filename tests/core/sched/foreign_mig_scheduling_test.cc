@@ -11,6 +11,7 @@
 #include "core/sched/explain.h"
 #include "core/sched/scheduler.h"
 #include "support/builders.h"
+#include "support/decisions.h"
 
 namespace tessera::sched {
 namespace {
@@ -64,10 +65,11 @@ TEST_F(ForeignMigSchedulingTest, WhenForeignInstancesFillTheGpuTheReasonNamesThe
   const model::Pod pod = PodBuilder("default/p").MigMode().Container(1, 8000).Build();
   Decision d = Schedule(pod);
   ASSERT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardMigSlicesHeldByForeignInstances");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-a")),
+            "1/1 CardMigSlicesHeldByForeignInstances");
   EXPECT_EQ(d.message, "0/1 nodes are available: 1 1/1 CardMigSlicesHeldByForeignInstances.");
   // No eviction frees them: kube-scheduler's preemption is not asked to try.
-  EXPECT_EQ(d.unresolvable_nodes.count("node-a"), 1U);
+  EXPECT_EQ(testing::UnresolvableNodes(d).count("node-a"), 1U);
 
   Explanation e = ExplainPod(state_, pod, PolicyDefaults{}, ExplainLimits{});
   ASSERT_EQ(e.nodes.size(), 1U);
@@ -96,12 +98,13 @@ TEST_F(ForeignMigSchedulingTest, TheReasonBlamesForeignInstancesOnlyWhenTheyAreW
   hold("default/at-9", 9);  // 2g.48gb could go at 0 but for the foreign instance
   Decision d = Schedule(two_slots);
   ASSERT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardMigSlicesHeldByForeignInstances");
-  EXPECT_EQ(d.unresolvable_nodes.count("node-a"), 0U);  // evicting the pod at 9 would help
-  hold("default/at-3", 3);                              // now the pods alone block both places
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-a")),
+            "1/1 CardMigSlicesHeldByForeignInstances");
+  EXPECT_EQ(testing::UnresolvableNodes(d).count("node-a"), 0U);  // evicting the pod at 9 would help
+  hold("default/at-3", 3);  // now the pods alone block both places
   d = Schedule(two_slots);
   ASSERT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardMigTopologyInfeasible");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-a")), "1/1 CardMigTopologyInfeasible");
 }
 
 TEST_F(ForeignMigSchedulingTest, TheAnnotationRemovedFreesTheSlices) {
@@ -120,7 +123,7 @@ TEST_F(ForeignMigSchedulingTest, AMalformedAnnotationRefusesTheNodeWithTheDecode
   const model::Pod pod = PodBuilder("default/p").MigMode().Container(1, 8000).Build();
   Decision d = Schedule(pod);
   ASSERT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-a"),
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-a")),
             "node unusable: node node-a: annotation tessera.io/foreign-mig-instances[0].profile: "
             "missing or empty");
   // Other nodes are not affected.

@@ -38,7 +38,7 @@ TEST_F(NodeEvaluatorTest, AFittingNodeGetsItsDevicesAndRank) {
   ASSERT_TRUE(evaluator.MayFit(node));
   NodeRank rank;
   const NodeFit fit = evaluator.FitAndRank(node, &rank);
-  ASSERT_TRUE(fit.fits) << fit.reason;
+  ASSERT_TRUE(fit.fits) << FormatNodeStatus(fit.status);
   ASSERT_EQ(fit.slots.size(), 1U);
   EXPECT_EQ(fit.slots[0].at(0).mem, 4000);
   EXPECT_EQ(fit.slots[0].at(0).cores, 20);
@@ -54,8 +54,8 @@ TEST_F(NodeEvaluatorTest, TheCheapFilterRulesOutWhatTheFullFilterRefuses) {
   NodeRank rank;
   const NodeFit fit = evaluator.FitAndRank(node, &rank);
   EXPECT_FALSE(fit.fits);
-  EXPECT_EQ(evaluator.RefusalReason(node, fit), fit.reason);
-  EXPECT_FALSE(fit.reason.empty());
+  EXPECT_EQ(FormatNodeStatus(evaluator.RefusalReason(node, fit)), FormatNodeStatus(fit.status));
+  EXPECT_EQ(FormatNodeStatus(fit.status), "1/1 CardInsufficientMemory");
 }
 
 TEST_F(NodeEvaluatorTest, AMigPlanThatFindsNothingStillGivesHamisReason) {
@@ -65,9 +65,13 @@ TEST_F(NodeEvaluatorTest, AMigPlanThatFindsNothingStillGivesHamisReason) {
   NodeRank rank;
   const NodeFit fit = evaluator.FitAndRank(node, &rank);
   ASSERT_FALSE(fit.fits);
-  const std::string reason = evaluator.RefusalReason(node, fit);
-  EXPECT_FALSE(reason.empty());
-  EXPECT_EQ(reason, FitPodOnNode(node, cycle_->request(), cycle_->prefs()).reason);
+  // The plan does not say why; the reason is worked out when asked for.
+  EXPECT_EQ(fit.status.code, NodeStatus::Code::kNotWorkedOut);
+  const NodeStatus reason = evaluator.RefusalReason(node, fit);
+  EXPECT_EQ(reason.code, NodeStatus::Code::kUnschedulable);
+  EXPECT_FALSE(FormatNodeStatus(reason).empty());
+  EXPECT_EQ(FormatNodeStatus(reason),
+            FormatNodeStatus(FitPodOnNode(node, cycle_->request(), cycle_->prefs()).status));
 }
 
 TEST_F(NodeEvaluatorTest, PreemptionIsAnsweredPerSpecUnlessTheUuidsTellNodesApart) {

@@ -13,6 +13,7 @@
 #include "core/model/annotations.h"
 #include "core/sched/fit.h"
 #include "support/builders.h"
+#include "support/decisions.h"
 
 namespace tessera::sched {
 namespace {
@@ -69,7 +70,7 @@ TEST_F(SchedulerTest, FifthInstanceIsRefusedForMemoryNotTimeSlicing) {
   ASSERT_TRUE(Schedule(PodBuilder("default/p2").MigMode().Container(2, 8000).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/p3").MigMode().Container(1, 8000).Build());
   EXPECT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardInsufficientMemory");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-a")), "1/1 CardInsufficientMemory");
   EXPECT_EQ(d.message, "0/1 nodes are available: 1 1/1 CardInsufficientMemory.");
 }
 
@@ -99,7 +100,7 @@ TEST_F(SchedulerTest, NonMigRequestKeepsThePhysicalCountCheck) {
   AddNode("node-b", {SharingGpu("GPU-s")});
   Decision d = Schedule(PodBuilder("default/two").Container(2, 8000).Build());
   EXPECT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-b"), "NodeInsufficientDevice");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-b")), "NodeInsufficientDevice");
   EXPECT_EQ(d.message, "0/1 nodes are available: 1 NodeInsufficientDevice.");
 }
 
@@ -124,25 +125,26 @@ TEST_F(SchedulerTest, NodesWherePreemptionCannotHelpAreUnresolvable) {
   Decision d = scheduler_.Schedule(PodBuilder("default/p").Container(1, 8000).Build(), &candidates,
                                    1700000000);
   ASSERT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("full"), "1/1 CardInsufficientMemory");
-  EXPECT_EQ(d.failed_nodes.at("small"), "1/1 CardInsufficientMemory");
-  EXPECT_EQ(d.failed_nodes.at("ghost"), "node unregistered");
-  EXPECT_EQ(d.unresolvable_nodes, (std::set<std::string>{"small", "sick", "ghost"}));
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("full")), "1/1 CardInsufficientMemory");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("small")), "1/1 CardInsufficientMemory");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("ghost")), "node unregistered");
+  EXPECT_EQ(testing::UnresolvableNodes(d), (std::set<std::string>{"small", "sick", "ghost"}));
   // The same reason on both: only the node emptied of pods tells them apart.
 
   // A MIG GPU full of instances: evicting them makes room.
   Decision mig = scheduler_.Schedule(PodBuilder("default/q").MigMode().Container(1, 8000).Build(),
                                      &candidates, 1700000000);
   ASSERT_FALSE(mig.scheduled());
-  EXPECT_FALSE(mig.unresolvable_nodes.contains("mig-full")) << mig.failed_nodes.at("mig-full");
-  EXPECT_TRUE(mig.unresolvable_nodes.contains("small"));  // not a MIG GPU
+  EXPECT_FALSE(testing::UnresolvableNodes(mig).contains("mig-full"))
+      << FormatNodeStatus(mig.failed_nodes.at("mig-full"));
+  EXPECT_TRUE(testing::UnresolvableNodes(mig).contains("small"));  // not a MIG GPU
 
   // More GPUs than the node has: no eviction helps.
   Decision two = scheduler_.Schedule(PodBuilder("default/two").Container(2, 1000).Build(),
                                      &candidates, 1700000000);
   ASSERT_FALSE(two.scheduled());
-  EXPECT_TRUE(two.unresolvable_nodes.contains("full"));
-  EXPECT_EQ(two.failed_nodes.at("full"), "NodeInsufficientDevice");
+  EXPECT_TRUE(testing::UnresolvableNodes(two).contains("full"));
+  EXPECT_EQ(FormatNodeStatus(two.failed_nodes.at("full")), "NodeInsufficientDevice");
 }
 
 TEST_F(SchedulerTest, AUuidFilterTellsApartNodesThatAreAlikeButForUuids) {
@@ -157,7 +159,7 @@ TEST_F(SchedulerTest, AUuidFilterTellsApartNodesThatAreAlikeButForUuids) {
         Schedule(PodBuilder("default/p").Annotation(filter, "GPU-b").Container(1, 8000).Build());
     ASSERT_FALSE(d.scheduled());
     const std::string refused = std::string(filter) == "nvidia.com/use-gpuuuid" ? "a" : "b";
-    EXPECT_EQ(d.unresolvable_nodes, std::set<std::string>{refused}) << filter;
+    EXPECT_EQ(testing::UnresolvableNodes(d), std::set<std::string>{refused}) << filter;
   }
 }
 
@@ -168,7 +170,7 @@ TEST_F(SchedulerTest, HamiCoreModeOnAMigNodeIsATypeMismatch) {
                             .Container(1, 8000)
                             .Build());
   EXPECT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("node-a"), "1/1 CardTypeMismatch");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("node-a")), "1/1 CardTypeMismatch");
 }
 
 TEST_F(SchedulerTest, FitChecksCountTheirReasons) {
@@ -179,7 +181,7 @@ TEST_F(SchedulerTest, FitChecksCountTheirReasons) {
   AddNode("n", {sick, cordoned, small}, {{"hami.io/device-cordon", " GPU-cordoned ,"}});
   Decision d = Schedule(PodBuilder("default/p").Container(1, 8000, 10).Build());
   EXPECT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes.at("n"),
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("n")),
             "1/3 CardCordoned, 1/3 CardInsufficientMemory, 1/3 CardNotHealth");
 }
 
@@ -187,19 +189,19 @@ TEST_F(SchedulerTest, CoreChecksAndExclusiveUse) {
   AddNode("n", {SharingGpu("GPU-0")});
   ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 80).Build()).scheduled());
   Decision cores = Schedule(PodBuilder("default/b").Container(1, 1000, 30).Build());
-  EXPECT_EQ(cores.failed_nodes.at("n"), "1/1 CardInsufficientCore");
+  EXPECT_EQ(FormatNodeStatus(cores.failed_nodes.at("n")), "1/1 CardInsufficientCore");
   Decision exclusive = Schedule(PodBuilder("default/c").Container(1, 1000, 100).Build());
-  EXPECT_EQ(exclusive.failed_nodes.at("n"), "1/1 CardInsufficientCore");
+  EXPECT_EQ(FormatNodeStatus(exclusive.failed_nodes.at("n")), "1/1 CardInsufficientCore");
   ASSERT_TRUE(Schedule(PodBuilder("default/d").Container(1, 1000, 20).Build()).scheduled());
   Decision exhausted = Schedule(PodBuilder("default/e").Container(1, 1000, 0).Build());
-  EXPECT_EQ(exhausted.failed_nodes.at("n"), "1/1 CardComputeUnitsExhausted");
+  EXPECT_EQ(FormatNodeStatus(exhausted.failed_nodes.at("n")), "1/1 CardComputeUnitsExhausted");
 }
 
 TEST_F(SchedulerTest, ExclusiveRequestConflictsWithAnyUser) {
   AddNode("n", {SharingGpu("GPU-0")});
   ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 0).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/b").Container(1, 1000, 100).Build());
-  EXPECT_EQ(d.failed_nodes.at("n"), "1/1 ExclusiveDeviceAllocateConflict");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("n")), "1/1 ExclusiveDeviceAllocateConflict");
 }
 
 TEST_F(SchedulerTest, SplitCountLimitsTasks) {
@@ -208,7 +210,7 @@ TEST_F(SchedulerTest, SplitCountLimitsTasks) {
   AddNode("n", {gpu});
   ASSERT_TRUE(Schedule(PodBuilder("default/a").Container(1, 1000, 10).Build()).scheduled());
   Decision d = Schedule(PodBuilder("default/b").Container(1, 1000, 10).Build());
-  EXPECT_EQ(d.failed_nodes.at("n"), "1/1 CardTimeSlicingExhausted");
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("n")), "1/1 CardTimeSlicingExhausted");
 }
 
 TEST_F(SchedulerTest, MutexPolicyRejectsBusyGpus) {
@@ -218,7 +220,7 @@ TEST_F(SchedulerTest, MutexPolicyRejectsBusyGpus) {
                             .Annotation("hami.io/gpu-scheduler-policy", "mutex")
                             .Container(2, 1000, 10)
                             .Build());
-  EXPECT_EQ(d.failed_nodes.at("n"),
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("n")),
             "1/2 AllocatedCardsInsufficientRequest, 1/2 ExclusiveDeviceAllocateConflict");
 }
 
@@ -234,17 +236,17 @@ TEST_F(SchedulerTest, UuidFiltersAndTypeFilters) {
                                 .Annotation("nvidia.com/nouse-gpuuuid", "GPU-0,GPU-1")
                                 .Container(1, 1000, 10)
                                 .Build());
-  EXPECT_EQ(nouse.failed_nodes.at("n"), "2/2 CardUuidMismatch");
+  EXPECT_EQ(FormatNodeStatus(nouse.failed_nodes.at("n")), "2/2 CardUuidMismatch");
   Decision type = Schedule(PodBuilder("default/c")
                                .Annotation("nvidia.com/use-gputype", "A100")
                                .Container(1, 1000, 10)
                                .Build());
-  EXPECT_EQ(type.failed_nodes.at("n"), "2/2 CardTypeMismatch");
+  EXPECT_EQ(FormatNodeStatus(type.failed_nodes.at("n")), "2/2 CardTypeMismatch");
   Decision notype = Schedule(PodBuilder("default/d")
                                  .Annotation("nvidia.com/nouse-gputype", "v100")
                                  .Container(1, 1000, 10)
                                  .Build());
-  EXPECT_EQ(notype.failed_nodes.at("n"), "2/2 CardTypeMismatch");
+  EXPECT_EQ(FormatNodeStatus(notype.failed_nodes.at("n")), "2/2 CardTypeMismatch");
 }
 
 TEST_F(SchedulerTest, GpuPolicySpreadAndBinpack) {
@@ -418,7 +420,7 @@ TEST_F(SchedulerTest, NumaBindNeedsAllGpusOnOneNumaNode) {
                                 .Container(3, 1000, 10)
                                 .Build());
   EXPECT_FALSE(three.scheduled());
-  EXPECT_THAT(three.failed_nodes.at("n"), HasSubstr("NumaNotFit"));
+  EXPECT_THAT(FormatNodeStatus(three.failed_nodes.at("n")), HasSubstr("NumaNotFit"));
 }
 
 TEST_F(SchedulerTest, TopologyAwarePicksTheBestLinkedPair) {
@@ -467,7 +469,8 @@ TEST_F(SchedulerTest, MalformedNodeAnnotationOnlyAffectsThatNode) {
   ASSERT_TRUE(d.scheduled());
   EXPECT_EQ(d.node, "good");
   Decision big = Schedule(PodBuilder("default/q").Container(1, 99999, 10).Build());
-  EXPECT_THAT(big.failed_nodes.at("bad"), HasSubstr("hami.io/node-nvidia-register[0].id"));
+  EXPECT_THAT(FormatNodeStatus(big.failed_nodes.at("bad")),
+              HasSubstr("hami.io/node-nvidia-register[0].id"));
 }
 
 TEST_F(SchedulerTest, RefilteringAPodThatNoLongerFitsKeepsItsReservation) {
@@ -715,7 +718,7 @@ TEST_F(SchedulerTest, QuotaCountsInitContainersAtTheirPeakWhenFitting) {
   auto over = PodBuilder("team/q").Container(1, 1000).Container(1, 1000).Build();
   Decision o = Schedule(over);
   EXPECT_FALSE(o.scheduled());
-  EXPECT_EQ(o.failed_nodes["n1"], "1/1 ResourceQuotaNotFit")
+  EXPECT_EQ(FormatNodeStatus(o.failed_nodes.at("n1")), "1/1 ResourceQuotaNotFit")
       << "the first container took the last 1000 MiB; the second found none";
   state_.RemovePod("team/p");
   EXPECT_EQ(state_.quotas().HeadroomFor("team")->mem, 10000);
@@ -776,7 +779,7 @@ TEST_F(SchedulerTest, QuotaCountsTheMigProfileMemoryThePodIsGiven) {
   state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "16000"}}});
   Decision d = Schedule(PodBuilder("team/p").Container(1, 8000).MigMode().Build());
   EXPECT_FALSE(d.scheduled());
-  EXPECT_EQ(d.failed_nodes["n1"], "1/1 ResourceQuotaNotFit") << d.message;
+  EXPECT_EQ(FormatNodeStatus(d.failed_nodes.at("n1")), "1/1 ResourceQuotaNotFit") << d.message;
   state_.UpsertQuota({"team", "gpu", {{"limits.nvidia.com/gpumem", "30000"}}});
   Decision ok = Schedule(PodBuilder("team/p").Container(1, 8000).MigMode().Build());
   ASSERT_TRUE(ok.scheduled()) << ok.message;
