@@ -10,7 +10,10 @@ annotation, 8 GPUs each, as e2e/real_e2e.py makes them), then:
      pool; time from the first create until a watch has seen every pod with spec.nodeName.
   2. The same number of CPU-only pods (cpu 100m, no managed resource: kube-scheduler never calls
      the extender for them) on the same nodes: kube-scheduler alone.
-  3. tessera's /metrics (tessera_filter_duration_seconds, tessera_bind_duration_seconds, deltas
+  3. Pending-retry delay: on a node of its own whose GPUs are all taken, a pod that needs a
+     whole GPU is refused and left pending; one GPU is freed (a pod deleted); the time until the
+     pending pod is bound (kube-scheduler's own requeue, and tessera's --requeue-after nudge).
+  4. tessera's /metrics (tessera_filter_duration_seconds, tessera_bind_duration_seconds, deltas
      over phase 1): mean time tessera spent per pod and its share of the wall time; plus CPU
      seconds used by each process during each phase (/proc/PID/stat).
 
@@ -253,6 +256,8 @@ class BindWatch:
             self.want = want
             if len(self.bound) >= want:
                 return True
+            if self.error is None:
+                self._done.clear()  # set by an earlier, smaller want
         self._done.wait(timeout)
         with self._lock:
             return len(self.bound) >= want
@@ -376,6 +381,96 @@ def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
     return r
 
 
+RETRY_GROUP = "bench-retry"
+WHOLE_GPU = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "24576", "nvidia.com/gpucores": "100"}
+
+
+def refused_by_scheduler(pod: dict) -> bool:
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+               for c in pod.get("status", {}).get("conditions", []))
+
+
+def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float) -> dict:
+    """How soon a pending GPU pod is bound once a GPU frees (HAMi #1368: about 5 minutes there).
+    One node of its own (8 GPUs, each taken whole by a blocker pod); per round a probe pod that
+    needs a whole GPU is created, refused, left pending `pending_s`, then one blocker is deleted:
+    the delay is from that delete until a watch sees the probe bound."""
+    ns = "bench-retry"
+    cluster.kube.ensure_namespace(ns)
+    name = f"{RETRY_GROUP}-n0"
+    devs = [gpu.sharing_gpu(f"GPU-{RETRY_GROUP}-{j}", j, devmem=24576, count=10)
+            for j in range(GPUS_PER_NODE)]
+    gpus_before = cluster_gpus(cluster)
+    cluster.create_node(name, devs, RETRY_GROUP)
+    wait_tessera_sees(cluster, gpus_before + GPUS_PER_NODE, 60)
+
+    def pod(pod_name: str) -> dict:
+        p = make_pod(ns, pod_name, "gpu")
+        p["spec"]["nodeSelector"] = {"tessera-e2e/group": RETRY_GROUP}
+        p["spec"]["containers"][0]["resources"] = {"limits": dict(WHOLE_GPU)}
+        return p
+
+    watch = BindWatch(cluster, ns)
+    for i in range(GPUS_PER_NODE):
+        cluster.kube.create_pod(pod(f"blocker-{i}"))
+    if not watch.wait(GPUS_PER_NODE, 120):
+        raise RuntimeError(f"retry phase: blockers not bound ({watch.error})")
+    m0 = tessera_metrics(cluster.main)
+    delays = []
+    for r in range(rounds):
+        probe = f"probe-{r}"
+        cluster.kube.create_pod(pod(probe))
+        wait_until(lambda: refused_by_scheduler(cluster.kube.pod(ns, probe)), 60, 0.1,
+                   f"{probe} refused")
+        time.sleep(pending_s)
+        t = time.monotonic()
+        cluster.kube.delete_pod(ns, f"blocker-{r}")
+        if not watch.wait(GPUS_PER_NODE + r + 1, 600):
+            raise RuntimeError(f"retry phase: {probe} not bound within 600s ({watch.error})")
+        delays.append(watch.bound[probe] - t)
+    m1 = tessera_metrics(cluster.main)
+    requeued = (m1.get("tessera_requeued_pods_total", 0.0) -
+                m0.get("tessera_requeued_pods_total", 0.0))
+
+    # A quota raised: kube-scheduler watches no ResourceQuota, so only tessera's nudge
+    # (--requeue-after) tries the pod again. A GPU is freed first; the quota keeps the probe out.
+    qns = "bench-retry-quota"
+    cluster.kube.ensure_namespace(qns)
+    quotas = f"/api/v1/namespaces/{qns}/resourcequotas"
+    cluster.kube.create(quotas, {"apiVersion": "v1", "kind": "ResourceQuota",
+                                 "metadata": {"name": "gpu", "namespace": qns},
+                                 "spec": {"hard": {"limits.nvidia.com/gpumem": "1000"}}})
+    wait_until(lambda: f'namespace="{qns}"' in cluster.main.get_text("/metrics")[1], 60, 0.2,
+               "tessera to see the ResourceQuota")
+    cluster.kube.delete_pod(ns, f"blocker-{rounds}")
+    qwatch = BindWatch(cluster, qns)
+    probe = pod("probe-quota")
+    probe["metadata"]["namespace"] = qns
+    cluster.kube.create_pod(probe)
+    wait_until(lambda: refused_by_scheduler(cluster.kube.pod(qns, "probe-quota")), 60, 0.1,
+               "probe-quota refused")
+    time.sleep(pending_s)
+    t = time.monotonic()
+    cluster.kube.merge_patch(f"{quotas}/gpu",
+                             {"spec": {"hard": {"limits.nvidia.com/gpumem": "100000"}}})
+    if not qwatch.wait(1, 600):
+        raise RuntimeError(f"retry phase: probe-quota not bound within 600s ({qwatch.error})")
+    quota_delay = qwatch.bound["probe-quota"] - t
+    qwatch.close()
+    watch.close()
+    cluster.kube.delete_all_pods(qns)
+    cluster.kube.delete_all_pods(ns)
+    return {"rounds": rounds, "pending_s": pending_s,
+            "delay_s": [round(d, 2) for d in delays],
+            "delay_p50_s": round(pct(delays, 0.5), 2), "delay_max_s": round(max(delays), 2),
+            "requeue_nudges": int(requeued), "quota_raise_delay_s": round(quota_delay, 2)}
+
+
+def cluster_gpus(cluster: BenchCluster) -> int:
+    status, text = cluster.main.get_text("/metrics")
+    return sum(1 for ln in text.splitlines() if ln.startswith("hami_gpu_memory_limit_bytes{"))
+
+
 def delete_phase_pods(cluster: BenchCluster, kind: str) -> None:
     ns = f"bench-{kind}"
     cluster.kube.delete_all_pods(ns)
@@ -458,6 +553,13 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
             say(f"     apiserver pod writes (server-side mean): {r.get('apiserver_pod_writes')}")
             delete_phase_pods(cluster, kind)
             time.sleep(2)
+        if args.retry_rounds > 0:
+            r = retry_phase(cluster, args.retry_rounds, args.retry_pending)
+            result["retry"] = r
+            say(f"  pending-retry: a GPU freed -> the pending pod bound after {r['delay_s']} s "
+                f"(p50 {r['delay_p50_s']} s, max {r['delay_max_s']} s; pending {r['pending_s']} s "
+                f"first; {r['requeue_nudges']} requeue nudges from tessera); a quota raised -> "
+                f"bound after {r['quota_raise_delay_s']} s")
     finally:
         cluster.stop()
         procs.kill_all()
@@ -492,6 +594,10 @@ def main() -> int:
                     help="kube-scheduler clientConnection.burst (default: kube-scheduler's, 100)")
     ap.add_argument("--tessera-arg", action="append", default=[],
                     help="extra argument for tessera serve (repeatable), e.g. --write-placement=bind")
+    ap.add_argument("--retry-rounds", type=int, default=5, choices=range(0, GPUS_PER_NODE),
+                    help="pending-retry rounds after the phases (0: none)")
+    ap.add_argument("--retry-pending", type=float, default=3.0,
+                    help="seconds each probe stays pending before a GPU frees")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the work dirs (logs)")
     ap.add_argument("--bins", default=os.environ.get("TESSERA_K8S_BINS"))

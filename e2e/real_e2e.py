@@ -1549,7 +1549,7 @@ def s_quota(env: Env, ns: str, group: str):
         check(denied.get("allowed") is False and "exceeding resource quota" in why,
               f"the webhook should deny an over-quota pod: {denied}")
         # kube-scheduler does not watch ResourceQuotas, so the raise is no event to it: p3 is
-        # tried again because tessera requeues it (--requeue-after, 5 s by default).
+        # tried again because tessera requeues it (--requeue-after, 500 ms by default).
         env.kube.merge_patch(f"{quotas}/gpu",
                              {"spec": {"hard": {"limits.nvidia.com/gpumem": "24000"}}})
         env.wait_bound(ns, ["p3"], 40)

@@ -153,7 +153,7 @@ Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
   // file is a snapshot, so the grace is taken as over (the least there is: LoadEmbeddedCluster
   // waits it out once).
   if (setup.scenario) so.node_liveness_grace = std::chrono::seconds(1);
-  auto requeue = SecondsFlag("--requeue-after", options.requeue_after);
+  auto requeue = DurationFlag("--requeue-after", options.requeue_after);
   if (!requeue.ok()) return requeue.error();
   so.requeue_after = requeue.value();
   auto lock_timeout = SecondsFlag("--node-lock-timeout", options.node_lock_timeout);
@@ -279,8 +279,9 @@ void LoadEmbeddedCluster(const ServeOptions& options, const ServeSetup& setup,
                options.cluster, steps, final_state.nodes.size(), running, pending);
 }
 
-// Serves until SIGINT or SIGTERM, with the periodic work (reservation expiry, node liveness,
-// requeues) once a second; then stops the cluster source first (a held lease goes at once, so a
+// Serves until SIGINT or SIGTERM, with the periodic work: reservation expiry and node liveness
+// once a second, requeues four times a second (a pod kube-scheduler missed is asked again within
+// a second of the change); then stops the cluster source first (a held lease goes at once, so a
 // standby takes over fast) and the servers.
 void ServeUntilStopped(sigset_t stop_signals, scheduler::Housekeeping& housekeeping,
                        Listeners& listeners, scheduler_runtime::KubeCluster* kube) {
@@ -292,12 +293,15 @@ void ServeUntilStopped(sigset_t stop_signals, scheduler::Housekeeping& housekeep
   server_threads.reserve(servers.size());
   for (auto* server : servers) server_threads.emplace_back([server] { server->Serve(); });
   std::thread expiry_thread([&] {
-    while (!stopping.load()) {
-      housekeeping.ExpireReservations();
-      housekeeping.CheckNodeLiveness();  // every second: a scan of the nodes seen at 0 only
+    constexpr int kRequeuePassesPerSecond = 4;
+    for (int tick = 0; !stopping.load(); tick = (tick + 1) % kRequeuePassesPerSecond) {
+      if (tick == 0) {
+        housekeeping.ExpireReservations();
+        housekeeping.CheckNodeLiveness();  // a scan of the nodes seen at 0 only
+      }
       housekeeping.RequeueWaitingPods();
-      for (int i = 0; i < 10 && !stopping.load(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 5 && !stopping.load(); ++i) {  // 250 ms, stopping seen within 50
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
   });

@@ -56,7 +56,7 @@ struct ServeOptions {
   bool legacy_metrics = false;                   // also HAMi's legacy metric names
   std::vector<std::string> node_label_selector;  // key=value,... (repeatable)
   std::string node_liveness_grace = "60s";       // 0 = off
-  std::string requeue_after = "5s";              // 0 = off (ServiceOptions::requeue_after)
+  std::string requeue_after = "500ms";           // 0 = off (ServiceOptions::requeue_after)
   double kube_qps = 0;                           // API requests per second; 0 = unlimited
   int kube_burst = 0;                            // with kube_qps; below 1 counts as 1
   std::string kube_timeout = "0";                // per API request; 0 = the client's (30 s)

@@ -41,10 +41,13 @@ struct ServiceOptions {
   // holds the departed pod, and some changes it never sees (a quota raised, a reservation
   // expired, a node live again). A waiting pod refused before such a change, not filtered since
   // for this long, that now fits on a node of its last filter, gets tessera.io/requeued-at: an
-  // update kube-scheduler answers by trying it again. Zero turns it off.
-  std::chrono::milliseconds requeue_after{std::chrono::seconds(5)};
-  // The most waiting pods one requeue pass evaluates (each is a filter without reasons).
-  size_t requeue_batch = 32;
+  // update kube-scheduler answers by trying it again. Zero turns it off. Short: kube-scheduler
+  // retries a pod within tens of milliseconds of an event it sees (docs/performance.md), so a
+  // pod not filtered half a second after the change is one it missed.
+  std::chrono::milliseconds requeue_after{500};
+  // The most waiting pods one requeue pass evaluates (each is a filter without reasons); passes
+  // run four times a second.
+  size_t requeue_batch = 8;
   // Threads for the filter phase (--filter-threads); nullptr: the request's own thread. Must
   // outlive the cluster view.
   TaskRunner* filter_runner = nullptr;
