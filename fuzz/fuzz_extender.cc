@@ -1,6 +1,7 @@
-// The extender's HTTP bodies: ExtenderArgs (filter, prioritize), ExtenderBindingArgs (bind) and
-// AdmissionReview (webhook), decoded and answered by the extender verbs over a small cluster. Any
-// input must give an answer, never a crash, and leave no reservation behind a failed filter.
+// The extender's HTTP bodies: ExtenderArgs (filter, prioritize), ExtenderBindingArgs (bind),
+// AdmissionReview (webhook) and ExtenderPreemptionArgs (preempt), decoded and answered by the
+// extender verbs over a small cluster. Any input must give an answer, never a crash, and leave no
+// reservation behind a failed filter.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -76,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   Served& served = Service();
   auto& verbs = served.verbs;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0:
       CheckDecodersAgree(body);
       (void)verbs.Filter(body);
@@ -87,8 +88,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 2:
       (void)verbs.Prioritize(body);
       break;
-    default:
+    case 3:
       (void)verbs.Webhook(body);
+      break;
+    default:
+      (void)verbs.Preempt(body);
       break;
   }
   // Keep the cluster from filling up: every reservation goes, whatever the input was.

@@ -212,6 +212,24 @@ std::vector<PodRef> ClusterView::WaitingPodsThatNowFit() {
 
 // ---- reads --------------------------------------------------------------------------------
 
+ClusterView::PreemptionCopies ClusterView::CopyForPreemption(
+    const std::vector<std::string>& nodes) const {
+  PreemptionCopies copies;
+  copies.nodes.reserve(nodes.size());
+  std::lock_guard lock(mu_);
+  for (const std::string& name : nodes) {
+    copies.nodes.push_back(state_.Subset({name}));
+    const state::NodeState* node = state_.node(name);
+    if (node == nullptr) continue;
+    for (const std::string& key : node->pods) {
+      if (reservations_.IsAwaitingBind(key)) copies.awaiting_bind.insert(key);
+    }
+  }
+  copies.budgets.reserve(budgets_.size());
+  for (const auto& [key, budget] : budgets_) copies.budgets.push_back(budget);
+  return copies;
+}
+
 ClusterView::ExplainSubject ClusterView::PrepareExplanation(const std::string& key,
                                                             const std::string& detail_node) const {
   ExplainSubject subject;

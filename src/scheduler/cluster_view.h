@@ -15,6 +15,7 @@
 #include "core/codec/json_util.h"
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
+#include "core/model/disruption_budget.h"
 #include "core/model/pod.h"
 #include "core/sched/explain.h"
 #include "core/sched/scheduler.h"
@@ -68,6 +69,12 @@ class ClusterView {
   void UpsertQuota(const codec::Json& quota);
   void DeleteQuota(const codec::Json& quota);
   void UpsertQuotaModel(const model::ResourceQuota& quota);
+  // PodDisruptionBudgets (policy/v1): what preempt counts violations by. Not part of readiness:
+  // without them (no RBAC yet, the embedded cluster) preempt counts none.
+  void ReplaceDisruptionBudgets(const std::vector<codec::Json>& budgets);
+  void UpsertDisruptionBudget(const codec::Json& budget);
+  void DeleteDisruptionBudget(const codec::Json& budget);
+  void UpsertDisruptionBudgetModel(const model::DisruptionBudget& budget);
 
   // ---- readiness ----------------------------------------------------------------------------
   // The cluster view is complete, and (with leader election) this replica leads.
@@ -107,6 +114,15 @@ class ClusterView {
   // Prioritize: where filter would place `pod` (its admission defaults already applied), with
   // its own reservation set aside; reserves nothing.
   sched::Decision Preview(const model::Pod& pod, const std::vector<std::string>* candidates);
+  // Preempt: a copy of each of `nodes` (ClusterState::Subset, in the order given; an unknown
+  // node gives an empty copy), and the pods whose reservation still waits for its bind:
+  // kube-scheduler may not count them on that node yet, so they are never named as victims.
+  struct PreemptionCopies {
+    std::vector<state::ClusterState> nodes;
+    std::set<std::string> awaiting_bind;
+    std::vector<model::DisruptionBudget> budgets;  // every PodDisruptionBudget known
+  };
+  PreemptionCopies CopyForPreemption(const std::vector<std::string>& nodes) const;
   // The webhook: what the namespace's GPU quota leaves (nullopt: no quota).
   std::optional<state::QuotaHeadroom> QuotaHeadroom(const std::string& ns) const;
 
@@ -189,6 +205,8 @@ class ClusterView {
   state::ReservationCache reservations_;
   // Pods not bound to a node yet, as last seen (informer or filter): what /explain explains.
   std::map<std::string, model::Pod> unbound_;
+  // PodDisruptionBudgets by namespace/name, for preempt.
+  std::map<std::string, model::DisruptionBudget> budgets_;
   // Pods only filters named: they expire and are capped (ServiceOptions::max_filter_only_pods).
   FilterOnlyPods filter_only_;
   // Each pod's last filter answer: bind goes only where it said.

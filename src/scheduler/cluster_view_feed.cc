@@ -1,5 +1,5 @@
-// The cluster feed of ClusterView: nodes (with the label selector and node liveness), pods and
-// ResourceQuotas, as informers or the embedded cluster deliver them.
+// The cluster feed of ClusterView: nodes (with the label selector and node liveness), pods,
+// ResourceQuotas and PodDisruptionBudgets, as informers or the embedded cluster deliver them.
 #include "scheduler/cluster_view.h"
 
 #include <spdlog/spdlog.h>
@@ -218,6 +218,39 @@ void ClusterView::ReplaceQuotas(const std::vector<Json>& quotas) {
   }
   for (const auto& [ns, name] : gone) state_.RemoveQuota(ns, name);
   if (!gone.empty()) refused_.ViewChanged();
+}
+
+// ---- PodDisruptionBudgets --------------------------------------------------------------------
+
+void ClusterView::UpsertDisruptionBudgetModel(const model::DisruptionBudget& budget) {
+  std::lock_guard lock(mu_);
+  budgets_[budget.Key()] = budget;
+}
+
+void ClusterView::UpsertDisruptionBudget(const Json& budget) {
+  auto decoded = codec::DecodePodDisruptionBudget(budget);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("poddisruptionbudget");
+    spdlog::warn("skipping PodDisruptionBudget {}: {}", ObjectName(budget),
+                 decoded.error().message);
+    return;
+  }
+  UpsertDisruptionBudgetModel(*decoded);
+}
+
+void ClusterView::DeleteDisruptionBudget(const Json& budget) {
+  auto decoded = codec::DecodePodDisruptionBudget(budget);
+  const std::string key = decoded.ok() ? decoded->Key() : ObjectName(budget);
+  std::lock_guard lock(mu_);
+  budgets_.erase(key);
+}
+
+void ClusterView::ReplaceDisruptionBudgets(const std::vector<Json>& budgets) {
+  std::vector<model::DisruptionBudget> decoded =
+      DecodeAll(budgets, "poddisruptionbudget", codec::DecodePodDisruptionBudget, metrics_);
+  std::lock_guard lock(mu_);
+  budgets_.clear();
+  for (auto& b : decoded) budgets_[b.Key()] = std::move(b);
 }
 
 // ---- pods ---------------------------------------------------------------------------------

@@ -22,6 +22,16 @@ class ExtenderVerbs {
   std::string Prioritize(std::string_view body);
   std::string Webhook(std::string_view body);
 
+  // Preempt's answer (extender_preempt.cc): an ExtenderPreemptionResult, or why there is none.
+  // The protocol has no Error field, so a failure must reach kube-scheduler as a failed call:
+  // `error` set, `bad_request` when the body is at fault (else the service is not ready).
+  struct PreemptAnswer {
+    std::string body;
+    std::string error;
+    bool bad_request = false;
+  };
+  PreemptAnswer Preempt(std::string_view body);
+
   // A filter or prioritize request may name at most this many candidate nodes (NodeNames or
   // Nodes.items): twice the nodes the cluster view knows (kube-scheduler's view may be ahead of
   // ours), and never fewer than kMinCandidateLimit. Longer lists are refused before any work.

@@ -47,6 +47,20 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                         .Name("tessera_webhook_requests_total")
                         .Help("Admission reviews by outcome")
                         .Register(*registry_);
+  preempt_total_ = &prometheus::BuildCounter()
+                        .Name("tessera_preempt_requests_total")
+                        .Help("Preempt calls by outcome")
+                        .Register(*registry_);
+  preempt_seconds_ = &prometheus::BuildHistogram()
+                          .Name("tessera_preempt_duration_seconds")
+                          .Help("Time to answer a preempt call")
+                          .Register(*registry_);
+  preempt_nodes_ = &prometheus::BuildCounter()
+                        .Name("tessera_preempt_nodes_total")
+                        .Help(
+                            "Candidate nodes of preempt calls by verdict: victims chosen by GPU "
+                            "need, kube-scheduler's victims passed on, or dropped")
+                        .Register(*registry_);
   decode_errors_ = &prometheus::BuildCounter()
                         .Name("tessera_decode_errors_total")
                         .Help("Cluster objects skipped because they could not be decoded")
@@ -86,6 +100,15 @@ void ServiceMetrics::BindDone(const std::string& result, double seconds) {
 
 void ServiceMetrics::WebhookDone(const std::string& result) {
   webhook_total_->Add({{"result", result}}).Increment();
+}
+
+void ServiceMetrics::PreemptDone(const std::string& result, double seconds) {
+  preempt_total_->Add({{"result", result}}).Increment();
+  preempt_seconds_->Add({}, LatencyBuckets()).Observe(seconds);
+}
+
+void ServiceMetrics::PreemptNodes(const std::string& verdict, size_t n) {
+  if (n > 0) preempt_nodes_->Add({{"verdict", verdict}}).Increment(static_cast<double>(n));
 }
 
 void ServiceMetrics::DecodeError(const std::string& kind) {

@@ -27,6 +27,10 @@ class ServiceMetrics {
   void FilterDone(const std::string& result, double seconds);
   void BindDone(const std::string& result, double seconds);
   void WebhookDone(const std::string& result);
+  // A preempt call: its outcome, and per candidate node what the search said (kept: victims
+  // found, passed: kube-scheduler's own victims kept, dropped).
+  void PreemptDone(const std::string& result, double seconds);
+  void PreemptNodes(const std::string& verdict, size_t n);
   void DecodeError(const std::string& kind);
   void ReservationsExpired(size_t n);
   void Requeued(size_t n);
@@ -45,6 +49,9 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>* bind_total_;
   prometheus::Family<prometheus::Histogram>* bind_seconds_;
   prometheus::Family<prometheus::Counter>* webhook_total_;
+  prometheus::Family<prometheus::Counter>* preempt_total_;
+  prometheus::Family<prometheus::Histogram>* preempt_seconds_;
+  prometheus::Family<prometheus::Counter>* preempt_nodes_;
   prometheus::Family<prometheus::Counter>* decode_errors_;
   prometheus::Family<prometheus::Counter>* unschedulable_;
   prometheus::Counter* expired_;

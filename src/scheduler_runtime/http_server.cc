@@ -232,6 +232,19 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
                       Post([&svc](const std::string& b) { return svc.verbs.Prioritize(b); })});
     routes.push_back({"POST", "/bind", Lane::kWork, local,
                       Post([&svc](const std::string& b) { return svc.verbs.Bind(b); })});
+    // kube-scheduler's preemptVerb: the same gate, lane and limits as filter. The protocol has
+    // no Error field, so a failure is a failed call.
+    routes.push_back({"POST", "/preempt", Lane::kWork, local, [&svc](const http::Request& request) {
+                        if (request.body.empty()) {
+                          return http::Response::Text(400, "Please send a request body");
+                        }
+                        auto answer = svc.verbs.Preempt(request.body);
+                        if (!answer.error.empty()) {
+                          return http::Response::Text(answer.bad_request ? 400 : 503,
+                                                      answer.error + "\n");
+                        }
+                        return Json(std::move(answer.body));
+                      }});
   }
   if (e.webhook) {
     routes.push_back({"POST", "/webhook", Lane::kOpen, Gate::kAnyone,

@@ -100,9 +100,20 @@ void KubeCluster::Start(scheduler::ClusterView& view) {
   quota_handlers.on_upsert = [&view](const Json& o) { view.UpsertQuota(o); };
   quota_handlers.on_delete = [&view](const Json& o) { view.DeleteQuota(o); };
   quotas_ = std::make_unique<kube::Informer>(client_, "/api/v1/resourcequotas", quota_handlers);
+  // PodDisruptionBudgets, for /preempt's victims; not waited for (readiness does not need them,
+  // and a Role without them only leaves preempt counting none).
+  kube::InformerHandlers budget_handlers;
+  budget_handlers.on_replace = [&view](const std::vector<Json>& objects) {
+    view.ReplaceDisruptionBudgets(objects);
+  };
+  budget_handlers.on_upsert = [&view](const Json& o) { view.UpsertDisruptionBudget(o); };
+  budget_handlers.on_delete = [&view](const Json& o) { view.DeleteDisruptionBudget(o); };
+  budgets_ = std::make_unique<kube::Informer>(client_, "/apis/policy/v1/poddisruptionbudgets",
+                                              budget_handlers);
   nodes_->Start();
   pods_->Start();
   quotas_->Start();
+  budgets_->Start();
   events_->Start();
   sync_thread_ = std::thread([this, &view] { WatchSync(view); });
 
@@ -192,6 +203,7 @@ void KubeCluster::Stop() {
   if (sync_thread_.joinable()) sync_thread_.join();
   if (pods_) pods_->Stop();
   if (quotas_) quotas_->Stop();
+  if (budgets_) budgets_->Stop();
   if (nodes_) nodes_->Stop();
   if (events_) events_->Stop();
 }

@@ -71,6 +71,7 @@ class KubeCluster : public scheduler::ClusterWriter {
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> quotas_;
+  std::unique_ptr<kube::Informer> budgets_;  // PodDisruptionBudgets
   std::unique_ptr<kube::LeaderElector> elector_;
   std::atomic<bool> stopping_{false};
   std::thread sync_thread_;

@@ -90,6 +90,36 @@ TEST(HttpServer, FilterAndBindOverHttpUpdateTheEmbeddedCluster) {
   EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
 }
 
+// kube-scheduler's preemptVerb: the victims by uid; a malformed body is a failed call (the
+// protocol has no error field).
+TEST(HttpServer, PreemptNamesThePodsHoldingTheSlicesThePodNeeds) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto low = testing::PodBuilder("default/p1").Container(2, 8000).MigMode().Build();
+  ASSERT_TRUE(client.Post("/filter", FilterBody(low), "application/json"));
+  auto bind = client.Post(
+      "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
+      "application/json");
+  ASSERT_TRUE(bind);
+  ASSERT_EQ(Json::parse(bind->body)["Error"], "");
+  // The whole GPU as one 4g.96gb instance: p1's two instances must go.
+  auto high =
+      testing::PodBuilder("default/big").Priority(1000).Container(1, 90000).MigMode().Build();
+  const Json args = {{"Pod", testing::PodJson(high)},
+                     {"NodeNameToMetaVictims", {{"node-a", {{"Pods", Json::array()}}}}}};
+  auto res = client.Post("/preempt", args.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(Json::parse(res->body)["NodeNameToMetaVictims"]["node-a"]["Pods"],
+            Json::parse(R"([{"UID":"uid-p1"}])"))
+      << res->body;
+  auto bad = client.Post("/preempt", R"({"Pod":1})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+}
+
 TEST(HttpServer, ExplainSaysWhyAFilteredPodFitsNowhereInTextAndJson) {
   ServerFixture f;
   ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();

@@ -182,6 +182,13 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
          list_or_watch({{"kind", "ResourceQuotaList"},
                         {"metadata", {{"resourceVersion", "10"}}},
                         {"items", Json::array({quota})}}));
+  const Json budget = {{"metadata", {{"name", "db"}, {"namespace", "limited"}}},
+                       {"spec", {{"selector", {{"matchLabels", {{"app", "db"}}}}}}},
+                       {"status", {{"disruptionsAllowed", 1}}}};
+  api.On("GET", "/apis/policy/v1/poddisruptionbudgets",
+         list_or_watch({{"kind", "PodDisruptionBudgetList"},
+                        {"metadata", {{"resourceVersion", "10"}}},
+                        {"items", Json::array({budget})}}));
   api.On("PATCH", "/api/v1/namespaces/ns/p", [](const RecordedRequest&, httplib::Response&) {});
   api.On("PATCH", "/api/v1/namespaces/ns/pods/p", [](const RecordedRequest&, httplib::Response& r) {
     ReplyJson(r, 200, {{"metadata", {{"name", "p"}}}});
@@ -211,6 +218,10 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
   Json q = Json::parse(
       svc.verbs.Filter(Json{{"Pod", testing::PodJson(limited)}, {"NodeNames", {"n1"}}}.dump()));
   EXPECT_EQ(q["FailedNodes"]["n1"], "1/1 ResourceQuotaNotFit") << q.dump();
+  // The PodDisruptionBudget informer fed preempt's budgets.
+  ASSERT_TRUE(Eventually([&] { return svc.view.CopyForPreemption({}).budgets.size() == 1; }));
+  EXPECT_EQ(svc.view.CopyForPreemption({}).budgets[0].Key(), "limited/db");
+  EXPECT_EQ(svc.view.CopyForPreemption({}).budgets[0].disruptions_allowed, 1);
   cluster->Stop();
 }
 

@@ -2,6 +2,7 @@
 
 // Fluent builders for tests: PodBuilder("ns/p").Gpu(2).GpuMem(8000).MigMode().Build().
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,14 @@ class PodBuilder {
   }
   PodBuilder& Annotation(const std::string& k, const std::string& v) {
     pod_.annotations[k] = v;
+    return *this;
+  }
+  PodBuilder& Priority(int32_t priority) {
+    pod_.priority = priority;
+    return *this;
+  }
+  PodBuilder& Label(const std::string& k, const std::string& v) {
+    pod_.labels[k] = v;
     return *this;
   }
   PodBuilder& MigMode() { return Annotation("nvidia.com/vgpu-mode", "mig"); }

@@ -32,6 +32,7 @@ inline nlohmann::json PodJson(const model::Pod& pod) {
   }
   if (!pod.node_name.empty()) spec["nodeName"] = pod.node_name;
   if (!pod.scheduler_name.empty()) spec["schedulerName"] = pod.scheduler_name;
+  if (pod.priority != 0) spec["priority"] = pod.priority;
   nlohmann::json out = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
   out["status"] = {{"phase", pod.phase.empty() ? "Pending" : pod.phase}};
   return out;

@@ -1,5 +1,7 @@
 #include "core/codec/k8s_objects.h"
 
+#include <limits>
+
 namespace tessera::codec {
 namespace {
 
@@ -135,6 +137,12 @@ Result<model::Pod> DecodePod(const Json& j) {
     if (auto s = ReadString(*spec, "schedulerName", where, &pod.scheduler_name); !s) {
       return Error{s.message()};
     }
+    // Kubernetes keeps priorities in int32 (PriorityClass.value).
+    if (auto s = ReadIntAs(*spec, "priority", where, std::numeric_limits<int32_t>::min(),
+                           std::numeric_limits<int32_t>::max(), &pod.priority);
+        !s) {
+      return Error{s.message()};
+    }
     auto init = DecodeContainers(*spec, "initContainers", where);
     if (!init.ok()) return init.error();
     pod.init_containers = std::move(init.value());
@@ -183,6 +191,85 @@ Result<model::ResourceQuota> DecodeResourceQuota(const Json& j) {
     if (auto s = ReadResourceList(*spec, "hard", where, &quota.hard); !s) return Error{s.message()};
   }
   return quota;
+}
+
+namespace {
+
+Result<model::LabelRequirement::Operator> ReadOperator(const std::string& op,
+                                                       const std::string& where) {
+  using Op = model::LabelRequirement::Operator;
+  if (op == "In") return Op::kIn;
+  if (op == "NotIn") return Op::kNotIn;
+  if (op == "Exists") return Op::kExists;
+  if (op == "DoesNotExist") return Op::kDoesNotExist;
+  return Error{where + ".operator: " + DescribeJsonValue(Json(op)) +
+               " is not In, NotIn, Exists or DoesNotExist"};
+}
+
+Status ReadSelector(const Json& selector, const std::string& where,
+                    model::DisruptionBudget* budget) {
+  if (!selector.is_object()) return Error{where + ": expected an object"};
+  if (auto s = ReadStringMap(selector, "matchLabels", where, &budget->match_labels); !s) return s;
+  const Json* expressions = FindKey(selector, "matchExpressions");
+  if (expressions == nullptr || expressions->is_null()) return Status::Ok();
+  if (!expressions->is_array()) return Error{where + ".matchExpressions: expected a list"};
+  for (size_t i = 0; i < expressions->size(); ++i) {
+    const Json& e = (*expressions)[i];
+    const std::string at = where + ".matchExpressions[" + std::to_string(i) + "]";
+    if (!e.is_object()) return Error{at + ": expected an object"};
+    model::LabelRequirement r;
+    std::string op;
+    if (auto s = ReadString(e, "key", at, &r.key); !s) return s;
+    if (auto s = ReadString(e, "operator", at, &op); !s) return s;
+    auto parsed = ReadOperator(op, at);
+    if (!parsed.ok()) return parsed.error();
+    r.op = parsed.value();
+    if (const Json* values = FindKey(e, "values"); values != nullptr && !values->is_null()) {
+      if (!values->is_array()) return Error{at + ".values: expected a list"};
+      for (const Json& v : *values) {
+        if (!v.is_string()) return Error{at + ".values: expected strings"};
+        r.values.push_back(v.get<std::string>());
+      }
+    }
+    budget->match_expressions.push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<model::DisruptionBudget> DecodePodDisruptionBudget(const Json& j) {
+  if (!j.is_object()) return Error{"PodDisruptionBudget: expected an object"};
+  model::DisruptionBudget budget;
+  std::string uid;
+  std::string rv;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;
+  if (auto s = DecodeMetadata(j, "PodDisruptionBudget", &budget.name, &budget.ns, &uid, &rv,
+                              &annotations, &labels, nullptr);
+      !s) {
+    return Error{s.message()};
+  }
+  const std::string where = "PodDisruptionBudget " + budget.Key();
+  budget.no_selector = true;
+  if (const Json* spec = FindKey(j, "spec"); spec != nullptr && !spec->is_null()) {
+    if (!spec->is_object()) return Error{where + ": spec: expected an object"};
+    if (const Json* selector = FindKey(*spec, "selector");
+        selector != nullptr && !selector->is_null()) {
+      budget.no_selector = false;
+      if (auto s = ReadSelector(*selector, where + ": spec.selector", &budget); !s) {
+        return Error{s.message()};
+      }
+    }
+  }
+  if (const Json* status = FindKey(j, "status"); status != nullptr && status->is_object()) {
+    if (auto s = ReadIntAs(*status, "disruptionsAllowed", where + ": status", 0,
+                           std::numeric_limits<int32_t>::max(), &budget.disruptions_allowed);
+        !s) {
+      return Error{s.message()};
+    }
+  }
+  return budget;
 }
 
 Result<model::Node> DecodeNode(const Json& j) {

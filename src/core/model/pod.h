@@ -46,6 +46,9 @@ struct Pod {
   std::vector<Container> init_containers;
   std::vector<Container> containers;
   std::vector<ContainerStatus> init_container_statuses;
+  // spec.priority (the PriorityClass's value, set by admission); 0 when absent, as
+  // kube-scheduler counts a pod without one. Preemption evicts only pods below the preemptor's.
+  int32_t priority = 0;
 
   std::string Key() const { return ns + "/" + name; }
   const std::string* Annotation(const std::string& key) const {

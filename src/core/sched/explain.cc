@@ -11,6 +11,7 @@
 #include "core/sched/filter_pass.h"
 #include "core/sched/fit.h"
 #include "core/sched/node_evaluator.h"
+#include "core/sched/preemption.h"
 #include "core/sched/reasons.h"
 #include "core/sched/request.h"
 #include "core/sched/scheduler.h"
@@ -374,21 +375,6 @@ int64_t HeldMemory(const state::PodReservation* r) {
   return mem;
 }
 
-// Every k-subset of `pods` (in lexicographic order of indices), until `visit` returns false.
-void ForEachSubset(size_t n, int k, const std::function<bool(const std::vector<size_t>&)>& visit) {
-  if (k <= 0 || static_cast<size_t>(k) > n) return;
-  std::vector<size_t> idx(static_cast<size_t>(k));
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  while (true) {
-    if (!visit(idx)) return;
-    int i = k - 1;
-    while (i >= 0 && idx[i] == n - static_cast<size_t>(k) + static_cast<size_t>(i)) --i;
-    if (i < 0) return;
-    ++idx[i];
-    for (size_t j = static_cast<size_t>(i) + 1; j < idx.size(); ++j) idx[j] = idx[j - 1] + 1;
-  }
-}
-
 }  // namespace
 
 ExplainDraft PrepareExplanation(const state::ClusterState& live, const model::Pod& pod,
@@ -486,6 +472,7 @@ Explanation FinishExplanation(ExplainDraft draft) {
   if (e.fits || e.never_fits || !e.error.empty() || e.passthrough) return std::move(e);
   const ExplainLimits& limits = draft.limits;
   bool stopped = false;
+  std::optional<VictimSet> best;  // e.remedy's set and cost
   // The smallest set first; among sets of that size, the least GPU memory given up, then the
   // first node by name. Exact per node up to max_pods_removed, within the evaluation budget.
   for (int k = 1; k <= limits.max_pods_removed && !e.remedy && !stopped; ++k) {
@@ -501,28 +488,17 @@ Explanation FinishExplanation(ExplainDraft draft) {
         if (e.remedy && freed >= e.remedy->freed_mem) continue;
       }
       Scheduler scheduler(one, draft.defaults);
-      ForEachSubset(pods.size(), k, [&](const std::vector<size_t>& idx) {
-        std::vector<std::string> set;
-        int64_t freed = 0;
-        for (size_t i : idx) {
-          set.push_back(pods[i]);
-          freed += HeldMemory(one.pod(pods[i]));
-        }
-        if (e.remedy && freed >= e.remedy->freed_mem) return true;  // cannot beat it
-        if (e.evaluations >= limits.max_evaluations) {
-          stopped = true;
-          return false;
-        }
-        std::vector<state::PodReservation> removed;
-        for (const auto& key : set) {
-          if (auto r = one.RemovePod(key)) removed.push_back(std::move(*r));
-        }
-        ++e.evaluations;
-        const bool fits = FitsOn(scheduler, draft.pod, name);
-        for (auto& r : removed) one.AddPod(std::move(r));
-        if (fits) e.remedy = Remedy{name, std::move(set), freed};
-        return true;
-      });
+      // The search preemption uses too (preemption.h), with every pod a candidate at one
+      // priority and no budgets: the cost is then the set's size, then the memory it frees.
+      std::vector<VictimCandidate> removable;
+      removable.reserve(pods.size());
+      for (const auto& key : pods) removable.push_back({key, 0, HeldMemory(one.pod(key))});
+      VictimSearch search(one, std::move(removable));
+      const auto step = search.TrySetsOfSize(
+          k, [&] { return FitsOn(scheduler, draft.pod, name); }, &best, &e.evaluations,
+          limits.max_evaluations);
+      if (step.improved) e.remedy = Remedy{name, best->pods, best->cost.freed_mem};
+      stopped = step.stopped;
       if (stopped) break;
     }
   }

@@ -45,6 +45,8 @@ void RecordPlacement(const model::Pod& pod, const PodRequest& request, int64_t c
   decision->reservation = state::PodReservation{
       pod.Key(),      pod.uid,  node.name, request.num_init, std::move(pod_devices),
       std::move(mig), cpu_milli};
+  decision->reservation.priority = pod.priority;
+  decision->reservation.labels = pod.labels;
 }
 
 }  // namespace tessera::sched

@@ -657,6 +657,8 @@ Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
   r.node = node_name;
   r.num_init = static_cast<int>(pod.init_containers.size());
   r.cpu_milli = model::PodCpuRequestMilli(pod);
+  r.priority = pod.priority;
+  r.labels = pod.labels;
   auto hold = [&](const std::string& annotation, const std::string& text,
                   const std::string& message) {
     for (auto& uuid : codec::GpuUuidsIn(text)) r.held_gpus.push_back(std::move(uuid));

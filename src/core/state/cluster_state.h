@@ -63,6 +63,10 @@ struct PodReservation {
   // because part of an annotation is unreadable.
   std::vector<std::string> held_gpus{};
   std::string problem{};  // why held_gpus is not empty: the decode error, naming pod and annotation
+  // What preemption ranks and protects victims by (core/sched/preemption.h): the pod's priority
+  // and its labels (PodDisruptionBudgets select by them).
+  int32_t priority = 0;
+  std::map<std::string, std::string> labels{};
 };
 
 // One GPU as the filter reads it first (NodeState::gpu_summaries): for a MIG GPU what the MIG

@@ -120,7 +120,8 @@ ReservationCache::Observed ReservationCache::Observe(const model::Pod& pod, Time
   out.placed_node = r.node;
   if (waiting != waiting_.end()) waiting_.erase(waiting);  // bound: confirmed
   const bool same = held != nullptr && held->node == r.node && held->devices == r.devices &&
-                    held->mig == r.mig && held->held_gpus == r.held_gpus;
+                    held->mig == r.mig && held->held_gpus == r.held_gpus &&
+                    held->priority == r.priority && held->labels == r.labels;
   if (!same) state_.AddPod(std::move(r));
   if (!pod.node_name.empty()) {
     out.adoption = Adoption::kBound;

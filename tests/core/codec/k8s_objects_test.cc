@@ -59,6 +59,67 @@ TEST(DecodePodTest, MissingNamespaceIsDefault) {
   EXPECT_THAT(pod->containers, IsEmpty());
 }
 
+// spec.priority, what preemption compares; absent is 0, as kube-scheduler counts it.
+TEST(DecodePodTest, ReadsThePriority) {
+  auto pod = DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"priority": -5}})"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  EXPECT_EQ(pod->priority, -5);
+  pod = DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"priority": 2000001000}})"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  EXPECT_EQ(pod->priority, 2000001000);
+  EXPECT_EQ(DecodePod(Parse(R"({"metadata": {"name": "p"}})")).value().priority, 0);
+  auto wide = DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"priority": 4294967296}})"));
+  ASSERT_FALSE(wide.ok());
+  EXPECT_THAT(wide.error().message, ::testing::HasSubstr("spec.priority"));
+  EXPECT_FALSE(
+      DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"priority": "high"}})")).ok());
+}
+
+TEST(DecodePodDisruptionBudgetTest, ReadsTheSelectorAndTheAllowance) {
+  auto b = DecodePodDisruptionBudget(Parse(R"({
+    "metadata": {"name": "db", "namespace": "data"},
+    "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"},
+      "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["canary"]}]}},
+    "status": {"disruptionsAllowed": 1}})"));
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->Key(), "data/db");
+  EXPECT_FALSE(b->no_selector);
+  EXPECT_THAT(b->match_labels, ElementsAre(Pair("app", "db")));
+  ASSERT_EQ(b->match_expressions.size(), 1U);
+  EXPECT_EQ(b->match_expressions[0].op, model::LabelRequirement::Operator::kNotIn);
+  EXPECT_THAT(b->match_expressions[0].values, ElementsAre("canary"));
+  EXPECT_EQ(b->disruptions_allowed, 1);
+  EXPECT_TRUE(b->Selects("data", {{"app", "db"}}));
+}
+
+TEST(DecodePodDisruptionBudgetTest, WithoutASelectorItSelectsNothing) {
+  auto b = DecodePodDisruptionBudget(Parse(R"({"metadata": {"name": "x", "namespace": "n"}})"));
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_TRUE(b->no_selector);
+  EXPECT_EQ(b->disruptions_allowed, 0);
+  auto empty = DecodePodDisruptionBudget(
+      Parse(R"({"metadata": {"name": "x", "namespace": "n"}, "spec": {"selector": {}}})"));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->no_selector);  // {} selects every pod of the namespace
+}
+
+TEST(DecodePodDisruptionBudgetTest, MalformedFieldsAreNamed) {
+  auto error = [](const char* text) {
+    auto b = DecodePodDisruptionBudget(Parse(text));
+    return b.ok() ? std::string("ok") : b.error().message;
+  };
+  EXPECT_THAT(error(R"({"metadata": {"name": "x"}, "spec": {"selector": 3}})"),
+              ::testing::HasSubstr("spec.selector: expected an object"));
+  EXPECT_THAT(error(R"({"metadata": {"name": "x"}, "spec": {"selector": {"matchExpressions":
+                [{"key": "a", "operator": "Near"}]}}})"),
+              ::testing::HasSubstr("matchExpressions[0].operator"));
+  EXPECT_THAT(error(R"({"metadata": {"name": "x"}, "status": {"disruptionsAllowed": -1}})"),
+              ::testing::HasSubstr("disruptionsAllowed"));
+  EXPECT_THAT(error(R"({"metadata": {"name": "x"}, "spec": {"selector": {"matchExpressions":
+                [{"key": "a", "operator": "In", "values": [1]}]}}})"),
+              ::testing::HasSubstr("values: expected strings"));
+}
+
 TEST(DecodePodTest, KeepsInitContainersSeparateAndInOrder) {
   auto pod = DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {
     "initContainers": [{"name": "i0"}, {"name": "i1"}],
