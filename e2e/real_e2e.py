@@ -922,6 +922,86 @@ def s_mig(env: Env, ns: str, group: str):
     check(p3_start in p1_starts, f"p3 got start {p3_start}, not one of p1's {p1_starts}")
 
 
+@scenario("x", "GPU-aware preemption (/preempt): on a MIG RTX PRO 6000 full of low-priority "
+               "1g.24gb pods, a high-priority pod that needs a 2g.48gb evicts exactly the two "
+               "pods holding one 2g placement's slices (kube-scheduler alone would evict one, "
+               "by CPU), not the pair with a PodDisruptionBudget, and is bound there", 120)
+def s_preempt(env: Env, ns: str, group: str):
+    main = env.require_main()
+    uuid = "GPU-7e1a3c55-90b2-4c1d-9e8f-0a0b0c0d0e01"
+    dev = gpu.mig_gpu(env.repo, uuid, "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                      ["1g.24gb", "2g.48gb", "4g.96gb"])
+    node = f"{group}-n1"
+    env.cluster.create_node(node, [dev], group)
+    # kube-scheduler looks for victims only where its own plugins need one (Kubernetes 1.36):
+    # 2 CPUs, each pod asks half of one, so the preemptor needs one pod gone by CPU, and two
+    # adjacent 1g.24gb instances gone by MIG slices, which only tessera knows.
+    env.kube.merge_patch(f"/api/v1/nodes/{node}/status",
+                         {"status": {"capacity": {"cpu": "2"}, "allocatable": {"cpu": "2"}}})
+    classes = "/apis/scheduling.k8s.io/v1/priorityclasses"
+    low, high = f"e2e-{group}-low", f"e2e-{group}-high"
+    for name, value in ((low, 100), (high, 1000)):
+        env.kube.create(classes, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                  "metadata": {"name": name}, "value": value})
+    mig = {"nvidia.com/vgpu-mode": "mig"}
+
+    def pod(name: str, mem: int, priority_class: str) -> dict:
+        p = gpu_pod(ns, name, {"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem, "cpu": "500m"},
+                    group=group, annotations=mig)
+        p["spec"]["priorityClassName"] = priority_class
+        return p
+
+    try:
+        holders = [f"low-{i}" for i in range(4)]
+        for name in holders:
+            env.kube.create_pod(pod(name, 8000, low))
+        bound = env.wait_bound(ns, holders, 40)
+        start_of = {}
+        for name, p in bound.items():
+            migs = gpu.decode_mig(p["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])
+            start_of[name] = migs[0]["placement"]["start"]
+        say(f"low-priority 1g.24gb pods by start: {sorted(start_of.items(), key=lambda x: x[1])}")
+        check(sorted(start_of.values()) == [0, 3, 6, 9], f"expected starts 0,3,6,9: {start_of}")
+        # A PodDisruptionBudget protects low-0 (no disruption controller runs here, so it allows
+        # none): the pair of pods on the other 2g.48gb placement must go instead.
+        spared_block = 0 if start_of["low-0"] < 6 else 6
+        env.kube.merge_patch(f"/api/v1/namespaces/{ns}/pods/low-0",
+                             {"metadata": {"labels": {"e2e-protected": "1"}}})
+        env.kube.create(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+                        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                         "metadata": {"name": "protect-low-0", "namespace": ns},
+                         "spec": {"minAvailable": 1,
+                                  "selector": {"matchLabels": {"e2e-protected": "1"}}}})
+        time.sleep(2)  # tessera's PDB and pod informers
+        status, before = main.get_text("/metrics")
+        env.kube.create_pod(pod("high", 40000, high))
+        final = env.wait_bound(ns, ["high"], 60)
+        migs = gpu.decode_mig(final["high"]["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])
+        got = (migs[0]["profile"], migs[0]["placement"]["start"])
+        say(f"high -> {got[0]} at start {got[1]}")
+        want_start = 6 - spared_block
+        check(got == ("2g.48gb", want_start),
+              f"high got {got}, want 2g.48gb at {want_start} (low-0, protected, is at "
+              f"{start_of['low-0']})")
+        freed = {n for n, s in start_of.items() if got[1] <= s < got[1] + 6}
+        left = {p["metadata"]["name"] for p in env.kube.pods(ns)} - {"high"}
+        say(f"evicted: {sorted(set(holders) - left)}; left: {sorted(left)}")
+        check(left == set(holders) - freed,
+              f"the victims should be exactly {sorted(freed)} (the pods on the slices high took); "
+              f"left running: {sorted(left)}")
+        status, after = main.get_text("/metrics")
+        calls = [ln for ln in after.splitlines()
+                 if ln.startswith("tessera_preempt_requests_total") and ln not in before]
+        check(calls, "tessera's /preempt was not called (tessera_preempt_requests_total)")
+        say(f"kube-scheduler asked tessera's /preempt: {calls}")
+    finally:
+        env.kube.delete_all_pods(ns)
+        env.kube.delete(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/protect-low-0",
+                        grace0=False)
+        for name in (low, high):
+            env.kube.delete(f"{classes}/{name}", grace0=False)
+
+
 def sharing_fleet(env: Env, group: str, nodes: int, gpus_per_node: int) -> None:
     for i in range(nodes):
         devs = [gpu.sharing_gpu(f"GPU-{group}-{i:02d}-{j}", j, devmem=24576, count=10)

@@ -526,6 +526,7 @@ extenders:
 - urlPrefix: {url}
   filterVerb: filter
   bindVerb: bind
+  preemptVerb: preempt
 {tls}  nodeCacheCapable: true
   weight: 1
   httpTimeout: 30s
