@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agent_runtime/agent_metrics.h"
+#include "support/usage_reading.h"
 
 namespace tessera::agent_runtime {
 namespace {
@@ -100,25 +101,7 @@ std::map<std::string, std::set<std::string>> SampleLabels(const std::string& tex
 // One usage read of a plain GPU and a GPU in MIG mode whose MIG device reports utilisation (so
 // every usage family has a series), and a failed read.
 std::string AgentExposition() {
-  node::UsageReading r;
-  node::DriverGpuUsage t4;
-  t4.index = 0;
-  t4.uuid = "GPU-t4";
-  t4.name = "Tesla T4";
-  t4.usage = {37U, 12000U, 15360U};
-  r.gpus.push_back(t4);
-  node::DriverGpuUsage a100;
-  a100.index = 1;
-  a100.uuid = "GPU-mig";
-  a100.name = "NVIDIA A100-SXM4-40GB";
-  a100.usage = {std::nullopt, 8000U, 40960U};
-  node::DriverMigUsage m;
-  m.mig_uuid = "MIG-1";
-  m.profile = "3g.20gb";
-  m.placement = {4, 4};
-  m.usage = {25U, 8000U, 19968U};
-  a100.mig.push_back(m);
-  r.gpus.push_back(a100);
+  const node::UsageReading r = testing::SampleUsageReading(25U);
   AgentMetrics metrics;
   metrics.GpuUsage("node-a", r, 1767225600);
   metrics.UsageReadFailed(1);

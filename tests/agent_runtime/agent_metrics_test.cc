@@ -3,6 +3,7 @@
 // profile, placement), none for an unknown value, and none left for a device gone.
 
 #include "agent_runtime/agent_metrics.h"
+#include "support/usage_reading.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
@@ -16,29 +17,7 @@ std::string Exposition(AgentMetrics& metrics) {
   return prometheus::TextSerializer().Serialize(metrics.registry().Collect());
 }
 
-node::UsageReading Reading() {
-  node::UsageReading r;
-  node::DriverGpuUsage t4;
-  t4.index = 0;
-  t4.uuid = "GPU-t4";
-  t4.name = "Tesla T4";
-  t4.usage = {37U, 12000U, 15360U};
-  r.gpus.push_back(t4);
-  node::DriverGpuUsage a100;
-  a100.index = 1;
-  a100.uuid = "GPU-mig";
-  a100.name = "NVIDIA A100-SXM4-40GB";
-  a100.usage = {std::nullopt, 8000U, 40960U};
-  node::DriverMigUsage m;
-  m.mig_uuid = "MIG-1";
-  m.gpu_instance_id = 2;
-  m.profile = "3g.20gb";
-  m.placement = {4, 4};
-  m.usage = {std::nullopt, 8000U, 19968U};
-  a100.mig.push_back(m);
-  r.gpus.push_back(a100);
-  return r;
-}
+node::UsageReading Reading() { return testing::SampleUsageReading(std::nullopt); }
 
 TEST(AgentMetricsTest, ExportsUtilisationAndMemoryPerGpuAndMigDevice) {
   AgentMetrics metrics;
