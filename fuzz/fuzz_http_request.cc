@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -67,16 +68,30 @@ int ServerPort() {
   return port;
 }
 
+// A connection from 127.0.0.N, N taking turns over 250 addresses: the client closes first, so
+// each connection leaves a TIME_WAIT for a minute, and one source address has only ~28 000
+// ephemeral ports, fewer than a 20-second run makes connections (it failed with
+// EADDRNOTAVAIL). Every 127/8 address is loopback to the listener's gates, as 127.0.0.1 is.
 int Connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  static uint32_t next_source = 0;
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    std::abort();  // the listener stopped accepting: a failure worth a reproducer
+  for (int attempt = 0; attempt < 250; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    source.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + (next_source++ % 250));
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&source), sizeof source) == 0 &&
+        ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+      return fd;
+    }
+    const int error = errno;
+    ::close(fd);
+    if (error != EADDRNOTAVAIL && error != EADDRINUSE) break;  // not a lack of ports
   }
-  return fd;
+  std::abort();  // the listener stopped accepting: a failure worth a reproducer
 }
 
 // Reads until the server closes or `ms` pass without a byte.
