@@ -2,6 +2,7 @@
 // GPU search chooses on a copy of the node (core/sched/preemption.h; docs/preemption.md).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -20,8 +21,10 @@ namespace tessera::scheduler {
 namespace {
 
 // Per candidate node: the exhaustive search stops at sets of this many pods or this many fits
-// (each a single-node filter), and then takes kube-scheduler's reprieve pass.
-constexpr sched::PreemptionLimits kPreemptionLimits{4, 256};
+// (each a single-node filter), and then takes kube-scheduler's reprieve pass. The request as a
+// whole stops at ServiceOptions::preempt_fit_budget.
+constexpr int kMaxVictims = 4;
+constexpr int kMaxFitsPerNode = 256;
 
 // Victims per node a client may name: a node's pod limit is far below.
 constexpr size_t kMaxVictimsPerNode = 1000;
@@ -82,8 +85,13 @@ ExtenderVerbs::PreemptAnswer ExtenderVerbs::Preempt(std::string_view body) {
   for (const auto& [node, victims] : args->victims_by_node) names.push_back(node);
   ClusterView::PreemptionCopies copies = view_.CopyForPreemption(names);
   std::map<std::string, extender::MetaVictims> kept;
-  size_t chosen = 0, passed = 0, dropped = 0;
+  size_t chosen = 0, passed = 0, dropped = 0, over_budget = 0;
+  int fits_left = view_.options().preempt_fit_budget;
   for (size_t i = 0; i < names.size(); ++i) {
+    if (fits_left <= 0) {
+      ++over_budget;
+      continue;
+    }
     const extender::MetaVictims& theirs = args->victims_by_node.at(names[i]);
     std::map<std::string, std::string> uid_of_gpu_pod;
     for (const state::NodeState* n : copies.nodes[i].node_list()) {
@@ -91,9 +99,10 @@ ExtenderVerbs::PreemptAnswer ExtenderVerbs::Preempt(std::string_view body) {
         if (const state::PodReservation* r = copies.nodes[i].pod(key)) uid_of_gpu_pod[key] = r->uid;
       }
     }
-    const sched::NodeVictims found =
-        sched::FindVictims(std::move(copies.nodes[i]), pod, view_.options().policy, copies.budgets,
-                           copies.awaiting_bind, kPreemptionLimits);
+    const sched::NodeVictims found = sched::FindVictims(
+        std::move(copies.nodes[i]), pod, view_.options().policy, copies.budgets,
+        copies.awaiting_bind, {kMaxVictims, std::min(kMaxFitsPerNode, fits_left)});
+    fits_left -= found.evaluations;
     using Verdict = sched::NodeVictims::Verdict;
     switch (found.verdict) {
       case Verdict::kVictims:
@@ -117,11 +126,12 @@ ExtenderVerbs::PreemptAnswer ExtenderVerbs::Preempt(std::string_view body) {
   metrics.PreemptNodes("chosen", chosen);
   metrics.PreemptNodes("passed", passed);
   metrics.PreemptNodes("dropped", dropped);
+  metrics.PreemptNodes("over_budget", over_budget);
   metrics.PreemptDone("ok", SecondsSince(start));
   spdlog::info(
       "preempt {}: {} candidate nodes, victims chosen on {}, kube-scheduler's kept on {}, "
-      "{} dropped",
-      pod.Key(), names.size(), chosen, passed, dropped);
+      "{} dropped, {} left out past the request's fit budget",
+      pod.Key(), names.size(), chosen, passed, dropped, over_budget);
   answer.body = extender::EncodePreemptionResult(kept);
   return answer;
 }

@@ -59,7 +59,8 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                         .Name("tessera_preempt_nodes_total")
                         .Help(
                             "Candidate nodes of preempt calls by verdict: victims chosen by GPU "
-                            "need, kube-scheduler's victims passed on, or dropped")
+                            "need, kube-scheduler's victims passed on, dropped, or over_budget "
+                            "(left out past the request's fit budget)")
                         .Register(*registry_);
   decode_errors_ = &prometheus::BuildCounter()
                         .Name("tessera_decode_errors_total")

@@ -45,6 +45,11 @@ struct ServiceOptions {
   // retries a pod within tens of milliseconds of an event it sees (docs/performance.md), so a
   // pod not filtered half a second after the change is one it missed.
   std::chrono::milliseconds requeue_after{500};
+  // Single-node fits one /preempt request may spend over all its candidate nodes (each costs
+  // about 25 us): kube-scheduler sends up to max(100, 10% of the nodes) candidates, and each may
+  // take a few hundred fits. Nodes past it are dropped, never answered with kube-scheduler's
+  // GPU-blind victims.
+  int preempt_fit_budget = 8192;
   // The most waiting pods one requeue pass evaluates (each is a filter without reasons); passes
   // run four times a second.
   size_t requeue_batch = 8;

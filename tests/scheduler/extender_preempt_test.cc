@@ -71,6 +71,24 @@ TEST_F(PreemptTest, VictimsAreChosenByGpuNeedAndNodesWhereNothingWorksAreDropped
   EXPECT_NE(metrics.find(R"(tessera_preempt_nodes_total{verdict="dropped"} 1)"), std::string::npos);
 }
 
+// One request's search is bounded over all its nodes, not only per node: past the budget, nodes
+// are left out (never answered with kube-scheduler's GPU-blind victims).
+TEST_F(PreemptTest, NodesPastTheRequestsFitBudgetAreLeftOut) {
+  options.preempt_fit_budget = 1;  // n1's search spends it (and its reprieve pass more)
+  MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 8000)}), NodeWith("n2", {SharingGpu("GPU-2", 8000)})});
+  Running("ns/a", 1, "n1", "GPU-1", 8000);
+  Running("ns/b", 1, "n2", "GPU-2", 8000);
+  const model::Pod pod = PodBuilder("ns/p").Priority(100).Container(1, 4000, 10).Build();
+  Json out = Preempt(Body(pod, {{"n1", Victims({"uid-a"})}, {"n2", Victims({"uid-b"})}}));
+  EXPECT_EQ(out["n1"], Victims({"uid-a"}));
+  EXPECT_FALSE(out.contains("n2")) << out.dump();
+  const std::string metrics = service->view.metrics().Render({});
+  EXPECT_NE(metrics.find(R"(tessera_preempt_nodes_total{verdict="over_budget"} 1)"),
+            std::string::npos)
+      << metrics;
+}
+
 // kube-scheduler with PR #135486 sends a node its own plugins fit without eviction (GPU
 // resources are ignoredByScheduler) with no victims: tessera fills in the GPU victims, and leaves
 // a node where GPUs are not the problem empty, for another extender (omitting it would reject it).
