@@ -118,6 +118,22 @@ Status DecodeMetadata(const Json& j, const std::string& kind, std::string* name,
   return Status::Ok();
 }
 
+// The kind of the owner reference marked controller (at most one, as the API server enforces);
+// "" when none is.
+Status ReadControllerKind(const Json& object, const std::string& where, std::string* kind) {
+  const Json* meta = FindKey(object, "metadata");
+  const Json* owners = meta != nullptr ? FindKey(*meta, "ownerReferences") : nullptr;
+  if (owners == nullptr || owners->is_null()) return Status::Ok();
+  if (!owners->is_array()) return Error{where + ": expected a list"};
+  for (const Json& owner : *owners) {
+    if (!owner.is_object()) return Error{where + ": expected objects"};
+    const Json* controller = FindKey(owner, "controller");
+    if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) continue;
+    return ReadString(owner, "kind", where, kind);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<model::Pod> DecodePod(const Json& j) {
@@ -126,6 +142,11 @@ Result<model::Pod> DecodePod(const Json& j) {
   std::string uid;
   if (auto s = DecodeMetadata(j, "Pod", &pod.name, &pod.ns, &pod.uid, &pod.resource_version,
                               &pod.annotations, &pod.labels, &pod.deleting);
+      !s) {
+    return Error{s.message()};
+  }
+  if (auto s = ReadControllerKind(j, "Pod " + pod.Key() + ": metadata.ownerReferences",
+                                  &pod.controller_kind);
       !s) {
     return Error{s.message()};
   }
@@ -153,6 +174,9 @@ Result<model::Pod> DecodePod(const Json& j) {
   if (const Json* status = FindKey(j, "status"); status != nullptr && status->is_object()) {
     const std::string sw = "Pod " + pod.Key() + ": status";
     if (auto s = ReadString(*status, "phase", sw, &pod.phase); !s) return Error{s.message()};
+    if (auto s = ReadString(*status, "nominatedNodeName", sw, &pod.nominated_node); !s) {
+      return Error{s.message()};
+    }
     if (const Json* ics = FindKey(*status, "initContainerStatuses"); ics && ics->is_array()) {
       for (const auto& cs : *ics) {
         model::ContainerStatus st;

@@ -49,6 +49,12 @@ struct Pod {
   // spec.priority (the PriorityClass's value, set by admission); 0 when absent, as
   // kube-scheduler counts a pod without one. Preemption evicts only pods below the preemptor's.
   int32_t priority = 0;
+  // status.nominatedNodeName: where kube-scheduler's preemption made room for this pod, while
+  // its victims terminate ("" when none).
+  std::string nominated_node;
+  // The kind of the owner reference marked controller ("ReplicaSet", "StatefulSet", "Job", ...;
+  // "" when no controller owns the pod): whether something recreates the pod after an eviction.
+  std::string controller_kind;
 
   std::string Key() const { return ns + "/" + name; }
   const std::string* Annotation(const std::string& key) const {

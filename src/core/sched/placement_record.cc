@@ -47,6 +47,7 @@ void RecordPlacement(const model::Pod& pod, const PodRequest& request, int64_t c
       std::move(mig), cpu_milli};
   decision->reservation.priority = pod.priority;
   decision->reservation.labels = pod.labels;
+  decision->reservation.controller_kind = pod.controller_kind;
 }
 
 }  // namespace tessera::sched

@@ -659,6 +659,7 @@ Result<std::optional<PodReservation>> ClusterState::ReservationFromAnnotations(
   r.cpu_milli = model::PodCpuRequestMilli(pod);
   r.priority = pod.priority;
   r.labels = pod.labels;
+  r.controller_kind = pod.controller_kind;
   auto hold = [&](const std::string& annotation, const std::string& text,
                   const std::string& message) {
     for (auto& uuid : codec::GpuUuidsIn(text)) r.held_gpus.push_back(std::move(uuid));

@@ -67,6 +67,8 @@ struct PodReservation {
   // and its labels (PodDisruptionBudgets select by them).
   int32_t priority = 0;
   std::map<std::string, std::string> labels{};
+  // The kind of the pod's controlling owner ("" when none): who recreates it if it is evicted.
+  std::string controller_kind{};
 };
 
 // One GPU as the filter reads it first (NodeState::gpu_summaries): for a MIG GPU what the MIG

@@ -75,6 +75,34 @@ TEST(DecodePodTest, ReadsThePriority) {
       DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"priority": "high"}})")).ok());
 }
 
+// status.nominatedNodeName: where kube-scheduler's preemption made room for the pod.
+TEST(DecodePodTest, ReadsTheNominatedNode) {
+  auto pod = DecodePod(Parse(
+      R"({"metadata": {"name": "p"}, "status": {"phase": "Pending", "nominatedNodeName": "n1"}})"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  EXPECT_EQ(pod->nominated_node, "n1");
+  EXPECT_EQ(DecodePod(Parse(R"({"metadata": {"name": "p"}})")).value().nominated_node, "");
+  auto bad = DecodePod(Parse(R"({"metadata": {"name": "p"}, "status": {"nominatedNodeName": 3}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, ::testing::HasSubstr("nominatedNodeName"));
+}
+
+// The controlling owner's kind: only the reference marked controller counts.
+TEST(DecodePodTest, ReadsTheControllingOwnersKind) {
+  auto pod = DecodePod(Parse(R"({"metadata": {"name": "p", "ownerReferences": [
+      {"kind": "Node", "name": "n"},
+      {"kind": "ReplicaSet", "name": "rs", "controller": true}]}})"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  EXPECT_EQ(pod->controller_kind, "ReplicaSet");
+  auto unowned = DecodePod(Parse(
+      R"({"metadata": {"name": "p", "ownerReferences": [{"kind": "Job", "controller": false}]}})"));
+  ASSERT_TRUE(unowned.ok()) << unowned.error().message;
+  EXPECT_EQ(unowned->controller_kind, "");
+  auto bad = DecodePod(Parse(R"({"metadata": {"name": "p", "ownerReferences": {"kind": "Job"}}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, ::testing::HasSubstr("Pod default/p: metadata.ownerReferences"));
+}
+
 TEST(DecodePodDisruptionBudgetTest, ReadsTheSelectorAndTheAllowance) {
   auto b = DecodePodDisruptionBudget(Parse(R"({
     "metadata": {"name": "db", "namespace": "data"},
