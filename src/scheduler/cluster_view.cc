@@ -139,7 +139,7 @@ void ClusterView::ReleaseReservation(const std::string& key, uint64_t serial) {
   if (reservations_.Undo(key, serial)) {
     filter_answers_.Forget(key);  // the placement it offered is gone: filter again
     metrics_.SetPending(reservations_.awaiting_bind());
-    refused_.ViewChanged();
+    DevicesFreedLocked("");
   }
 }
 
@@ -188,7 +188,7 @@ std::vector<state::ReservationCache::Expired> ClusterView::ExpireReservations() 
   }
   std::vector<state::ReservationCache::Expired> expired = reservations_.Expire(clocks_.steady());
   metrics_.SetPending(reservations_.awaiting_bind());
-  if (!expired.empty()) refused_.ViewChanged();  // only this process knows of these
+  for (const auto& e : expired) DevicesFreedLocked(e.node);  // only this process knows of these
   return expired;
 }
 

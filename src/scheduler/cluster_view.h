@@ -181,6 +181,8 @@ class ClusterView {
                           const std::vector<std::string>* candidates);
   std::map<std::string, size_t> ClientKeyedEntriesLocked() const;
   void ApplyPodLocked(const model::Pod& pod);
+  // ApplyPodLocked's devices and views; returns the node the pod freed devices on, if it did.
+  std::optional<std::string> ObservePodLocked(const model::Pod& pod);
   void ForgetPodLocked(const std::string& key);
   // What the view keeps about a pod besides its devices (the waiting list, reported problems),
   // dropped when the pod is gone. `held_uid`: the uid its devices were held under.
@@ -190,6 +192,29 @@ class ClusterView {
   // Why the node may not take pods whatever its annotations say (not selected, not live); empty
   // when it may.
   std::string BlockReasonLocked(const std::string& node) const;
+
+  // ---- pods nominated after preemption (cluster_view_nominations.cc) ------------------------
+  // kube-scheduler nominates a preemptor to the node whose victims it deleted, and filters it
+  // again once they are gone; any pod filtered in between would take the room they freed. So
+  // the room is held for the nominated pod, as a reservation like its filter's, from the moment
+  // it fits there: its own filter takes the reservation over, and one that no filter or bind
+  // claims expires after reservation_timeout. Once per nomination (uid and node), so a hold
+  // never outlives its timeout by being made again.
+  struct Nomination {
+    std::string uid;
+    std::string node;
+    int32_t priority = 0;
+    uint64_t hold = 0;   // the held reservation's serial (0: none made)
+    bool spent = false;  // held once, or no hold can help (not a GPU pod, malformed)
+  };
+  // The feed showed `pod`: its nomination is recorded, changed or dropped.
+  void NoteNominationLocked(const model::Pod& pod);
+  // The nomination of `key` ends; a hold its own filter has not taken over is released.
+  void DropNominationLocked(const std::string& key);
+  // Devices were freed on `node` ("": anywhere): nominated pods there that fit now get them.
+  void HoldForNominatedLocked(const std::string& node);
+  // Devices were freed: what waits for them may fit now.
+  void DevicesFreedLocked(const std::string& node);
 
   config::SchedulerConfig config_;
   ServiceOptions options_;
@@ -220,6 +245,9 @@ class ClusterView {
   std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
   std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin
   std::set<std::string> reported_problems_;  // "<uid>/<problem>": unreadable annotations, once
+  // Unbound pods with status.nominatedNodeName, by key (the feed's pods only).
+  std::map<std::string, Nomination> nominations_;
+  bool holds_deferred_ = false;  // a relist is being applied (ReplacePods)
   bool synced_ = false;
   bool leader_ = true;
 };

@@ -281,6 +281,9 @@ void ClusterView::ReplacePods(const std::vector<Json>& pods) {
   std::vector<model::Pod> decoded = DecodeAll(pods, "pod", codec::DecodePod, metrics_);
   std::lock_guard lock(mu_);
   std::set<std::string> present;
+  // No room is held for a nominated pod before every pod of the list holds its own: the victims
+  // may come later in it.
+  holds_deferred_ = true;
   for (const auto& p : decoded) {
     present.insert(p.Key());
     ApplyPodLocked(p);
@@ -296,14 +299,17 @@ void ClusterView::ReplacePods(const std::vector<Json>& pods) {
   });
   std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
   std::erase_if(waiting_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
+  std::erase_if(nominations_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
   refused_.KeepOnly(waiting_);
+  holds_deferred_ = false;
+  HoldForNominatedLocked("");
 }
 
 void ClusterView::ForgetPodLocked(const std::string& key) {
   std::optional<state::PodReservation> gone = reservations_.Forget(key);
-  if (gone) refused_.ViewChanged();
   ForgetPodViewsLocked(key, gone ? gone->uid : "");
   metrics_.SetPending(reservations_.awaiting_bind());
+  if (gone) DevicesFreedLocked(gone->node);
 }
 
 void ClusterView::ForgetPodViewsLocked(const std::string& key, const std::string& held_uid) {
@@ -316,20 +322,33 @@ void ClusterView::ForgetPodViewsLocked(const std::string& key, const std::string
   refused_.Forget(key);
   filter_only_.Forget(key);
   filter_answers_.Forget(key);
+  nominations_.erase(key);  // what it held went with it
 }
 
 void ClusterView::ApplyPodLocked(const model::Pod& pod) {
+  const std::optional<std::string> freed_on = ObservePodLocked(pod);
+  NoteNominationLocked(pod);
+  if (freed_on) DevicesFreedLocked(*freed_on);
+}
+
+std::optional<std::string> ClusterView::ObservePodLocked(const model::Pod& pod) {
   using Adoption = state::ReservationCache::Adoption;
   const std::string key = pod.Key();
-  const bool held = state_.pod(key) != nullptr;
+  const state::PodReservation* before = state_.pod(key);
+  const std::string held_on = before != nullptr ? before->node : "";
   state::ReservationCache::Observed seen = reservations_.Observe(pod, clocks_.steady());
   metrics_.SetPending(reservations_.awaiting_bind());
   // A pod that finished, was replaced or gave its devices back freed them.
-  if (seen.forgotten || (held && state_.pod(key) == nullptr)) refused_.ViewChanged();
+  std::optional<std::string> freed_on;
+  if (seen.forgotten) {
+    freed_on = seen.forgotten->node;
+  } else if (!held_on.empty() && state_.pod(key) == nullptr) {
+    freed_on = held_on;
+  }
   if (seen.forgotten || seen.adoption == Adoption::kGone) {
     ForgetPodViewsLocked(key, seen.forgotten ? seen.forgotten->uid : "");
   }
-  if (seen.adoption == Adoption::kGone) return;
+  if (seen.adoption == Adoption::kGone) return freed_on;
   filter_only_.Forget(key);  // the feed shows it: kept until the feed deletes it
   if (!pod.uid.empty()) filter_answers_.ForgetOtherUid(key, pod.uid);
   if (pod.node_name.empty()) {
@@ -349,7 +368,7 @@ void ClusterView::ApplyPodLocked(const model::Pod& pod) {
   if (seen.adoption == Adoption::kUnreadable) {
     metrics_.DecodeError("pod");
     spdlog::warn("pod {}: {}", key, seen.error);
-    return;
+    return freed_on;
   }
   if (!seen.problem.empty() && reported_problems_.insert(pod.uid + "/" + seen.problem).second) {
     // Once per pod and problem: the GPUs it names stay unusable until it goes away.
@@ -367,6 +386,7 @@ void ClusterView::ApplyPodLocked(const model::Pod& pod) {
     spdlog::warn("pod {} is bound to {} but its placement names {}; trusting the placement", key,
                  pod.node_name, seen.placed_node);
   }
+  return freed_on;
 }
 
 }  // namespace tessera::scheduler

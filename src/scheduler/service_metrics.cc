@@ -82,6 +82,13 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                        "their last filter and kube-scheduler would not ask on its own")
                    .Register(*registry_)
                    .Add({});
+  nominated_held_ = &prometheus::BuildCounter()
+                         .Name("tessera_nominated_pod_holds_total")
+                         .Help(
+                             "Devices held for a pod kube-scheduler nominated after preemption, "
+                             "from when its victims were gone until its own filter")
+                         .Register(*registry_)
+                         .Add({});
   pending_ = &prometheus::BuildGauge()
                   .Name("tessera_pending_reservations")
                   .Help("Reservations made by filter and not yet bound")
@@ -119,6 +126,8 @@ void ServiceMetrics::DecodeError(const std::string& kind) {
 void ServiceMetrics::ReservationsExpired(size_t n) { expired_->Increment(static_cast<double>(n)); }
 
 void ServiceMetrics::Requeued(size_t n) { requeued_->Increment(static_cast<double>(n)); }
+
+void ServiceMetrics::NominatedPodHeld() { nominated_held_->Increment(); }
 
 void ServiceMetrics::SetPending(size_t n) { pending_->Set(static_cast<double>(n)); }
 

@@ -34,6 +34,8 @@ class ServiceMetrics {
   void DecodeError(const std::string& kind);
   void ReservationsExpired(size_t n);
   void Requeued(size_t n);
+  // Room freed by preemption held for the nominated pod (ClusterView::Nomination).
+  void NominatedPodHeld();
   void SetPending(size_t n);
   // A filter that placed the pod nowhere: once per reason word among the nodes' reasons.
   void Unschedulable(const std::set<std::string>& reasons);
@@ -56,6 +58,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>* unschedulable_;
   prometheus::Counter* expired_;
   prometheus::Counter* requeued_;
+  prometheus::Counter* nominated_held_;
   prometheus::Gauge* pending_;
 };
 
