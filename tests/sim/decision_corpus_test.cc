@@ -23,6 +23,7 @@
 #include "adapters/threads/thread_pool.h"
 #include "core/mig/catalog.h"
 #include "core/model/annotations.h"
+#include "core/sched/preemption.h"
 #include "sim/golden_hashes.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -337,6 +338,79 @@ TEST(DecisionCorpusTest, DefinedPoliciesThatRestateTheBuiltInsDecideAlike) {
   }
   EXPECT_EQ(differ, 0);
   EXPECT_GT(restated_annotations, 0);  // pods did name policies
+}
+
+// The victims preemption chooses, pinned like the decisions: in each scenario's final state,
+// every pod left pending asks for room on every node at priority 10, against running pods given
+// priorities 0, 5 or 10 and a tier label by a hash of their names, with one
+// PodDisruptionBudget per namespace over tier "a". Each node's verdict, victims, cost and whether
+// the search was exhaustive is hashed per scenario (tests/sim/data/preemption_corpus.txt).
+std::string PreemptionOutcomes(int index, std::map<std::string, int>* verdicts) {
+  Scenario scenario = RandomScenario(index);
+  const sched::PolicyDefaults policy = scenario.policy;
+  Simulator sim(std::move(scenario));
+  sim.RunAll();
+  const std::vector<model::DisruptionBudget> budgets = {
+      {.ns = "default", .match_labels = {{"tier", "a"}}, .disruptions_allowed = index % 2},
+      {.ns = "team", .match_labels = {{"tier", "a"}}, .disruptions_allowed = 0}};
+  // Small limits, so that the corpus also pins the reprieve pass.
+  const sched::PreemptionLimits limits{.max_victims = 3, .max_evaluations = 200};
+  std::string out;
+  for (const model::Pod& pending : sim.pending()) {
+    model::Pod pod = pending;
+    pod.priority = 10;
+    for (const state::NodeState* node : sim.state().node_list()) {
+      state::ClusterState copy = sim.state().Subset({node->name});
+      for (const std::string& key : node->pods) {
+        std::optional<state::PodReservation> r = copy.RemovePod(key);
+        if (!r) continue;
+        const uint64_t h = Fnv1a(key);
+        r->uid = "uid-" + key;
+        r->priority = static_cast<int32_t>(h % 3) * 5;
+        r->labels = {{"tier", (h >> 8) % 2 == 0 ? "a" : "b"}};
+        copy.AddPod(std::move(*r));
+      }
+      const sched::NodeVictims v =
+          sched::FindVictims(std::move(copy), pod, policy, budgets, {}, limits);
+      ++(*verdicts)[std::to_string(static_cast<int>(v.verdict))];
+      out += pod.Key() + " " + node->name + " " + std::to_string(static_cast<int>(v.verdict));
+      if (v.victims) {
+        for (const std::string& victim : v.victims->pods) out += " " + victim;
+        const sched::VictimSetCost& c = v.victims->cost;
+        out += " pdb=" + std::to_string(c.pdb_violations) +
+               " top=" + std::to_string(c.highest_priority) +
+               " sum=" + std::to_string(c.priority_sum) + " mem=" + std::to_string(c.freed_mem);
+      }
+      out += std::string(v.exhaustive ? " exhaustive" : " reprieve") +
+             " evaluations=" + std::to_string(v.evaluations) + "\n";
+    }
+  }
+  return out;
+}
+
+TEST(DecisionCorpusTest, EveryRecordedPreemptionIsUnchanged) {
+  std::map<std::string, uint64_t> hashes;
+  std::map<std::string, int> verdicts;
+  int reprieved = 0;
+  for (int i = 0; i < kScenarios; ++i) {
+    const std::string out = PreemptionOutcomes(i, &verdicts);
+    for (size_t pos = out.find(" reprieve "); pos != std::string::npos;
+         pos = out.find(" reprieve ", pos + 1)) {
+      ++reprieved;
+    }
+    hashes["scenario-" + std::to_string(i)] = Fnv1a(out);
+  }
+  // The corpus must reach victims found, no set and the reprieve pass, or it pins little of the
+  // search (a pod left pending fits no node as it is, so kFitsNow does not arise).
+  using Verdict = sched::NodeVictims::Verdict;
+  EXPECT_GT(verdicts[std::to_string(static_cast<int>(Verdict::kVictims))], kScenarios);
+  EXPECT_GT(verdicts[std::to_string(static_cast<int>(Verdict::kNoSet))], kScenarios);
+  EXPECT_GT(reprieved, 10);
+  std::string header = "preemption outcomes per scenario (tests/sim/decision_corpus_test.cc):";
+  for (const auto& [verdict, n] : verdicts)
+    header += " verdict " + verdict + " x" + std::to_string(n);
+  header += ", reprieve x" + std::to_string(reprieved);
+  testing::ExpectGoldenHashes("preemption_corpus.txt", hashes, header);
 }
 
 // The parallel filter splits the nodes among threads, each with its own cycle state and
