@@ -7,6 +7,7 @@
 
 #include "adapters/logging/log_setup.h"
 #include "app/agent_command.h"
+#include "app/defrag_command.h"
 #include "app/demo_command.h"
 #include "app/explain_command.h"
 #include "app/migrate_values_command.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   tessera::app::AddModelsCommand(app);
   tessera::app::AddPluginsCommand(app);
   tessera::app::AddExplainCommand(app);
+  tessera::app::AddDefragCommand(app);
   tessera::app::AddReplayCommand(app);
   tessera::app::AddMigrateValuesCommand(app);
   tessera::app::AddServeCommand(app);

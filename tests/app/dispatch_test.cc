@@ -18,8 +18,8 @@ TEST(Dispatch, HelpListsEveryCommandInOrder) {
   ASSERT_EQ(RunTessera("--help", "", &help), 0) << help;
   size_t at = help.find("Subcommands:");
   ASSERT_NE(at, std::string::npos) << help;
-  for (const std::string command : {"demo", "simulate", "models", "plugins", "explain", "replay",
-                                    "migrate-values", "serve", "agent"}) {
+  for (const std::string command : {"demo", "simulate", "models", "plugins", "explain", "defrag",
+                                    "replay", "migrate-values", "serve", "agent"}) {
     SCOPED_TRACE(command);
     const size_t found = help.find("\n  " + command + " ", at);
     ASSERT_NE(found, std::string::npos) << help;

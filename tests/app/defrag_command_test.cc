@@ -1,0 +1,136 @@
+// `tessera defrag`: the real program against scenario files.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "app/serve_process.h"
+#include "core/codec/json_util.h"
+
+namespace tessera::app {
+namespace {
+
+namespace fs = std::filesystem;
+using codec::Json;
+
+int RunDefrag(const std::string& args, std::string* output) {
+  return tessera::testing::RunTessera("defrag", args, output);
+}
+
+std::string MigExample() { return std::string(TESSERA_SOURCE_DIR) + "/examples/defrag-mig.yaml"; }
+
+// Nothing pending: two shared GPUs, default/x (a Job's) on node-a with 8000 MiB free, the
+// unmovable default/v on node-b with 10000 free, and a 12000 MiB request seen (it ran and
+// ended). Moving default/x to node-b leaves node-a a whole GPU free.
+constexpr const char* kSharingScenario = R"(
+nodes:
+  - name: node-a
+    gpus: [{ model: "Tesla T4", memoryMiB: 16000, uuid: GPU-a }]
+  - name: node-b
+    gpus: [{ model: "Tesla T4", memoryMiB: 16000, uuid: GPU-b }]
+steps:
+  - create:
+      metadata: { name: big, annotations: { nvidia.com/use-gpuuuid: GPU-b } }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 12000 } } }] }
+  - create:
+      metadata:
+        name: x
+        ownerReferences: [{ apiVersion: batch/v1, kind: Job, name: x, uid: job-1, controller: true }]
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 8000 } } }] }
+  - delete: default/big
+  - create:
+      metadata: { name: v, annotations: { nvidia.com/use-gpuuuid: GPU-b } }
+      spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 6000 } } }] }
+)";
+class DefragCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessera-defrag-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "sharing.yaml") << kSharingScenario;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(DefragCommandTest, TextSaysWhatMovesWhereAndWhy) {
+  std::string out;
+  ASSERT_EQ(RunDefrag("--cluster " + MigExample(), &out), 0) << out;
+  EXPECT_NE(out.find("dry run, nothing is evicted"), std::string::npos) << out;
+  // worker-0 on node-a is labelled no-defrag: the worker on node-b's slice 0 moves instead.
+  EXPECT_NE(out.find("1. evict default/worker-7 from node node-b: frees GPU-b 1g.24gb@0+3"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("placed again on node node-a: GPU-a 1g.24gb@6+3"), std::string::npos) << out;
+  EXPECT_NE(out.find("makes room for default/trainer"), std::string::npos) << out;
+  EXPECT_NE(out.find("admitted: default/trainer on node node-b (GPU-b 2g.48gb@0+6)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("default/worker-0: labelled tessera.io/no-defrag"), std::string::npos) << out;
+}
+
+TEST_F(DefragCommandTest, JsonForTools) {
+  std::string out;
+  ASSERT_EQ(RunDefrag("--cluster " + MigExample() + " -o json", &out), 0) << out;
+  const Json plan = Json::parse(out);
+  EXPECT_EQ(plan["dryRun"], true);
+  EXPECT_EQ(plan["mode"], "admit-pending");
+  ASSERT_EQ(plan["steps"].size(), 1U) << out;
+  const Json& step = plan["steps"][0];
+  EXPECT_EQ(step["pod"], "default/worker-7");
+  EXPECT_EQ(step["node"], "node-b");
+  EXPECT_EQ(step["frees"][0]["profile"], "1g.24gb");
+  EXPECT_EQ(step["frees"][0]["start"], 0);
+  EXPECT_EQ(step["replacedNode"], "node-a");
+  EXPECT_EQ(step["replacedOn"][0]["uuid"], "GPU-a");
+  EXPECT_EQ(step["admits"], "default/trainer");
+  EXPECT_EQ(plan["admitted"][0]["evicted"], Json::array({"default/worker-7"}));
+  EXPECT_EQ(plan["limits"]["maxEvictions"], 4);
+}
+
+TEST_F(DefragCommandTest, MaxEvictionsZeroPlansNothing) {
+  std::string out;
+  ASSERT_EQ(RunDefrag("--cluster " + MigExample() + " --max-evictions 0 -o json", &out), 0) << out;
+  const Json plan = Json::parse(out);
+  EXPECT_EQ(plan["mode"], "nothing");
+  EXPECT_TRUE(plan["steps"].empty());
+  EXPECT_NE(plan["whyEmpty"].get<std::string>().find("max evictions 0"), std::string::npos) << out;
+  EXPECT_EQ(plan["notAdmitted"]["default/trainer"], "the plan's evictions are spent");
+}
+
+TEST_F(DefragCommandTest, NothingPendingRaisesPlaceabilityAboveTheMinimum) {
+  const std::string cluster = "--cluster " + (dir_ / "sharing.yaml").string();
+  std::string out;
+  ASSERT_EQ(RunDefrag(cluster + " -o json", &out), 0) << out;
+  const Json plan = Json::parse(out);
+  EXPECT_EQ(plan["mode"], "raise-placeability") << out;
+  ASSERT_EQ(plan["steps"].size(), 1U) << out;
+  EXPECT_EQ(plan["steps"][0]["pod"], "default/x");
+  EXPECT_EQ(plan["steps"][0]["replacedNode"], "node-b");
+  EXPECT_GE(plan["steps"][0]["fragmentationDropGpus"].get<double>(), 0.1);
+  // default/v has no controller: it never moves.
+  EXPECT_EQ(plan["unmovable"]["default/v"], "no controller recreates it");
+  std::string stricter;
+  ASSERT_EQ(RunDefrag(cluster + " --min-fragmentation-drop 5 -o json", &stricter), 0) << stricter;
+  EXPECT_EQ(Json::parse(stricter)["mode"], "nothing") << stricter;
+}
+
+TEST_F(DefragCommandTest, BadFlagsAreRefused) {
+  std::string zero_gain;
+  EXPECT_EQ(RunDefrag("--cluster " + MigExample() + " --min-gain 0", &zero_gain), 2) << zero_gain;
+  EXPECT_NE(zero_gain.find("--min-gain"), std::string::npos) << zero_gain;
+  std::string no_cluster;
+  EXPECT_NE(RunDefrag("", &no_cluster), 0) << no_cluster;
+  EXPECT_NE(no_cluster.find("--cluster"), std::string::npos) << no_cluster;
+  std::string missing;
+  EXPECT_EQ(RunDefrag("--cluster /nonexistent/scenario.yaml", &missing), 1) << missing;
+  EXPECT_NE(missing.find("tessera defrag: /nonexistent/scenario.yaml"), std::string::npos)
+      << missing;
+}
+
+}  // namespace
+}  // namespace tessera::app
