@@ -1045,8 +1045,9 @@ def s_bulk(env: Env, ns: str, group: str):
         f"max tasks {max(u.tasks for u in use.values())}")
 
 
-@scenario("d", "kill -9 tessera while 120 pods are being scheduled, restart: all bound, "
-               "nothing over-committed, bound pods keep their assignment", 220)
+@scenario("d", "kill -9 tessera three times while 120 pods are being scheduled (placement "
+               "written in bind, the default), restart each time: all bound, nothing "
+               "over-committed, bound pods keep their assignment", 240)
 def s_crash(env: Env, ns: str, group: str):
     main = env.require_main()
     sharing_fleet(env, group, 10, 2)
@@ -1064,22 +1065,39 @@ def s_crash(env: Env, ns: str, group: str):
     t = threading.Thread(target=creator, daemon=True)
     t.start()
 
-    def some_bound():
-        bound = [p for p in env.kube.pods(ns) if p["spec"].get("nodeName")]
-        return bound if len(bound) >= 25 else None
-    before = wait_until(some_bound, 60, 0.2, "25 pods bound before the crash")
-    main.kill()
-    say(f"killed tessera (kill -9) with {len(before)} pods bound")
-    snapshot = {p["metadata"]["name"]: (p["spec"]["nodeName"],
-                                        p["metadata"]["annotations"].get(gpu.ALLOCATED))
-                for p in env.kube.pods(ns) if p["spec"].get("nodeName")}
-    time.sleep(2)
-    main.start()
-    main.wait_ready(60)
-    say(f"tessera restarted and ready; {len(snapshot)} pods were bound at the kill")
+    # Seeded moments: after that many pods are bound, and a fraction of a second more, so the
+    # kills land between some pod's filter and its bind.
+    rnd = random.Random(20261206)
+    moments = sorted(rnd.sample(range(10, 90), 3))
+    snapshot: dict = {}
+    placed_at_bind = 0
+    for threshold in moments:
+        def some_bound():
+            bound = [p for p in env.kube.pods(ns) if p["spec"].get("nodeName")]
+            return bound if len(bound) >= threshold else None
+        before = wait_until(some_bound, 90, 0.05, f"{threshold} pods bound before the kill")
+        time.sleep(rnd.uniform(0.0, 0.25))
+        _, metrics = main.get_text("/metrics")
+        for ln in metrics.splitlines():
+            if ln.startswith("tessera_binds_placed_at_bind_total "):
+                placed_at_bind += int(float(ln.split()[1]))
+        main.kill()
+        say(f"killed tessera (kill -9) with {len(before)}+ pods bound")
+        snapshot.update({p["metadata"]["name"]: (p["spec"]["nodeName"],
+                                                 p["metadata"]["annotations"].get(gpu.ALLOCATED))
+                         for p in env.kube.pods(ns) if p["spec"].get("nodeName")})
+        time.sleep(1)
+        main.start()
+        main.wait_ready(60)
+        say(f"tessera restarted and ready; {len(snapshot)} pods were bound at the kill")
     t.join(60)
     check(not errors, f"pod creation failed: {errors}")
     bound = env.wait_bound(ns, names, 150)
+    _, metrics = main.get_text("/metrics")
+    for ln in metrics.splitlines():
+        if ln.startswith("tessera_binds_placed_at_bind_total "):
+            placed_at_bind += int(float(ln.split()[1]))
+    say(f"binds that placed their pod themselves after a restart: {placed_at_bind}")
     problems, _ = gpu.check_assignments(list(bound.values()), env.node_gpus(group))
     for name, (node, alloc) in snapshot.items():
         p = bound[name]
@@ -1087,6 +1105,80 @@ def s_crash(env: Env, ns: str, group: str):
         if now != (node, alloc):
             problems.append(f"{name}: assignment changed after restart: {(node, alloc)} -> {now}")
     check(not problems, f"{len(problems)} problems: " + "; ".join(problems[:10]))
+
+
+@scenario("y", "a restart between filter and bind (placement written in bind): the bind places "
+               "the pod on its node itself where it still fits (written with bind-phase, counted "
+               "in tessera_binds_placed_at_bind_total) and is refused where another pod took the "
+               "room since; nothing over-committed", 90)
+def s_bind_after_restart(env: Env, ns: str, group: str):
+    main = env.require_main()
+    node = f"{group}-n1"
+    env.cluster.create_node(node, [gpu.sharing_gpu(f"GPU-{group}-0", 0, devmem=24576)], group)
+    # kube-scheduler never filters these pods (no node has their label), so the harness plays its
+    # part: /filter, then the bind it would send, with tessera killed in between.
+    def pod(name: str) -> dict:
+        p = gpu_pod(ns, name, {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 12000}, group=None)
+        p["spec"]["nodeSelector"] = {"tessera-e2e/group": f"{group}-nowhere"}
+        return env.kube.create_pod(p)
+
+    def filter_(p: dict) -> list:
+        status, ans = main.post("/filter", {"Pod": p, "NodeNames": [node]})
+        check(status == 200 and isinstance(ans, dict), f"/filter: HTTP {status} {ans}")
+        return ans.get("NodeNames") or []
+
+    def bind(p: dict) -> str:
+        md = p["metadata"]
+        status, ans = main.post("/bind", {"PodName": md["name"], "PodNamespace": ns,
+                                          "PodUID": md["uid"], "Node": node})
+        check(status == 200 and isinstance(ans, dict), f"/bind: HTTP {status} {ans}")
+        return ans.get("Error") or ""
+
+    def restart():
+        main.kill()
+        time.sleep(0.5)
+        main.start()
+        main.wait_ready(60)
+
+    def placed_at_bind() -> int:
+        _, metrics = main.get_text("/metrics")
+        for ln in metrics.splitlines():
+            if ln.startswith("tessera_binds_placed_at_bind_total "):
+                return int(float(ln.split()[1]))
+        return -1
+
+    first = pod("first")
+    time.sleep(1)  # tessera's pod informer
+    check(filter_(first) == [node], "first was not offered the node")
+    restart()
+    err = bind(first)
+    check(err == "", f"the bind after the restart was refused: {err}")
+    p = env.kube.pod(ns, "first")
+    ann = p["metadata"].get("annotations") or {}
+    check(p["spec"].get("nodeName") == node, f"first is not bound to {node}: {p['spec']}")
+    check(ann.get(gpu.ALLOCATED, "").startswith(f"GPU-{group}-0,NVIDIA,12000,"),
+          f"first's placement was not written: {ann.get(gpu.ALLOCATED)!r}")
+    check(ann.get(gpu.BIND_PHASE) == "allocating", f"bind-phase {ann.get(gpu.BIND_PHASE)!r}")
+    check(placed_at_bind() == 1, "tessera_binds_placed_at_bind_total should be 1")
+    say(f"first: filtered, tessera killed and restarted, bound by the bind: {ann[gpu.ALLOCATED]}")
+
+    second, third = pod("second"), pod("third")
+    time.sleep(1)
+    check(filter_(second) == [node], "second was not offered the node")
+    restart()
+    # second's reservation died with the process: third's filter takes the room it had.
+    check(filter_(third) == [node], "third was not offered the node after the restart")
+    err = bind(second)
+    check("no longer fits on node" in err,
+          f"second's bind should be refused for want of room (third holds it): {err!r}")
+    say(f"second's bind after the restart, its room taken by third: {err}")
+    check(bind(third) == "", "third's bind was refused")
+    time.sleep(1)
+    bound = [q for q in env.kube.pods(ns) if q["spec"].get("nodeName")]
+    names = sorted(q["metadata"]["name"] for q in bound)
+    check(names == ["first", "third"], f"bound: {names}")
+    problems, _ = gpu.check_assignments(bound, env.node_gpus(group))
+    check(not problems, "; ".join(problems))
 
 
 @scenario("e", "kube-apiserver restart (+ etcd compaction): tessera recovers its watches", 180)

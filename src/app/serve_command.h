@@ -36,7 +36,7 @@ struct ServeOptions {
   bool mig_allow_larger_profile = false;
   bool force_overwrite_default_scheduler = true;
   std::string node_lock = "none";           // none | hami
-  std::string write_placement = "filter";   // filter | bind
+  std::string write_placement = "bind";     // bind | filter
   std::string reservation_timeout = "60s";  // Go-style duration: 90s, 2m, 1m30s, or seconds
   int filter_threads = 1;                   // threads one filter decision's nodes are evaluated on
   bool leader_elect = false;

@@ -200,7 +200,8 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
       ->capture_default_str();
   serve
       .add_option("--write-placement", so.write_placement,
-                  "When placement annotations are written: filter (as HAMi) or bind (faster)")
+                  "When placement annotations are written: bind (with bind-phase, one patch; the "
+                  "fast path) or filter (as HAMi)")
       ->capture_default_str();
   serve
       .add_option("--node-label-selector", so.node_label_selector,

@@ -150,11 +150,55 @@ ClusterView::BindStart ClusterView::StartBind(const std::string& key, const std:
   BindStart start;
   std::lock_guard lock(mu_);
   start.answer = filter_answers_.ForBind(key, uid, node);
+  if (start.answer.verdict == FilterAnswers::Verdict::kNoAnswer) {
+    switch (PlaceForBindLocked(key, uid, node)) {
+      case BindPlacement::kPlaced:
+        start.answer.verdict = FilterAnswers::Verdict::kOffered;
+        start.placed_here = true;
+        break;
+      case BindPlacement::kDoesNotFit:
+        start.does_not_fit_here = true;
+        break;
+      case BindPlacement::kNotOurs:
+        break;
+    }
+  }
   // Nothing starts for a bind the pod's last filter did not offer, or for a pod bound already.
   if (start.answer.verdict == FilterAnswers::Verdict::kOffered) {
     start.ticket = reservations_.BeginBind(key, node);
   }
   return start;
+}
+
+ClusterView::BindPlacement ClusterView::PlaceForBindLocked(const std::string& key,
+                                                           const std::string& uid,
+                                                           const std::string& node) {
+  auto pod = unbound_.find(key);
+  // Only a pod the feed shows, as it is now, and one this scheduler schedules (its
+  // schedulerName): a bind for any other pod, which kube-scheduler never sends, stays refused.
+  if (pod == unbound_.end() || pod->second.uid != uid || uid.empty() ||
+      filter_only_.Contains(key) || options_.webhook.scheduler_name.empty() ||
+      pod->second.scheduler_name != options_.webhook.scheduler_name) {
+    return BindPlacement::kNotOurs;
+  }
+  auto admitted = sched::ApplyAdmissionDefaults(pod->second, config_.nvidia);
+  if (!admitted.ok()) return BindPlacement::kNotOurs;  // its filter says why
+  const std::vector<std::string> only{node};
+  if (!scheduler_.WouldPlace(admitted->pod, &only)) return BindPlacement::kDoesNotFit;
+  sched::Decision decision = scheduler_.Schedule(admitted->pod, &only, clocks_.unix_seconds());
+  waiting_.erase(key);
+  refused_.Forget(key);
+  RecordAnswerLocked(pod->second, decision, &only);
+  if (decision.passthrough()) {
+    reservations_.AssumePassthrough(key);
+    return BindPlacement::kPlaced;
+  }
+  if (!decision.scheduled()) return BindPlacement::kDoesNotFit;
+  // Whatever --write-placement says, no filter wrote this placement: the bind writes it.
+  reservations_.Assume(pod->second, decision.node, clocks_.steady(),
+                       PlacementAnnotations(decision));
+  metrics_.SetPending(reservations_.awaiting_bind());
+  return BindPlacement::kPlaced;
 }
 
 void ClusterView::FinishBind(const std::string& key, const std::string& uid,

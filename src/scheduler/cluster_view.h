@@ -106,7 +106,16 @@ class ClusterView {
     // Only where the answer offered the node: the reservation's bind begins (expiry leaves it
     // alone from now on), or why it cannot.
     std::optional<Result<state::ReservationCache::BindTicket>> ticket;
+    // No filter here had placed the pod (this replica restarted or took over the lead after
+    // it), and it was placed on the node now, for this bind to write (PlaceForBindLocked).
+    bool placed_here = false;
+    // Such a pod, which no longer fits on the node: the bind is refused for that.
+    bool does_not_fit_here = false;
   };
+  // A bind of a pod no filter here placed is not refused for that alone: a pod the feed shows,
+  // with the uid the bind names, is placed on the bind's node as its filter would have placed
+  // it, if it fits there now. So a restart between filter and bind costs no retry, and nothing
+  // is booked twice (the same decision under the same lock as a filter's).
   BindStart StartBind(const std::string& key, const std::string& uid, const std::string& node);
   // The bind with this serial went through: the pod is bound to `node`.
   void FinishBind(const std::string& key, const std::string& uid, const std::string& node,
@@ -173,6 +182,14 @@ class ClusterView {
 
  private:
   void NamedByFilterLocked(const model::Pod& pod);
+  // StartBind's placement of a pod no filter here placed.
+  enum class BindPlacement {
+    kPlaced,      // reserved on the node, for the bind to write
+    kDoesNotFit,  // this scheduler's pod, but the node has no room for it now
+    kNotOurs,     // not a pod the feed shows with that uid and this scheduler's name
+  };
+  BindPlacement PlaceForBindLocked(const std::string& key, const std::string& uid,
+                                   const std::string& node);
   // What the view keeps about a pod only filter requests named (not its devices: a reservation
   // expires by itself).
   void ForgetFilterOnlyPodLocked(const std::string& key);

@@ -248,7 +248,12 @@ std::string ExtenderVerbs::Bind(std::string_view body) {
   // already.
   ClusterView::BindStart begun = view_.StartBind(key, args->pod_uid, args->node);
   bool already_bound = false;
-  const std::string refusal = BindRefusal(*args, begun.answer, &already_bound);
+  std::string refusal = BindRefusal(*args, begun.answer, &already_bound);
+  if (begun.does_not_fit_here) {
+    refusal = "pod " + key +
+              " was not filtered by this replica (a restart or a new leader since) " +
+              "and no longer fits on node " + args->node + "; it must be filtered again";
+  }
   if (already_bound) {
     metrics.BindDone("bound", SecondsSince(start));
     return extender::EncodeBindingResult("");
@@ -257,6 +262,11 @@ std::string ExtenderVerbs::Bind(std::string_view body) {
     spdlog::debug("bind {} to {}: {}", key, args->node, refusal);
     metrics.BindDone("error", SecondsSince(start));
     return extender::EncodeBindingResult(refusal);
+  }
+  if (begun.placed_here) {
+    spdlog::info("bind {} to {}: no filter here had placed it (restart or new leader); placed now",
+                 key, args->node);
+    metrics.BindPlacedHere();
   }
   auto& ticket = *begun.ticket;  // started: the last filter offered this node
   if (!ticket.ok()) {

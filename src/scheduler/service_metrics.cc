@@ -82,6 +82,13 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                        "their last filter and kube-scheduler would not ask on its own")
                    .Register(*registry_)
                    .Add({});
+  placed_in_bind_ = &prometheus::BuildCounter()
+                         .Name("tessera_binds_placed_at_bind_total")
+                         .Help(
+                             "Binds of pods no filter of this replica had placed (a restart or a "
+                             "new leader between filter and bind), placed on the bind's node then")
+                         .Register(*registry_)
+                         .Add({});
   nominated_held_ = &prometheus::BuildCounter()
                          .Name("tessera_nominated_pod_holds_total")
                          .Help(
@@ -126,6 +133,8 @@ void ServiceMetrics::DecodeError(const std::string& kind) {
 void ServiceMetrics::ReservationsExpired(size_t n) { expired_->Increment(static_cast<double>(n)); }
 
 void ServiceMetrics::Requeued(size_t n) { requeued_->Increment(static_cast<double>(n)); }
+
+void ServiceMetrics::BindPlacedHere() { placed_in_bind_->Increment(); }
 
 void ServiceMetrics::NominatedPodHeld() { nominated_held_->Increment(); }
 

@@ -34,6 +34,8 @@ class ServiceMetrics {
   void DecodeError(const std::string& kind);
   void ReservationsExpired(size_t n);
   void Requeued(size_t n);
+  // A bind placed its pod itself: no filter of this replica had (ClusterView::StartBind).
+  void BindPlacedHere();
   // Room freed by preemption held for the nominated pod (ClusterView::Nomination).
   void NominatedPodHeld();
   void SetPending(size_t n);
@@ -59,6 +61,7 @@ class ServiceMetrics {
   prometheus::Counter* expired_;
   prometheus::Counter* requeued_;
   prometheus::Counter* nominated_held_;
+  prometheus::Counter* placed_in_bind_;
   prometheus::Gauge* pending_;
 };
 

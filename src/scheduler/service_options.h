@@ -24,12 +24,12 @@ struct ServiceOptions {
   // How long filter waits for the first sync before answering with an Error.
   std::chrono::milliseconds ready_wait{std::chrono::seconds(10)};
   bool hami_node_lock = false;
-  // Where the placement annotations are written. In filter (HAMi's behaviour, the default) the
-  // pod carries its placement from the start and a restart between filter and bind rebuilds the
-  // reservation from it. In bind, one merge patch carries placement and bind-phase together,
-  // taking an API round trip off kube-scheduler's one-pod-at-a-time cycle; a restart between
-  // filter and bind then costs that pod one more filter (docs/serve.md).
-  bool write_placement_in_bind = false;
+  // Where the placement annotations are written. In bind (the default) filter answers from
+  // memory and one merge patch carries placement and bind-phase together, taking an API round
+  // trip off kube-scheduler's one-pod-at-a-time cycle; a restart (or a new leader) between filter
+  // and bind is met by the bind placing the pod on its node itself (ClusterView::StartBind). In
+  // filter (HAMi's behaviour) the pod carries its placement from its filter on (docs/serve.md).
+  bool write_placement_in_bind = true;
   // --node-label-selector (key=value,...): only matching nodes are registered; the others fail
   // with "node unregistered", as in HAMi's register loop. Empty: every node.
   std::map<std::string, std::string> node_selector{};

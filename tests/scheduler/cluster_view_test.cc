@@ -53,6 +53,7 @@ TEST_F(ServiceTest, FollowerDoesNotServe) {
 // ---- pods and nodes -----------------------------------------------------------------------------
 
 TEST_F(ServiceTest, RestartRebuildsReservationsFromAnnotations) {
+  options.write_placement_in_bind = false;  // --write-placement=filter, HAMi's way
   auto& first = Make();
   const Json node = NodeJson(NodeWith("n1", {SharingGpu("GPU-1")}));
   first.view.ReplaceNodes({node});

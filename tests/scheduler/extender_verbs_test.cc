@@ -33,6 +33,7 @@ using testing_support::ServiceTest;
 // ---- filter -------------------------------------------------------------------------------------
 
 TEST_F(ServiceTest, FilterChoosesOneNodeReservesAndWritesThePlacement) {
+  options.write_placement_in_bind = false;  // --write-placement=filter, HAMi's way
   auto& s =
       MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")}), NodeWith("n2", {SharingGpu("GPU-2")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000, 30).Build();
@@ -207,6 +208,7 @@ TEST_F(ServiceTest, AnUnusableNodeIsOneMetricLabelWhateverItsError) {
 }
 
 TEST_F(ServiceTest, FailedAnnotationWriteReleasesTheReservation) {
+  options.write_placement_in_bind = false;  // --write-placement=filter, HAMi's way
   auto& s = MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   writer.fail_patch = true;
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
@@ -260,6 +262,68 @@ TEST_F(ServiceTest, PlacementWrittenInBindIsReleasedWhenTheWriteFails) {
   EXPECT_EQ(Bind(pod, "n1"), "injected patch failure");
   EXPECT_FALSE(Holds("ns/p"));
   EXPECT_TRUE(writer.bound.empty());
+}
+
+// A restart (or a new leader) between a pod's filter and its bind loses the in-memory
+// reservation; the bind then places the pod on its node itself if it still fits there, and
+// writes the placement with bind-phase: no retry, nothing booked twice.
+TEST_F(ServiceTest, ABindAfterARestartPlacesThePodWhereItStillFits) {
+  options.write_placement_in_bind = true;
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
+  model::Pod pod = PodBuilder("ns/p").Container(1, 4000).Build();
+  pod.scheduler_name = options.webhook.scheduler_name;
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});  // the restart: nothing in memory
+  service->view.UpsertPodModel(pod);                    // the informer's relist
+  EXPECT_EQ(Bind(pod, "n1"), "");
+  EXPECT_EQ(writer.bound["ns/p"], "n1");
+  auto& ann = writer.annotations["ns/p"];
+  EXPECT_EQ(ann["hami.io/vgpu-node"], "n1");
+  EXPECT_EQ(ann["hami.io/vgpu-devices-allocated"], "GPU-1,NVIDIA,4000,0:;");
+  EXPECT_EQ(ann["hami.io/bind-phase"], "allocating");
+  EXPECT_EQ(writer.patches, 1);
+  EXPECT_TRUE(Holds("ns/p"));
+  EXPECT_EQ(service->view.pending_reservations(), 0U);
+  const std::string metrics = service->view.metrics().Render({});
+  EXPECT_NE(metrics.find("tessera_binds_placed_at_bind_total 1"), std::string::npos) << metrics;
+}
+
+TEST_F(ServiceTest, ABindAfterARestartIsRefusedWhereThePodNoLongerFits) {
+  options.write_placement_in_bind = true;
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 8000)})});
+  model::Pod pod = PodBuilder("ns/p").Container(1, 4000).Build();
+  pod.scheduler_name = options.webhook.scheduler_name;
+  service->view.UpsertPodModel(pod);
+  model::Pod running =
+      PodBuilder("ns/running").Container(1, 6000).PlacedOn("n1", "GPU-1", 6000).Build();
+  running.node_name = "n1";
+  running.phase = "Running";
+  service->view.UpsertPodModel(running);
+  EXPECT_EQ(Bind(pod, "n1"),
+            "pod ns/p was not filtered by this replica (a restart or a new leader since) and no "
+            "longer fits on node n1; it must be filtered again");
+  EXPECT_TRUE(writer.bound.empty());
+  EXPECT_EQ(writer.patches, 0);
+  EXPECT_FALSE(Holds("ns/p"));
+}
+
+// Only pods this scheduler schedules, with the uid the bind names, are placed by a bind: a bind
+// kube-scheduler never sends stays refused without writes.
+TEST_F(ServiceTest, ABindIsNeverPlacedForAnotherSchedulersPodOrAnotherUid) {
+  options.write_placement_in_bind = true;
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
+  model::Pod other = PodBuilder("ns/other").Container(1, 4000).Build();
+  other.scheduler_name = "someone-else";
+  service->view.UpsertPodModel(other);
+  EXPECT_EQ(Bind(other, "n1").find("pod ns/other has no filter answer"), 0U);
+  model::Pod ours = PodBuilder("ns/ours").Container(1, 4000).Build();
+  ours.scheduler_name = options.webhook.scheduler_name;
+  service->view.UpsertPodModel(ours);
+  model::Pod forged = ours;
+  forged.uid = "uid-forged";
+  EXPECT_EQ(Bind(forged, "n1").find("pod ns/ours has no filter answer"), 0U);
+  EXPECT_TRUE(writer.bound.empty());
+  EXPECT_EQ(writer.patches, 0);
 }
 
 TEST_F(ServiceTest, HamiNodeLockModeLocksTheNodeBeforeBinding) {
@@ -388,6 +452,7 @@ std::string ReadTestData(const std::string& name) {
 // into the quantity "8k", requests were defaulted from limits, and the pod carries fields we do
 // not model. The extender must read them as sent.
 TEST_F(ServiceTest, AnswersTheBodiesARealKubeSchedulerSends) {
+  options.write_placement_in_bind = false;  // --write-placement=filter, HAMi's way
   auto& s = MakeSynced({NodeWith("node-a", {RtxPro6000Mig("GPU-mig")}),
                         NodeWith("node-b", {SharingGpu("GPU-1", 8000)})});
   const std::string filter = ReadTestData("kube-scheduler-filter-args.json");

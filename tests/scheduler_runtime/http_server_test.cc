@@ -81,13 +81,15 @@ TEST(HttpServer, FilterAndBindOverHttpUpdateTheEmbeddedCluster) {
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
   Json r = Json::parse(res->body);
   ASSERT_EQ(r["NodeNames"], Json::parse(R"(["node-a"])")) << res->body;
-  EXPECT_FALSE(f.cluster().Annotations("default/p1")["hami.io/vgpu-mig-allocations"].empty());
+  // The default --write-placement=bind: filter answered from memory, bind writes the placement.
+  EXPECT_TRUE(f.cluster().Annotations("default/p1")["hami.io/vgpu-mig-allocations"].empty());
   auto bind = client.Post(
       "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
       "application/json");
   ASSERT_TRUE(bind);
   EXPECT_EQ(Json::parse(bind->body)["Error"], "");
   EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
+  EXPECT_FALSE(f.cluster().Annotations("default/p1")["hami.io/vgpu-mig-allocations"].empty());
 }
 
 // kube-scheduler's preemptVerb: the victims by uid; a malformed body is a failed call (the

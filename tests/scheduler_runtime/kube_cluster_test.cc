@@ -198,6 +198,7 @@ TEST(KubeCluster, InformersSyncTheServiceWhichThenWritesPlacements) {
   auto cluster = ClusterFor(api);
   scheduler::ServiceOptions so;
   so.ready_wait = std::chrono::milliseconds(10);
+  so.write_placement_in_bind = false;  // --write-placement=filter: the filter's own PATCH
   scheduler::SchedulerService svc(config::SchedulerConfig{}, so, *cluster);
   std::string why;
   EXPECT_FALSE(svc.view.Ready(&why));
