@@ -21,7 +21,9 @@ class NullWriter : public tessera::scheduler::ClusterWriter {
   Status PatchPodAnnotations(const PodRef&, const AnnotationChanges&) override {
     return Status::Ok();
   }
-  Status BindPod(const PodRef&, const std::string&) override { return Status::Ok(); }
+  Status BindPod(const PodRef&, const std::string&, const BindingAnnotations&) override {
+    return Status::Ok();
+  }
   void RecordEvent(const PodRef&, bool, const std::string&, const std::string&) override {}
   Status LockNode(const std::string&, const PodRef&) override { return Status::Ok(); }
   Status UnlockNode(const std::string&, const PodRef&) override { return Status::Ok(); }

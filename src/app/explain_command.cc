@@ -31,7 +31,8 @@ class ReadOnlyCluster : public scheduler::ClusterWriter {
                              const scheduler::AnnotationChanges&) override {
     return Error{"explain writes nothing"};
   }
-  Status BindPod(const scheduler::PodRef&, const std::string&) override {
+  Status BindPod(const scheduler::PodRef&, const std::string&,
+                 const scheduler::BindingAnnotations&) override {
     return Error{"explain writes nothing"};
   }
   void RecordEvent(const scheduler::PodRef&, bool, const std::string&,

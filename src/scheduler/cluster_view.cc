@@ -94,9 +94,10 @@ ClusterView::Scheduled ClusterView::Schedule(const model::Pod& pod,
   if (decision.passthrough()) {
     reservations_.AssumePassthrough(pod.Key());
   } else if (decision.scheduled()) {
-    out.serial = reservations_.Assume(
-        pod, decision.node, clocks_.steady(),
-        options_.write_placement_in_bind ? PlacementAnnotations(decision) : AnnotationChanges{});
+    out.serial = reservations_.Assume(pod, decision.node, clocks_.steady(),
+                                      options_.write_placement_in_bind
+                                          ? PlacementAnnotationsFor(decision, pod)
+                                          : AnnotationChanges{});
     metrics_.SetPending(reservations_.awaiting_bind());
   }
   return out;
@@ -196,7 +197,7 @@ ClusterView::BindPlacement ClusterView::PlaceForBindLocked(const std::string& ke
   if (!decision.scheduled()) return BindPlacement::kDoesNotFit;
   // Whatever --write-placement says, no filter wrote this placement: the bind writes it.
   reservations_.Assume(pod->second, decision.node, clocks_.steady(),
-                       PlacementAnnotations(decision));
+                       PlacementAnnotationsFor(decision, pod->second));
   metrics_.SetPending(reservations_.awaiting_bind());
   return BindPlacement::kPlaced;
 }

@@ -82,9 +82,10 @@ void ClusterView::HoldForNominatedLocked(const std::string& node) {
     sched::Decision decision = scheduler_.Schedule(admitted->pod, &only, clocks_.unix_seconds());
     nomination.spent = true;
     if (!decision.scheduled()) continue;  // no GPU asked: kube-scheduler's own nomination holds
-    nomination.hold = reservations_.Assume(
-        pod->second, decision.node, clocks_.steady(),
-        options_.write_placement_in_bind ? PlacementAnnotations(decision) : AnnotationChanges{});
+    nomination.hold = reservations_.Assume(pod->second, decision.node, clocks_.steady(),
+                                           options_.write_placement_in_bind
+                                               ? PlacementAnnotationsFor(decision, pod->second)
+                                               : AnnotationChanges{});
     metrics_.SetPending(reservations_.awaiting_bind());
     metrics_.NominatedPodHeld();
   }

@@ -17,6 +17,9 @@ struct PodRef {
 
 // Pod annotations to set (a value) or to remove (nullopt).
 using AnnotationChanges = std::map<std::string, std::optional<std::string>>;
+// Annotations a Binding carries: the API server sets them on the pod in the same write that sets
+// its node (it can only set, not remove, a key).
+using BindingAnnotations = std::map<std::string, std::string>;
 
 // What the extender writes to the cluster. The Kubernetes API client implements it for a real
 // cluster, the embedded cluster for `serve --cluster`, tests with fakes. Calls may block on the
@@ -25,7 +28,8 @@ class ClusterWriter {
  public:
   virtual ~ClusterWriter() = default;
   virtual Status PatchPodAnnotations(const PodRef& pod, const AnnotationChanges& changes) = 0;
-  virtual Status BindPod(const PodRef& pod, const std::string& node) = 0;
+  virtual Status BindPod(const PodRef& pod, const std::string& node,
+                         const BindingAnnotations& annotations) = 0;
   // Best effort, never blocks for long (rate-limited and queued by implementations).
   virtual void RecordEvent(const PodRef& pod, bool warning, const std::string& reason,
                            const std::string& message) = 0;

@@ -287,16 +287,26 @@ std::string ExtenderVerbs::Bind(std::string_view body) {
   if (lock_node) {
     if (Status s = writer_.LockNode(args->node, ref); !s.ok()) return fail(s.message());
   }
+  BindingAnnotations on_binding;
   if (reserved) {
     AnnotationChanges phase = std::move(placement);
     phase[std::string(ann::kBindPhase)] = "allocating";
     phase[std::string(ann::kBindTime)] = std::to_string(view_.clocks().unix_seconds());
-    if (Status s = writer_.PatchPodAnnotations(ref, phase); !s.ok()) {
-      if (lock_node) (void)writer_.UnlockNode(args->node, ref);
-      return fail(s.message());
+    // One write: the Binding carries the annotations, which the API server sets on the pod with
+    // its node, so the pod is never bound without its placement. Only removing a key (one an
+    // earlier placement of the pod left) takes a patch of its own first.
+    const bool removes =
+        std::any_of(phase.begin(), phase.end(), [](const auto& change) { return !change.second; });
+    if (removes) {
+      if (Status s = writer_.PatchPodAnnotations(ref, phase); !s.ok()) {
+        if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+        return fail(s.message());
+      }
+    } else {
+      for (auto& [name, value] : phase) on_binding.emplace(name, std::move(*value));
     }
   }
-  if (Status s = writer_.BindPod(ref, args->node); !s.ok()) {
+  if (Status s = writer_.BindPod(ref, args->node, on_binding); !s.ok()) {
     if (lock_node) (void)writer_.UnlockNode(args->node, ref);
     return fail(s.message());
   }

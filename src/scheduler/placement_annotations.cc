@@ -20,4 +20,12 @@ AnnotationChanges PlacementAnnotations(const sched::Decision& decision) {
   return changes;
 }
 
+AnnotationChanges PlacementAnnotationsFor(const sched::Decision& decision, const model::Pod& pod) {
+  AnnotationChanges changes = PlacementAnnotations(decision);
+  std::erase_if(changes, [&](const auto& change) {
+    return !change.second && pod.annotations.count(change.first) == 0;
+  });
+  return changes;
+}
+
 }  // namespace tessera::scheduler

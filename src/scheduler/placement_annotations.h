@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/model/pod.h"
 #include "core/sched/decision.h"
 #include "scheduler/cluster_writer.h"
 
@@ -9,5 +10,9 @@ namespace tessera::scheduler {
 // placement of the pod may have left: written by filter, or carried to bind with
 // --write-placement=bind.
 AnnotationChanges PlacementAnnotations(const sched::Decision& decision);
+
+// The same for a bind to write, clearing only the keys `pod` (as last seen) carries: a placement
+// that removes nothing rides on the Binding alone, in one write.
+AnnotationChanges PlacementAnnotationsFor(const sched::Decision& decision, const model::Pod& pod);
 
 }  // namespace tessera::scheduler

@@ -18,12 +18,14 @@ Status EmbeddedCluster::PatchPodAnnotations(const scheduler::PodRef& pod,
   return Status::Ok();
 }
 
-Status EmbeddedCluster::BindPod(const scheduler::PodRef& pod, const std::string& node) {
+Status EmbeddedCluster::BindPod(const scheduler::PodRef& pod, const std::string& node,
+                                const scheduler::BindingAnnotations& annotations) {
   std::lock_guard lock(mu_);
   auto [it, inserted] = bound_.emplace(pod.Key(), node);
   if (!inserted && it->second != node) {
     return Error{"pod " + pod.Key() + " is already bound to " + it->second};
   }
+  for (const auto& [k, v] : annotations) annotations_[pod.Key()][k] = v;  // as the API server
   return Status::Ok();
 }
 

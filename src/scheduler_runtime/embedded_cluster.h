@@ -17,7 +17,8 @@ class EmbeddedCluster : public scheduler::ClusterWriter {
  public:
   Status PatchPodAnnotations(const scheduler::PodRef& pod,
                              const scheduler::AnnotationChanges& changes) override;
-  Status BindPod(const scheduler::PodRef& pod, const std::string& node) override;
+  Status BindPod(const scheduler::PodRef& pod, const std::string& node,
+                 const scheduler::BindingAnnotations& annotations) override;
   void RecordEvent(const scheduler::PodRef& pod, bool warning, const std::string& reason,
                    const std::string& message) override;
   Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }

@@ -222,8 +222,9 @@ Status KubeCluster::PatchPodAnnotations(const scheduler::PodRef& pod,
   return Status::Ok();
 }
 
-Status KubeCluster::BindPod(const scheduler::PodRef& pod, const std::string& node) {
-  return kube::BindPod(client_, pod.ns, pod.name, pod.uid, node);
+Status KubeCluster::BindPod(const scheduler::PodRef& pod, const std::string& node,
+                            const scheduler::BindingAnnotations& annotations) {
+  return kube::BindPod(client_, pod.ns, pod.name, pod.uid, node, annotations);
 }
 
 void KubeCluster::RecordEvent(const scheduler::PodRef& pod, bool warning, const std::string& reason,

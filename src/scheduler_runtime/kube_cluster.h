@@ -53,7 +53,8 @@ class KubeCluster : public scheduler::ClusterWriter {
 
   Status PatchPodAnnotations(const scheduler::PodRef& pod,
                              const scheduler::AnnotationChanges& changes) override;
-  Status BindPod(const scheduler::PodRef& pod, const std::string& node) override;
+  Status BindPod(const scheduler::PodRef& pod, const std::string& node,
+                 const scheduler::BindingAnnotations& annotations) override;
   void RecordEvent(const scheduler::PodRef& pod, bool warning, const std::string& reason,
                    const std::string& message) override;
   Status LockNode(const std::string& node, const scheduler::PodRef& pod) override;

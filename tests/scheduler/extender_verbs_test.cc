@@ -237,7 +237,9 @@ TEST_F(ServiceTest, BindCreatesTheBindingAndMarksTheBindPhase) {
   EXPECT_TRUE(writer.locks.empty()) << "no HAMi node lock unless asked for";
 }
 
-TEST_F(ServiceTest, PlacementWrittenInBindTakesOnePatchAndNoneInFilter) {
+// One write per pod: the placement and bind-phase ride on the Binding (the API server sets them
+// with the node); filter makes none.
+TEST_F(ServiceTest, PlacementWrittenInBindIsOneWriteAndNoneInFilter) {
   options.write_placement_in_bind = true;
   MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 4000).Build();
@@ -245,7 +247,8 @@ TEST_F(ServiceTest, PlacementWrittenInBindTakesOnePatchAndNoneInFilter) {
   EXPECT_EQ(writer.patches, 0) << "filter answers without an API round trip";
   EXPECT_TRUE(Holds("ns/p"));
   EXPECT_EQ(Bind(pod, "n1"), "");
-  EXPECT_EQ(writer.patches, 1);
+  EXPECT_EQ(writer.patches, 0);
+  EXPECT_EQ(writer.bindings, 1);
   auto& ann = writer.annotations["ns/p"];
   EXPECT_EQ(ann["hami.io/vgpu-node"], "n1");
   EXPECT_FALSE(ann["hami.io/vgpu-devices-allocated"].empty());
@@ -258,8 +261,9 @@ TEST_F(ServiceTest, PlacementWrittenInBindIsReleasedWhenTheWriteFails) {
   MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
   auto pod = PodBuilder("ns/p").Container(1, 32768).Build();
   ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
-  writer.fail_patch = true;
-  EXPECT_EQ(Bind(pod, "n1"), "injected patch failure");
+  writer.fail_bind = true;
+  EXPECT_EQ(Bind(pod, "n1"), "injected bind failure");
+  EXPECT_TRUE(writer.annotations["ns/p"].empty()) << "nothing is written when the Binding fails";
   EXPECT_FALSE(Holds("ns/p"));
   EXPECT_TRUE(writer.bound.empty());
 }
@@ -281,7 +285,8 @@ TEST_F(ServiceTest, ABindAfterARestartPlacesThePodWhereItStillFits) {
   EXPECT_EQ(ann["hami.io/vgpu-node"], "n1");
   EXPECT_EQ(ann["hami.io/vgpu-devices-allocated"], "GPU-1,NVIDIA,4000,0:;");
   EXPECT_EQ(ann["hami.io/bind-phase"], "allocating");
-  EXPECT_EQ(writer.patches, 1);
+  EXPECT_EQ(writer.patches, 0);
+  EXPECT_EQ(writer.bindings, 1);
   EXPECT_TRUE(Holds("ns/p"));
   EXPECT_EQ(service->view.pending_reservations(), 0U);
   const std::string metrics = service->view.metrics().Render({});
@@ -324,6 +329,24 @@ TEST_F(ServiceTest, ABindIsNeverPlacedForAnotherSchedulersPodOrAnotherUid) {
   EXPECT_EQ(Bind(forged, "n1").find("pod ns/ours has no filter answer"), 0U);
   EXPECT_TRUE(writer.bound.empty());
   EXPECT_EQ(writer.patches, 0);
+}
+
+// A pod that still carries a key of an earlier placement (here HAMi's MIG allocation, now placed
+// on a shared GPU) gets it removed by a patch before the Binding: a Binding can only set keys.
+TEST_F(ServiceTest, AnEarlierPlacementsKeyIsRemovedByAPatchBeforeTheBinding) {
+  options.write_placement_in_bind = true;
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")})});
+  auto pod = PodBuilder("ns/p")
+                 .Container(1, 4000)
+                 .Annotation("hami.io/vgpu-mig-allocations", "stale")
+                 .Build();
+  writer.annotations["ns/p"]["hami.io/vgpu-mig-allocations"] = "stale";
+  ASSERT_EQ(Filter(pod, {"n1"})["NodeNames"][0], "n1");
+  EXPECT_EQ(Bind(pod, "n1"), "");
+  EXPECT_EQ(writer.patches, 1);
+  EXPECT_EQ(writer.annotations["ns/p"].count("hami.io/vgpu-mig-allocations"), 0U);
+  EXPECT_EQ(writer.annotations["ns/p"]["hami.io/vgpu-node"], "n1");
+  EXPECT_EQ(writer.bound["ns/p"], "n1");
 }
 
 TEST_F(ServiceTest, HamiNodeLockModeLocksTheNodeBeforeBinding) {

@@ -75,7 +75,8 @@ TEST_F(ServiceTest, BindToANodeTheFilterDidNotOfferIsRefusedWithoutWrites) {
   EXPECT_EQ(writer.annotations["ns/gpu"].count("hami.io/bind-phase"), 0u);
   EXPECT_EQ(Bind(cpu, "n2"), "");
   EXPECT_EQ(Bind(gpu, "n1"), "");
-  EXPECT_EQ(writer.patches, patches + 1) << "the GPU pod's bind-phase";
+  EXPECT_EQ(writer.patches, patches) << "the GPU pod's bind-phase rides on its Binding";
+  EXPECT_EQ(writer.annotations["ns/gpu"]["hami.io/bind-phase"], "allocating");
 }
 
 TEST_F(ServiceTest, BindOfAPodNeverFilteredHereIsRefusedWithoutWrites) {

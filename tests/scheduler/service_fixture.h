@@ -38,10 +38,13 @@ class FakeWriter : public ClusterWriter {
     }
     return Status::Ok();
   }
-  Status BindPod(const PodRef& pod, const std::string& node) override {
+  Status BindPod(const PodRef& pod, const std::string& node,
+                 const BindingAnnotations& with) override {
     std::lock_guard lock(mu);
+    ++bindings;
     if (fail_bind) return Error{"injected bind failure"};
     bound[pod.Key()] = node;
+    for (const auto& [k, v] : with) annotations[pod.Key()][k] = v;  // as the API server does
     return Status::Ok();
   }
   void RecordEvent(const PodRef& pod, bool warning, const std::string& reason,
@@ -61,6 +64,7 @@ class FakeWriter : public ClusterWriter {
   bool fail_patch = false;
   bool fail_bind = false;
   int patches = 0;
+  int bindings = 0;
   std::map<std::string, std::map<std::string, std::string>> annotations;
   std::map<std::string, std::string> bound;
   std::vector<std::string> events;

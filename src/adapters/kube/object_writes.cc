@@ -76,11 +76,13 @@ Result<Json> FailPod(Client& client, const std::string& ns, const std::string& n
 }
 
 Status BindPod(Client& client, const std::string& ns, const std::string& name,
-               const std::string& uid, const std::string& node, Response* response_out) {
-  const Json binding = {{"apiVersion", "v1"},
-                        {"kind", "Binding"},
-                        {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
-                        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+               const std::string& uid, const std::string& node,
+               const std::map<std::string, std::string>& annotations, Response* response_out) {
+  Json binding = {{"apiVersion", "v1"},
+                  {"kind", "Binding"},
+                  {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+                  {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  if (!annotations.empty()) binding["metadata"]["annotations"] = annotations;
   Response response = client.Post(PodPath(ns, name) + "/binding", ToJsonText(binding));
   if (response_out != nullptr) *response_out = response;
   if (!response.ok()) {

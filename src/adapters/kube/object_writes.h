@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "adapters/kube/client.h"
@@ -34,8 +35,12 @@ Result<Json> FailPod(Client& client, const std::string& ns, const std::string& n
                      Response* response = nullptr);
 
 // Binds a pod to a node (POST .../pods/<name>/binding); 409 when it is already bound.
+// `annotations` ride on the Binding: the API server sets them on the pod in the same write as its
+// node, so the pod is never bound without them.
 Status BindPod(Client& client, const std::string& ns, const std::string& name,
-               const std::string& uid, const std::string& node, Response* response = nullptr);
+               const std::string& uid, const std::string& node,
+               const std::map<std::string, std::string>& annotations = {},
+               Response* response = nullptr);
 
 // "/api/v1/namespaces/<ns>/pods/<name>" with the segments escaped.
 std::string PodPath(const std::string& ns, const std::string& name);

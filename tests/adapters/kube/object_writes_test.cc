@@ -142,6 +142,23 @@ TEST(BindPodTest, PostsABindingAndAcceptsCreated) {
     "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"}})"));
 }
 
+// The placement rides on the Binding: one write sets the node and the annotations.
+TEST(BindPodTest, AnnotationsRideOnTheBinding) {
+  FakeApiServer server;
+  server.On("POST", "/api/v1/namespaces/ns/pods/p/binding",
+            [](const RecordedRequest&, httplib::Response& res) {
+              ReplyJson(res, 201, {{"kind", "Status"}, {"status", "Success"}});
+            });
+  Client client(ConfigFor(server));
+  Status s = BindPod(client, "ns", "p", "uid-1", "node-a",
+                     {{"hami.io/bind-phase", "allocating"}, {"hami.io/vgpu-node", "node-a"}});
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto requests = server.Requests("POST", "/api/v1/namespaces/ns/pods/p/binding");
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].JsonBody()["metadata"]["annotations"],
+            Json::parse(R"({"hami.io/bind-phase": "allocating", "hami.io/vgpu-node": "node-a"})"));
+}
+
 TEST(BindPodTest, AlreadyBoundNamesPodAndNode) {
   FakeApiServer server;
   server.On("POST", "/api/v1/namespaces/ns/pods/p/binding",
@@ -150,7 +167,7 @@ TEST(BindPodTest, AlreadyBoundNamesPodAndNode) {
             });
   Client client(ConfigFor(server));
   Response response;
-  Status s = BindPod(client, "ns", "p", "uid-1", "node-a", &response);
+  Status s = BindPod(client, "ns", "p", "uid-1", "node-a", {}, &response);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "bind pod ns/p to node node-a: HTTP 409: pod p is already assigned");
   EXPECT_EQ(response.status, 409);
