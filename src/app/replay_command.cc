@@ -153,6 +153,20 @@ void AddReplayCommand(CLI::App& app) {
                    "--mig: skip the offline-optimum study on tiny instances");
   replay->add_flag("--no-pending", mig_options.run.skip_pending,
                    "--mig: skip the steady state with a pending queue (pending-L protocols)");
+  replay
+      ->add_option("--defrag-evictions-per-hour", mig_options.run.defrag_evictions_per_hour,
+                   "--mig: budgets N (comma-separated; 0: off): adds tessera+defrag-N on the "
+                   "pending-L protocols, tessera with the defragmentation planner (docs/defrag.md)")
+      ->delimiter(',');
+  replay
+      ->add_option("--defrag-interval-minutes", mig_options.run.defrag_interval_minutes,
+                   "--mig: simulated minutes between defragmentation rounds")
+      ->capture_default_str();
+  replay
+      ->add_option("--mean-lifetime-minutes", mig_options.run.mean_lifetime_minutes,
+                   "--mig: simulated minutes a mean pod lifetime stands for (defrag budgets are "
+                   "per hour)")
+      ->capture_default_str();
   replay->add_option("--reference", replay_options.reference_csv,
                      "Published summary CSV to compare with (fgd_expected_summary.csv)");
   replay->add_flag("--no-bound", replay_options.skip_bound,

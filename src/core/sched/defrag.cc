@@ -91,7 +91,7 @@ class Planner {
         pending_.begin(), pending_.end(),
         [](const model::Pod& a, const model::Pod& b) { return a.priority > b.priority; });
     for (const model::Pod& pod : pending_) AdmitPending(pod);
-    if (plan_.steps.empty()) RaisePlaceability();
+    if (plan_.steps.empty() && limits_.raise_placeability) RaisePlaceability();
     plan_.after = measure_.Cluster(work_);
     if (plan_.steps.empty()) {
       plan_.mode = DefragPlan::Mode::kNothing;
@@ -164,7 +164,7 @@ class Planner {
     if (now.scheduled()) {
       // Earlier steps left room for it: it needs no eviction of its own.
       const Decision placed = live.Schedule(pod, nullptr, kNoTime);
-      plan_.admitted.push_back({key, placed.node, DevicesOf(placed), {}});
+      plan_.admitted.push_back({key, placed.node, DevicesOf(placed), {}, placed.reservation});
       moved_.insert(key);
       return;
     }
@@ -288,7 +288,8 @@ class Planner {
   }
 
   void Accept(const model::Pod& pod, Trial trial) {
-    AdmittedPod admitted{pod.Key(), trial.admitted.node, DevicesOf(trial.admitted), {}};
+    AdmittedPod admitted{
+        pod.Key(), trial.admitted.node, DevicesOf(trial.admitted), {}, trial.admitted.reservation};
     for (size_t i = 0; i < trial.evicted.size(); ++i) {
       DefragStep step = StepOf(trial.evicted[i], trial.replaced[i]);
       step.admits = pod.Key();
@@ -308,6 +309,7 @@ class Planner {
     step.freed_mem = HeldMemory(evicted);
     step.replaced_node = again.node;
     step.replaced_on = DevicesOf(again);
+    step.replaced_reservation = again.reservation;
     return step;
   }
 

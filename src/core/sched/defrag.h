@@ -33,6 +33,8 @@ struct DefragLimits {
   double min_fragmentation_drop = 0.1;
   // Single-node fits and re-placements (each one scheduling cycle on the copy), per plan.
   int max_evaluations = 4000;
+  // Mode (b) when no pending pod is admitted; off, a plan only ever admits pending pods.
+  bool raise_placeability = true;
 };
 
 // A device an evicted pod held, as its reservation says.
@@ -53,6 +55,9 @@ struct DefragStep {
   // Where the scheduler would place it again, and on which devices.
   std::string replaced_node;
   std::vector<GrantedDevice> replaced_on;
+  // What it would hold there, as the scheduler reserved it on the plan's copy: what a caller
+  // that carries the plan out (the MIG replay) commits.
+  state::PodReservation replaced_reservation;
   // What it gains: the pending pod it makes room for (with the other steps naming it), or, in
   // mode (b), the change of each measure.
   std::string admits;
@@ -64,7 +69,8 @@ struct AdmittedPod {
   std::string pod;
   std::string node;
   std::vector<GrantedDevice> devices;
-  std::vector<std::string> evicted;  // the steps that make room for it, none when it fits now
+  std::vector<std::string> evicted;   // the steps that make room for it, none when it fits now
+  state::PodReservation reservation;  // as the scheduler reserved it on the plan's copy
 };
 
 struct DefragPlan {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/mig_replay/policy.h"
+#include "sim/mig_replay/tessera_request.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -20,6 +21,8 @@ replay::PlaceOutcome PlaceOnBestHamiNode(MigCluster& cluster, const std::string&
 std::unique_ptr<MigPolicy> MakeFirstFitPolicy();
 std::unique_ptr<MigPolicy> MakeBestFitPolicy();
 std::unique_ptr<MigPolicy> MakeStaticPolicy(const MigCluster& cluster, bool balanced);
+// How the `tessera` policy asks for each request type of the cluster's workload (indexed by type).
+Result<std::vector<TesseraMigRequest>> ResolveTesseraRequests(const MigCluster& cluster);
 // tessera's production scheduler over the cluster's state (tessera_mig_policy.cc); with
 // `gpu_binpack` the GPU policy is binpack instead of the default spread; `node_policy` ranks the
 // nodes (an operator's policy, named replay::TesseraPolicyName, as in the trace replay).

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "sim/mig_replay/defrag_replay.h"
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/upper_bound.h"
@@ -111,11 +112,27 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   }
-  auto made = MakePlacer(policy, cluster, options.node_policies);
+  // tessera with defragmentation places as tessera; the rounds come on top.
+  const std::optional<int> defrag_budget = DefragPolicyBudget(policy);
+  if (defrag_budget && !protocol.pending) {
+    return Error{"policy " + policy +
+                 ": defragmentation runs under the pending-queue protocol only"};
+  }
+  auto made = MakePlacer(defrag_budget ? std::string(kPolicyTessera) : policy, cluster,
+                         options.node_policies);
   if (!made.ok()) return Error{"fleet " + fleet + ": " + made.error().message};
   Placer* placer = made->placer.get();
+  std::unique_ptr<Defragmenter> defragmenter;
+  DefragSchedule schedule;
+  if (defrag_budget) {
+    auto defrag = MakeTesseraDefragmenter(cluster);
+    if (!defrag.ok()) return Error{"fleet " + fleet + ": " + defrag.error().message};
+    defragmenter = std::move(defrag.value());
+    schedule = MakeDefragSchedule(*defrag_budget, options.defrag_interval_minutes,
+                                  options.mean_lifetime_minutes);
+  }
   if (protocol.pending) {
-    r.metrics = RunPendingQueue(*placer, arrivals, warmup);
+    r.metrics = RunPendingQueue(*placer, arrivals, warmup, true, defragmenter.get(), schedule);
   } else if (protocol.steady) {
     r.metrics = RunSteadyState(*placer, arrivals, warmup);
   } else {
@@ -161,6 +178,7 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
       if (!RunsOn(*FindFleet(options.fleets[f]), options.workloads[w], catalog)) continue;
       for (size_t p = 0; p < protocols.size(); ++p) {
         for (const auto& policy : policies) {
+          if (DefragPolicyBudget(policy) && !protocols[p].pending) continue;
           for (uint64_t seed : options.seeds) tasks.push_back(Task{f, w, p, policy, seed});
         }
         if (protocols[p].pending || fleet_gpus[f] > options.placement_bound_max_gpus) continue;

@@ -40,6 +40,11 @@ struct BenchmarkOptions {
   int placement_bound_max_gpus = 16;
   // Operators' node policies, run as the policies "tessera:NAME" named in `policies`.
   std::vector<sched::NodePolicy> node_policies;
+  // Policies "tessera+defrag-N" (defrag_replay.h), run under the pending-queue protocol only: a
+  // defragmentation round every `defrag_interval_minutes`, a mean lifetime taken as
+  // `mean_lifetime_minutes`.
+  double defrag_interval_minutes = 10;
+  double mean_lifetime_minutes = 60;
 };
 
 // One protocol of a cell: saturation (load 0), or steady state at an offered load, with refused

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/mig/layout.h"
@@ -51,6 +52,9 @@ class MigCluster {
   // Reserves the instances for pod `key` on node `node` (a PodReservation with one device and
   // one codec::MigAllocation per instance, accounted with the profile's memory and cores).
   void Commit(const std::string& key, int node, const std::vector<InstancePick>& picks);
+  // A reservation made elsewhere (a defragmentation plan's, on a copy of this state), committed
+  // as it is.
+  void Reserve(state::PodReservation reservation) { placement_.Reserve(std::move(reservation)); }
   // The pod left: its instances are free (whoever placed it, tessera's scheduler or a baseline).
   void Release(const std::string& key) { placement_.Release(key); }
   // Memory slices of the intended profiles of type `type` on the GPUs placed pod `key` holds, one

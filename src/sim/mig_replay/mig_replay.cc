@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "sim/mig_replay/benchmark.h"
+#include "sim/mig_replay/defrag_replay.h"
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/headline.h"
 #include "sim/mig_replay/optimum_study.h"
@@ -70,6 +71,11 @@ Status ReplayMig(const MigReplayOptions& o) {
     return Error{"--placement-bound-max-gpus: must be 0 (never) or more"};
   }
   if (o.stop_after_rejections < 0) return Error{"--stop-after-rejections: must be 0 or more"};
+  for (int budget : o.defrag_evictions_per_hour) {
+    if (budget < 0) return Error{"--defrag-evictions-per-hour: must be 0 (off) or more"};
+  }
+  if (!(o.defrag_interval_minutes > 0)) return Error{"--defrag-interval-minutes: must be > 0"};
+  if (!(o.mean_lifetime_minutes > 0)) return Error{"--mean-lifetime-minutes: must be > 0"};
   for (double load : o.loads) {
     if (!(load > 0 && load <= 10)) {
       return Error{"--loads: " + std::to_string(load) + " is not an offered load in (0, 10]"};
@@ -135,6 +141,22 @@ Status ReplayMig(const MigReplayOptions& o) {
   options.placement_bound_max_gpus = o.placement_bound_max_gpus;
   options.stop_after_rejections = o.stop_after_rejections;
   options.jobs = o.jobs;
+  options.defrag_interval_minutes = o.defrag_interval_minutes;
+  options.mean_lifetime_minutes = o.mean_lifetime_minutes;
+  for (int budget : o.defrag_evictions_per_hour) {
+    if (budget == 0) continue;
+    if (o.skip_pending)
+      return Error{"--defrag-evictions-per-hour: needs the pending-queue protocol"};
+    if (std::find(options.policies.begin(), options.policies.end(), kPolicyTessera) ==
+        options.policies.end()) {
+      return Error{"--defrag-evictions-per-hour: compares with tessera, which --policy leaves out"};
+    }
+    const std::string name = DefragPolicyName(budget);
+    if (std::find(options.policies.begin(), options.policies.end(), name) ==
+        options.policies.end()) {
+      options.policies.push_back(name);
+    }
+  }
 
   replay::ProgressBar bar(isatty(STDERR_FILENO) != 0);
   auto records = RunBenchmark(options, catalog.value(),
@@ -152,6 +174,11 @@ Status ReplayMig(const MigReplayOptions& o) {
   const std::vector<HeadlineRow> headline =
       BuildHeadline(records.value(), kPolicyTessera, FeaturedBaselines());
   std::fputs(HeadlineText(headline).c_str(), stdout);
+  const std::string defrag_table = DefragTableMarkdown(records.value(), o.mean_lifetime_minutes);
+  if (!defrag_table.empty()) {
+    std::printf("\ndefragmentation against tessera without it (same seeds):\n%s",
+                defrag_table.c_str());
+  }
 
   std::vector<OptimumCase> optimum;
   if (!o.skip_optimum) {
@@ -185,6 +212,7 @@ Status ReplayMig(const MigReplayOptions& o) {
     std::ofstream(o.out_dir + "/runs.csv") << RunsCsv(records.value());
     std::ofstream(o.out_dir + "/types.csv") << TypesCsv(records.value());
     std::ofstream(o.out_dir + "/headline.md") << HeadlineMarkdown(headline);
+    if (!defrag_table.empty()) std::ofstream(o.out_dir + "/defrag.md") << defrag_table;
     if (!optimum.empty()) {
       std::ofstream(o.out_dir + "/optimum.csv") << OptimumCsv(optimum, options.policies);
     }

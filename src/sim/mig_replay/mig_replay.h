@@ -28,6 +28,13 @@ struct MigReplayOptions {
   // Operators' node policies (--define-node-policy): tessera under each is the policy
   // "tessera:NAME", which --policy may name.
   std::vector<sched::NodePolicy> node_policies;
+  // Each N > 0 adds the policy "tessera+defrag-N" on the pending-queue protocols: tessera with
+  // a defragmentation round every `defrag_interval_minutes`, at most N evictions per hour, a
+  // mean lifetime taken as `mean_lifetime_minutes` (docs/defrag.md, "Measured in the
+  // simulator"). Empty or 0: no defragmentation, nothing changes.
+  std::vector<int> defrag_evictions_per_hour;
+  double defrag_interval_minutes = 10;
+  double mean_lifetime_minutes = 60;
 };
 
 // Checks the options, runs every cell, prints one line per cell (and the offline-optimum ratios)

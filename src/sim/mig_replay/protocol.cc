@@ -1,7 +1,9 @@
 #include "sim/mig_replay/protocol.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -33,6 +35,18 @@ int SlicesOf(const mig::GpuMigModel& gpu, int profile) {
 }  // namespace
 
 std::string ArrivalKey(size_t i) { return "mig/p" + std::to_string(i); }
+
+std::optional<size_t> ArrivalIndex(std::string_view key) {
+  constexpr std::string_view kPrefix = "mig/p";
+  if (!key.starts_with(kPrefix)) return std::nullopt;
+  const std::string_view digits = key.substr(kPrefix.size());
+  size_t index = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty()) {
+    return std::nullopt;
+  }
+  return index;
+}
 
 bool PolicyPlacer::Place(const std::string& key, int type) {
   if (error_) return false;
@@ -112,7 +126,8 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
 }
 
 RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals, size_t warmup,
-                           bool skip_failed_types) {
+                           bool skip_failed_types, Defragmenter* defrag,
+                           const DefragSchedule& schedule) {
   using Departure = std::pair<double, size_t>;  // (time, arrival index)
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
   std::vector<size_t> waiting;  // arrival indices, oldest first
@@ -124,10 +139,9 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
   for (const Arrival& a : arrivals) type_count = std::max(type_count, a.type + 1);
   std::vector<uint8_t> failed(static_cast<size_t>(type_count), 0);
 
-  // Places arrival i at time `now`; false when it does not fit.
-  const auto place = [&](size_t i, double now) {
+  // Arrival i was placed at time `now`: it leaves a lifetime later.
+  const auto count_placed = [&](size_t i, double now) {
     const Arrival& a = arrivals[i];
-    if (!placer.Place(ArrivalKey(i), a.type)) return false;
     departures.emplace(now + a.lifetime, i);
     const int64_t served = placer.ServedSlices(ArrivalKey(i), a.type);
     resident_served += served;
@@ -137,6 +151,11 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
       m.CountWait(a.type, now - a.time);
       m.served_slices += served;
     }
+  };
+  // Places arrival i at time `now`; false when it does not fit.
+  const auto place = [&](size_t i, double now) {
+    if (!placer.Place(ArrivalKey(i), arrivals[i].type)) return false;
+    count_placed(i, now);
     return true;
   };
   const auto retry_waiting = [&](double now) {
@@ -157,14 +176,50 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
     waiting.swap(still);
   };
 
+  const bool defragmenting = defrag != nullptr && schedule.enabled();
+  std::deque<double> evicted_at;  // times of the evictions still inside the budget's window
+  int64_t rounds_done = 0;
+  const auto next_round = [&] { return static_cast<double>(rounds_done + 1) * schedule.interval; };
+  const auto defrag_round = [&](double now, bool measured) {
+    // Evictions at least a window ago no longer count (the tolerance absorbs the rounding of
+    // multiples of the interval).
+    while (!evicted_at.empty() && evicted_at.front() <= now - schedule.window + 1e-9) {
+      evicted_at.pop_front();
+    }
+    const int left = schedule.evictions_per_window - static_cast<int>(evicted_at.size());
+    if (waiting.empty() || left <= 0) return;
+    const DefragRound round = defrag->Run(waiting, arrivals, left);
+    resident_served += round.moved_served_change;
+    evicted_at.insert(evicted_at.end(), static_cast<size_t>(round.evictions), now);
+    for (const size_t i : round.admitted) {
+      std::erase(waiting, i);
+      count_placed(i, now);
+    }
+    if (measured) {
+      ++m.defrag.rounds;
+      m.defrag.evictions += round.evictions;
+      m.defrag.admitted += static_cast<int64_t>(round.admitted.size());
+    }
+  };
+
   for (size_t i = 0; i < arrivals.size(); ++i) {
     const Arrival& a = arrivals[i];
-    while (!departures.empty() && departures.top().first <= a.time) {
-      const auto [when, leaving] = departures.top();
-      departures.pop();
-      resident_served -= placer.ServedSlices(ArrivalKey(leaving), arrivals[leaving].type);
-      placer.Release(ArrivalKey(leaving));
-      if (!waiting.empty()) retry_waiting(when);
+    // Departures and defragmentation rounds up to this arrival, in time order (a departure
+    // before a round at the same time).
+    while (true) {
+      const bool departs = !departures.empty() && departures.top().first <= a.time;
+      const bool rounds = defragmenting && next_round() <= a.time;
+      if (!departs && !rounds) break;
+      if (departs && (!rounds || departures.top().first <= next_round())) {
+        const auto [when, leaving] = departures.top();
+        departures.pop();
+        resident_served -= placer.ServedSlices(ArrivalKey(leaving), arrivals[leaving].type);
+        placer.Release(ArrivalKey(leaving));
+        if (!waiting.empty()) retry_waiting(when);
+        continue;
+      }
+      defrag_round(next_round(), i >= warmup);
+      ++rounds_done;
     }
     const bool measured = i >= warmup;
     if (measured) {
@@ -183,6 +238,10 @@ RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals,
     const double end = arrivals.back().time;
     for (const size_t i : waiting) {
       if (i >= warmup) m.CountWait(arrivals[i].type, end - arrivals[i].time);
+    }
+    if (defragmenting && warmup < arrivals.size()) {
+      m.defrag.measured_time = end - arrivals[warmup].time;
+      m.defrag.total_slices = placer.TotalSlices();
     }
   }
   if (m.arrived > 0) {

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/mig_replay/demand.h"
@@ -53,6 +55,44 @@ class PolicyPlacer : public Placer {
   std::optional<Error> error_;
 };
 
+// Defragmentation during the pending-queue protocol (docs/defrag.md, "Measured in the
+// simulator"): every `interval` the waiting requests are handed to a Defragmenter, which may
+// evict running pods and place them again so that waiting ones fit, at most
+// `evictions_per_window` evictions in any `window`. Times are in mean lifetimes.
+struct DefragSchedule {
+  int evictions_per_window = 0;  // 0: no defragmentation
+  double window = 1;
+  double interval = 1.0 / 6;
+  bool enabled() const { return evictions_per_window > 0 && interval > 0; }
+};
+
+// What one defragmentation round did.
+struct DefragRound {
+  std::vector<size_t> admitted;     // arrival indices of the waiting requests it placed
+  int evictions = 0;                // running pods evicted and placed again
+  int64_t moved_served_change = 0;  // served slices of the moved pods, after minus before
+};
+
+class Defragmenter {
+ public:
+  virtual ~Defragmenter() = default;
+  // Plans on the placer's cluster with the requests `waiting` (arrival indices, oldest first)
+  // pending and at most `max_evictions` evictions, and carries the plan out: the evicted pods
+  // keep running where the plan places them again (their departures are unchanged), the
+  // admitted requests are placed.
+  virtual DefragRound Run(std::span<const size_t> waiting, const std::vector<Arrival>& arrivals,
+                          int max_evictions) = 0;
+};
+
+// What defragmentation did over a run's measured window (zero without it).
+struct DefragCounts {
+  int64_t rounds = 0;        // rounds that planned (a request waited and evictions were left)
+  int64_t evictions = 0;     // pods evicted and placed again
+  int64_t admitted = 0;      // waiting requests placed by a round
+  double measured_time = 0;  // the measured window, in mean lifetimes
+  int64_t total_slices = 0;  // the fleet's memory slices (what served slices are a share of)
+};
+
 // One request type's part of a run's counts (RunMetrics::by_type).
 struct TypeOutcome {
   int64_t arrived = 0;
@@ -76,6 +116,7 @@ struct RunMetrics {
   // saturation or averaged like `snapshot`: the demand served, where memory_slice_ratio also
   // counts what a policy allocated beyond the intended profile.
   double served_ratio = 0;
+  DefragCounts defrag;
   // Pending-queue protocol (c) only: of the `arrived` requests, those placed at some point of the
   // run (on arrival or after waiting), and their summed wait from arrival to placement, in mean
   // lifetimes.
@@ -149,8 +190,11 @@ RunMetrics RunSteadyState(Placer& placer, const std::vector<Arrival>& arrivals, 
 // ones of that type are not tried in that round: the round only adds pods, so they would fail
 // too under a policy whose refusals are monotone in occupancy (checked against the full retry
 // in tests, for every policy); it keeps a long queue from costing a full pass per departure.
+// With `defrag` (and a schedule that is enabled), a defragmentation round runs at every
+// multiple of the schedule's interval, between the departures before it and those after.
 RunMetrics RunPendingQueue(Placer& placer, const std::vector<Arrival>& arrivals, size_t warmup,
-                           bool skip_failed_types = true);
+                           bool skip_failed_types = true, Defragmenter* defrag = nullptr,
+                           const DefragSchedule& schedule = {});
 
 // Average fraction of a GPU's memory slices one request of the workload occupies on `cluster`
 // (intended profiles, times the count), over its GPUs: sizes the streams and the offered load.
@@ -163,5 +207,7 @@ int64_t IntendedServedSlices(const MigCluster& cluster, int type);
 
 // The pod key of the i-th arrival.
 std::string ArrivalKey(size_t i);
+// The arrival index of a pod key ArrivalKey made, or nullopt.
+std::optional<size_t> ArrivalIndex(std::string_view key);
 
 }  // namespace tessera::sim::mig_replay

@@ -4,7 +4,6 @@
 
 #include <map>
 
-#include "core/model/annotations.h"
 #include "core/sched/scheduler.h"
 #include "sim/mig_replay/baselines.h"
 #include "sim/mig_replay/tessera_request.h"
@@ -32,19 +31,8 @@ class TesseraMigPolicy : public MigPolicy {
 
   Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
                                      std::mt19937_64& /*rng*/) override {
-    model::Pod pod = replay::ReplayPod(key);
-    pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
-    const TesseraMigRequest& r = requests_[type];
-    model::Container c;
-    c.name = "main";
-    c.limits["nvidia.com/gpu"] = std::to_string(cluster.workload().types[type].count);
-    if (r.mem_mib > 0) {
-      c.limits["nvidia.com/gpumem"] = std::to_string(r.mem_mib);
-    } else {
-      c.limits["nvidia.com/gpumem-percentage"] = std::to_string(r.mem_percent);
-    }
-    if (r.cores > 0) c.limits["nvidia.com/gpucores"] = std::to_string(r.cores);
-    pod.containers.push_back(std::move(c));
+    const model::Pod pod =
+        TesseraMigPod(key, cluster.workload().types[type].count, requests_[type]);
     // Schedule reserves the decision in the state it holds: cluster_.state().
     const sched::Decision d = scheduler_.Schedule(pod, cluster_.nodes(), 0);
     return d.scheduled() ? replay::PlaceOutcome::kPlaced : replay::PlaceOutcome::kRefused;
@@ -68,8 +56,7 @@ class TesseraMigPolicy : public MigPolicy {
 
 }  // namespace
 
-Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack,
-                                                        const sched::NodePolicy& node_policy) {
+Result<std::vector<TesseraMigRequest>> ResolveTesseraRequests(const MigCluster& cluster) {
   // One GPU per distinct model is enough: the request must work on each of them.
   std::vector<const mig::GpuMigModel*> gpus;
   std::map<std::string, bool> seen;
@@ -84,8 +71,15 @@ Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, boo
     if (!r.ok()) return r.error();
     requests.push_back(r.value());
   }
-  return std::unique_ptr<MigPolicy>(
-      std::make_unique<TesseraMigPolicy>(cluster, std::move(requests), gpu_binpack, node_policy));
+  return requests;
+}
+
+Result<std::unique_ptr<MigPolicy>> MakeTesseraMigPolicy(MigCluster& cluster, bool gpu_binpack,
+                                                        const sched::NodePolicy& node_policy) {
+  auto requests = ResolveTesseraRequests(cluster);
+  if (!requests.ok()) return requests.error();
+  return std::unique_ptr<MigPolicy>(std::make_unique<TesseraMigPolicy>(
+      cluster, std::move(requests.value()), gpu_binpack, node_policy));
 }
 
 }  // namespace tessera::sim::mig_replay

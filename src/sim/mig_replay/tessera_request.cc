@@ -1,5 +1,8 @@
 #include "sim/mig_replay/tessera_request.h"
 
+#include "core/model/annotations.h"
+#include "sim/replay/placement_state.h"
+
 namespace tessera::sim::mig_replay {
 
 int SmallestEligibleProfile(const mig::GpuMigModel& gpu, const TesseraMigRequest& request) {
@@ -40,6 +43,23 @@ Result<TesseraMigRequest> ResolveTesseraRequest(const std::vector<const mig::Gpu
                std::to_string(type.share_den) +
                " of a GPU): no nvidia.com/gpumem-percentage and nvidia.com/gpucores select its "
                "intended profile on every GPU model of the fleet"};
+}
+
+model::Pod TesseraMigPod(const std::string& key, int32_t count, const TesseraMigRequest& request) {
+  model::Pod pod = replay::ReplayPod(key);
+  pod.annotations[std::string(model::annotations::kVgpuMode)] = "mig";
+  pod.controller_kind = "ReplicaSet";
+  model::Container c;
+  c.name = "main";
+  c.limits["nvidia.com/gpu"] = std::to_string(count);
+  if (request.mem_mib > 0) {
+    c.limits["nvidia.com/gpumem"] = std::to_string(request.mem_mib);
+  } else {
+    c.limits["nvidia.com/gpumem-percentage"] = std::to_string(request.mem_percent);
+  }
+  if (request.cores > 0) c.limits["nvidia.com/gpucores"] = std::to_string(request.cores);
+  pod.containers.push_back(std::move(c));
+  return pod;
 }
 
 }  // namespace tessera::sim::mig_replay

@@ -7,10 +7,12 @@
 // type's intended profile (IntendedProfile); a memory request becomes nvidia.com/gpumem.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/common/result.h"
 #include "core/mig/layout.h"
+#include "core/model/pod.h"
 #include "sim/mig_replay/demand.h"
 
 namespace tessera::sim::mig_replay {
@@ -32,5 +34,10 @@ int SmallestEligibleProfile(const mig::GpuMigModel& gpu, const TesseraMigRequest
 // 7-slice models with the 4-slice RTX PRO 6000).
 Result<TesseraMigRequest> ResolveTesseraRequest(const std::vector<const mig::GpuMigModel*>& gpus,
                                                 const RequestType& type);
+
+// The pod the `tessera` policy hands the scheduler for the replay's pod `key`: MIG mode, one
+// container asking `count` instances as `request` says, owned by a ReplicaSet (a Deployment's
+// pod, which the defragmentation planner may move; nothing else reads the owner).
+model::Pod TesseraMigPod(const std::string& key, int32_t count, const TesseraMigRequest& request);
 
 }  // namespace tessera::sim::mig_replay

@@ -114,6 +114,15 @@ TEST_F(DefragTest, MigPodNoGpuCanTakeIsAdmittedByMovingOnePod) {
   EXPECT_EQ(plan.admitted[0].devices[0].placement, (model::Placement{0, 6}));
   EXPECT_THAT(plan.admitted[0].evicted, ElementsAre("default/x"));
   EXPECT_THAT(plan.not_admitted, IsEmpty());
+  // The reservations a caller commits to carry the plan out: what the steps describe.
+  EXPECT_EQ(plan.admitted[0].reservation.key, "default/big");
+  EXPECT_EQ(plan.admitted[0].reservation.node, "node-a");
+  ASSERT_EQ(plan.admitted[0].reservation.mig.size(), 1U);
+  EXPECT_EQ(plan.admitted[0].reservation.mig[0].placement, (model::Placement{0, 6}));
+  EXPECT_EQ(step.replaced_reservation.key, "default/x");
+  EXPECT_EQ(step.replaced_reservation.node, "node-b");
+  ASSERT_EQ(step.replaced_reservation.mig.size(), 1U);
+  EXPECT_EQ(step.replaced_reservation.mig[0].gpu_uuid, "GPU-b");
   // The caller's state is not changed.
   EXPECT_EQ(state_.pod("default/x")->node, "node-a");
   EXPECT_EQ(state_.pod("default/big"), nullptr);
@@ -286,6 +295,12 @@ TEST_F(DefragTest, WithNothingPendingAMoveMustGainTheMinimum) {
   EXPECT_THAT(none.steps, IsEmpty()) << FormatDefragPlan(none);
   EXPECT_THAT(none.why_empty, HasSubstr("no pod is pending"));
   EXPECT_DOUBLE_EQ(none.after.mig_placeability, none.before.mig_placeability);
+  // With mode (b) off, the move that qualified is not made either.
+  limits.min_gain = 0.5;
+  limits.raise_placeability = false;
+  const DefragPlan off = Plan({}, limits);
+  EXPECT_EQ(off.mode, DefragPlan::Mode::kNothing);
+  EXPECT_THAT(off.steps, IsEmpty()) << FormatDefragPlan(off);
 }
 
 TEST_F(DefragTest, WithNothingPendingSharedGpusAreConsolidated) {
