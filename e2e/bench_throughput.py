@@ -15,7 +15,8 @@ annotation, 8 GPUs each, as e2e/real_e2e.py makes them), then:
      pending pod is bound (kube-scheduler's own requeue, and tessera's --requeue-after nudge).
   4. tessera's /metrics (tessera_filter_duration_seconds, tessera_bind_duration_seconds, deltas
      over phase 1): mean time tessera spent per pod and its share of the wall time; plus CPU
-     seconds used by each process during each phase (/proc/PID/stat).
+     seconds used by each process during each phase (/proc/PID/stat) and each process's peak
+     resident memory so far (VmHWM, /proc/PID/status).
 
 Not part of the test suite. Usage:
 
@@ -113,6 +114,25 @@ def cpu_snapshot(cluster: BenchCluster) -> dict[str, float]:
         out["tessera"] = cpu_seconds(cluster.main.proc.pid)
     t = os.times()
     out["harness"] = t.user + t.system
+    return out
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """VmHWM: the most resident memory the process has held since it started."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def rss_snapshot(cluster: BenchCluster) -> dict[str, float | None]:
+    out = {name: peak_rss_mib(p.pid) for name, p in cluster.procs.items() if p.running()}
+    if cluster.main and cluster.main.proc.running():
+        out["tessera"] = peak_rss_mib(cluster.main.proc.pid)
     return out
 
 
@@ -341,6 +361,7 @@ def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
         "latency_p50_s": round(pct(lat, 0.5), 2), "latency_p99_s": round(pct(lat, 0.99), 2),
         "nodes_used": len(set(watch.nodes.values())),
         "cpu_s": cpu_delta(cpu0, cpu1),
+        "peak_rss_mib": rss_snapshot(cluster),
     }
     d = {k: t_metrics1.get(k, 0.0) - t_metrics0.get(k, 0.0) for k in t_metrics1}
     fsum = d.get("tessera_filter_duration_seconds_sum", 0.0)
@@ -550,6 +571,7 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
                 f" filter latency CDF {tm['filter_le']}")
             say(f"     kube-scheduler: {r.get('kube_scheduler')}")
             say(f"     CPU seconds during the phase: {r['cpu_s']}")
+            say(f"     peak RSS so far, MiB: {r['peak_rss_mib']}")
             say(f"     apiserver pod writes (server-side mean): {r.get('apiserver_pod_writes')}")
             delete_phase_pods(cluster, kind)
             time.sleep(2)

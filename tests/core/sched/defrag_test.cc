@@ -9,6 +9,7 @@
 #include "core/config/scheduler_config.h"
 #include "core/sched/defrag_format.h"
 #include "support/builders.h"
+#include "support/reservations.h"
 
 namespace tessera::sched {
 namespace {
@@ -33,12 +34,7 @@ class DefragTest : public ::testing::Test {
   void RunMig(const std::string& key, const std::string& node, const std::string& uuid,
               uint32_t start, const std::string& kind = "ReplicaSet",
               std::map<std::string, std::string> labels = {}) {
-    state::PodReservation r;
-    r.key = key;
-    r.uid = "uid-" + key;
-    r.node = node;
-    r.devices = {{{uuid, "NVIDIA", 24192, 25}}};
-    r.mig = {{0, 0, uuid, "1g.24gb", {start, 3}, std::nullopt}};
+    state::PodReservation r = testing::RtxPro1g24gbPod(key, node, uuid, start);
     Keep(std::move(r), PodBuilder(key).MigMode().Container(1, 24000).Build(), kind,
          std::move(labels));
   }

@@ -5,6 +5,7 @@
 
 #include "core/config/scheduler_config.h"
 #include "support/builders.h"
+#include "support/reservations.h"
 
 namespace tessera::sched {
 namespace {
@@ -39,12 +40,7 @@ class PreemptionTest : public ::testing::Test {
   // A running pod holding one 1g.24gb instance of the RTX PRO 6000 `uuid` at slice `start`.
   void HoldMig(const std::string& key, int32_t priority, const std::string& node,
                const std::string& uuid, uint32_t start) {
-    state::PodReservation r;
-    r.key = key;
-    r.uid = "uid-" + key;
-    r.node = node;
-    r.devices = {{{uuid, "NVIDIA", 24192, 25}}};
-    r.mig = {{0, 0, uuid, "1g.24gb", {start, 3}, std::nullopt}};
+    state::PodReservation r = testing::RtxPro1g24gbPod(key, node, uuid, start);
     r.priority = priority;
     state_.AddPod(std::move(r));
   }
