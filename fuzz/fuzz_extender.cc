@@ -14,6 +14,7 @@ namespace {
 
 using tessera::Status;
 using tessera::scheduler::AnnotationChanges;
+using tessera::scheduler::BindingAnnotations;
 using tessera::scheduler::PodRef;
 
 class NullWriter : public tessera::scheduler::ClusterWriter {
