@@ -294,6 +294,10 @@ class Soak:
     def check(self, final: bool = False) -> dict:
         """One pass over every invariant that can be judged from a snapshot. Returns the
         instances that are unclaimed and the running pods' instances that are missing."""
+        # The foreign instances known before the driver states are read: one added by hand
+        # while this check runs is judged by the next, not missed in a state read before it.
+        with self.lock:
+            foreign = [f for f in self.foreign if f["alive"]]
         judge, states, pods, devs = self.snapshot()
         self.checks += 1
         node_of = {n.name: n for n in self.nodes}
@@ -304,8 +308,6 @@ class Soak:
         uuid_owner: dict[str, str] = {}
         env_owner: dict[str, str] = {}
         shared_use = collections.defaultdict(lambda: [0, 0])
-        with self.lock:
-            foreign = [f for f in self.foreign if f["alive"]]
         foreign_uuids = {f["uuid"]: f for f in foreign}
         missing = []
         for p in pods:
