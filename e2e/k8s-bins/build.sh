@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control-plane binaries the end-to-end tests run against
-# (etcd, kube-apiserver, kube-scheduler, kubectl, and kubelet-dm: the kubelet's device manager),
+# (etcd, kube-apiserver, kube-scheduler, kubectl, kube-controller-manager, and kubelet-dm: the
+# kubelet's device manager),
 # and helm for the chart's tests, from the Go module proxy, into a cache
 # outside the repository keyed by version. Prints the bin directory on stdout.
 #
@@ -63,6 +64,39 @@ build_kubelet_dm() {
   log "kubelet-dm built in $(($(date +%s) - start)) s"
 }
 
+# kube-controller-manager (the defrag e2e: a Deployment's ReplicaSet recreates an evicted pod):
+# its own stamp, so caches made before it build only it; the Go build cache shares the rest with
+# kube-apiserver.
+KCM_STAMP="$BIN/kube-controller-manager.txt"
+build_kube_controller_manager() {
+  [[ -f "$KCM_STAMP" && -x "$BIN/kube-controller-manager" && "$(cat "$KCM_STAMP")" == "$(want_stamp)" ]] && return 0
+  local mod="$CACHE_ROOT/work/kcm" start gomod staging args=() minor ldf="-s -w" pkg
+  start=$(date +%s)
+  rm -rf "$mod" && mkdir -p "$mod" "$BIN"
+  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  mapfile -t staging < <(grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ v0\.0\.0([[:space:]]|$)' "$gomod" | awk '{print $1}' | sort -u)
+  for m in "${staging[@]}"; do args+=("-replace=$m=$m@$STAGING_VERSION"); done
+  minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldf+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  (
+    cd "$mod"
+    go mod init local/kcmbin >/dev/null 2>&1
+    godebug=$(sed -n '/^godebug/,/^)/p' "$gomod")
+    [[ -n "$godebug" ]] && printf '\n%s\n' "$godebug" >>go.mod
+    go mod edit "${args[@]}"
+    go get -tool "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" >&2
+    log "building kube-controller-manager"
+    go build -p "${GO_BUILD_JOBS:-2}" "${NODEBUG[@]}" -ldflags "$ldf" -o "$BIN/" \
+      k8s.io/kubernetes/cmd/kube-controller-manager >&2
+  )
+  want_stamp >"$KCM_STAMP"
+  log "kube-controller-manager built in $(($(date +%s) - start)) s"
+}
+
 # helm (deploy/helm/tessera is installed with it in e2e): its own module and stamp, since its
 # Kubernetes libraries are a newer minor than the binaries above (about 2 minutes cold).
 HELM_STAMP="$BIN/helm.txt"
@@ -86,6 +120,7 @@ build_helm() {
 if [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$(want_stamp)" ]] &&
   [[ -x "$BIN/etcd" && -x "$BIN/kube-apiserver" && -x "$BIN/kube-scheduler" && -x "$BIN/kubectl" ]]; then
   build_kubelet_dm
+  build_kube_controller_manager
   build_helm
   echo "$BIN"
   exit 0
@@ -140,5 +175,6 @@ rm -rf "$ETCD_MOD" && mkdir -p "$ETCD_MOD"
 want_stamp >"$STAMP"
 log "built in $(($(date +%s) - start)) s into $BIN"
 build_kubelet_dm
+build_kube_controller_manager
 build_helm
 echo "$BIN"
