@@ -1,5 +1,6 @@
 #include "scheduler/cluster_view.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/sched/admission.h"
@@ -289,6 +290,33 @@ ClusterView::ExplainSubject ClusterView::PrepareExplanation(const std::string& k
                                               options_.policy, limits);
   }
   return subject;
+}
+
+ClusterView::DefragInputs ClusterView::CopyForDefrag() const {
+  // The pods as filter sees them: with the admission defaults a webhook would have set.
+  auto as_filtered = [this](const model::Pod& pod) {
+    auto admitted = sched::ApplyAdmissionDefaults(pod, config_.nvidia);
+    return admitted.ok() ? admitted->pod : pod;
+  };
+  std::lock_guard lock(mu_);
+  DefragInputs inputs{
+      state_, {}, {}, {}, scheduler_.demand_mix(), scheduler_.mig_demand_mix(), options_.policy};
+  // Pending: what the last filter placed nowhere, and this scheduler's unbound pods no filter
+  // here has seen yet (a one-shot view, or a replica that just started), that hold nothing.
+  const std::string& ours = options_.webhook.scheduler_name;
+  for (const auto& [key, pod] : unbound_) {
+    const bool waiting = waiting_.contains(key);
+    const bool unseen_ours =
+        !ours.empty() && pod.scheduler_name == ours && !pod.deleting && state_.pod(key) == nullptr;
+    if (waiting || unseen_ours) inputs.pending.push_back(as_filtered(pod));
+  }
+  std::stable_sort(inputs.pending.begin(), inputs.pending.end(),
+                   [](const model::Pod& a, const model::Pod& b) { return a.created < b.created; });
+  inputs.movable.reserve(movable_.size());
+  for (const auto& [key, pod] : movable_) inputs.movable.push_back(as_filtered(pod));
+  inputs.budgets.reserve(budgets_.size());
+  for (const auto& [key, budget] : budgets_) inputs.budgets.push_back(budget);
+  return inputs;
 }
 
 UiStateEncoder::Snapshot ClusterView::CollectUiState() const {

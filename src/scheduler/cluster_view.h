@@ -160,6 +160,21 @@ class ClusterView {
   // What /explain needs of pod `key`, copied under the lock; `detail_node` is shown in full.
   // Neither set: not a pod this view knows.
   ExplainSubject PrepareExplanation(const std::string& key, const std::string& detail_node) const;
+  // What /defrag plans from (sched::PlanDefrag), copied under the lock.
+  struct DefragInputs {
+    state::ClusterState state;
+    // Pods the last filter placed nowhere, and this scheduler's unbound pods that hold nothing
+    // (none filtered yet: a one-shot view), oldest first (by creation, then key).
+    std::vector<model::Pod> pending;
+    // The specs of bound pods holding devices whose controller recreates them: the pods a plan
+    // may move (a pod is placed again from its spec).
+    std::vector<model::Pod> movable;
+    std::vector<model::DisruptionBudget> budgets;
+    sched::DemandMix demand;  // what the scheduler observed
+    sched::MigDemandMix mig_demand;
+    sched::PolicyDefaults policy;
+  };
+  DefragInputs CopyForDefrag() const;
   // /ui/state: the nodes that changed since the last call encoded, the rest reused.
   UiStateEncoder::Snapshot CollectUiState() const;
   // What the agents measured (tessera.io/gpu-usage), beside the state and never in it: a change
@@ -262,6 +277,9 @@ class ClusterView {
   std::set<std::string> unselected_;         // nodes --node-label-selector leaves out
   std::set<std::string> not_live_;           // nodes the last liveness pass found without a plugin
   std::set<std::string> reported_problems_;  // "<uid>/<problem>": unreadable annotations, once
+  // Bound pods holding devices whose controller recreates them, as last seen: what /defrag may
+  // move and places again from (sched::RecreatedByController).
+  std::map<std::string, model::Pod> movable_;
   // Unbound pods with status.nominatedNodeName, by key (the feed's pods only).
   std::map<std::string, Nomination> nominations_;
   bool holds_deferred_ = false;  // a relist is being applied (ReplacePods)

@@ -10,6 +10,7 @@
 
 #include "core/codec/k8s_objects.h"
 #include "core/model/annotations.h"
+#include "core/sched/defrag.h"
 #include "scheduler/object_name.h"
 
 namespace tessera::scheduler {
@@ -298,6 +299,7 @@ void ClusterView::ReplacePods(const std::vector<Json>& pods) {
     return present.count(key) == 0 && !filter_only_.Contains(key);
   });
   std::erase_if(unbound_, [&](const auto& entry) { return present.count(entry.first) == 0; });
+  std::erase_if(movable_, [&](const auto& entry) { return present.count(entry.first) == 0; });
   std::erase_if(waiting_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
   std::erase_if(nominations_, [&](const auto& entry) { return unbound_.count(entry.first) == 0; });
   refused_.KeepOnly(waiting_);
@@ -318,6 +320,7 @@ void ClusterView::ForgetPodViewsLocked(const std::string& key, const std::string
                   [&](const std::string& p) { return p.rfind(held_uid + "/", 0) == 0; });
   }
   unbound_.erase(key);
+  movable_.erase(key);
   waiting_.erase(key);
   refused_.Forget(key);
   filter_only_.Forget(key);
@@ -353,6 +356,7 @@ std::optional<std::string> ClusterView::ObservePodLocked(const model::Pod& pod) 
   if (!pod.uid.empty()) filter_answers_.ForgetOtherUid(key, pod.uid);
   if (pod.node_name.empty()) {
     unbound_[key] = pod;
+    movable_.erase(key);
   } else {
     unbound_.erase(key);
     waiting_.erase(key);
@@ -364,6 +368,12 @@ std::optional<std::string> ClusterView::ObservePodLocked(const model::Pod& pod) 
   if (seen.adoption == Adoption::kUnbound && !seen.placed_node.empty() &&
       !filter_answers_.Contains(key)) {
     filter_answers_.Placed(key, pod.uid, seen.placed_node);
+  }
+  if (!pod.node_name.empty() && state_.pod(key) != nullptr &&
+      sched::RecreatedByController(pod.controller_kind)) {
+    movable_[key] = pod;
+  } else {
+    movable_.erase(key);
   }
   if (seen.adoption == Adoption::kUnreadable) {
     metrics_.DecodeError("pod");

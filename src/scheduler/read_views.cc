@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/model/pod.h"
+#include "core/sched/defrag_format.h"
 #include "scheduler/service_metrics.h"
 
 namespace tessera::scheduler {
@@ -40,6 +41,18 @@ ExplainResult ReadViews::Explain(std::string_view pod_key, bool json,
   } else {
     result.body = sched::FormatExplanation(e);
   }
+  return result;
+}
+
+DefragResult ReadViews::Defrag(const sched::DefragLimits& limits, bool json) const {
+  const ClusterView::DefragInputs in = view_.CopyForDefrag();
+  const sched::ObservedDemand observed{&in.demand, &in.mig_demand};
+  DefragResult result;
+  result.plan =
+      sched::PlanDefrag(in.state, in.pending, in.movable, in.policy, in.budgets, limits, observed);
+  result.json = json;
+  result.body = json ? sched::DefragPlanToJson(result.plan).dump() + "\n"
+                     : sched::FormatDefragPlan(result.plan);
   return result;
 }
 

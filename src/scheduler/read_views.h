@@ -9,6 +9,7 @@
 
 #include <prometheus/metric_family.h>
 
+#include "core/sched/defrag.h"
 #include "scheduler/cluster_view.h"
 
 namespace tessera::scheduler {
@@ -23,6 +24,13 @@ struct ExplainResult {
   Outcome outcome = Outcome::kOk;
   std::string body;
   bool json = false;  // the body is JSON; otherwise plain text
+};
+
+// What /defrag answers: the plan, and its encoding.
+struct DefragResult {
+  sched::DefragPlan plan;
+  std::string body;
+  bool json = false;
 };
 
 // /ui/state's body, and what names it: `version` moves whenever the body changes and
@@ -46,6 +54,11 @@ class ReadViews {
   // and what would make it fit (sched::ExplainPod); `node`, when not empty, is shown with its
   // GPUs in full whatever else is. The remedy search runs outside the lock.
   ExplainResult Explain(std::string_view pod_key, bool json, const std::string& node = {}) const;
+
+  // A defragmentation plan for the cluster as the view has it (sched::PlanDefrag, a dry run):
+  // its pending pods, the movable pods' specs, the PodDisruptionBudgets and the demand the
+  // scheduler observed are copied under the lock; the search runs outside it.
+  DefragResult Defrag(const sched::DefragLimits& limits, bool json) const;
 
   // Every node and GPU (MIG slice maps, shared use and holders) and the pods waiting with the
   // last filter's message, as compact JSON (scheduler/ui_state.h), with the agents' measured GPU

@@ -8,6 +8,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "core/sched/defrag_format.h"
+
 namespace tessera::scheduler {
 namespace {
 
@@ -96,6 +98,39 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                              "from when its victims were gone until its own filter")
                          .Register(*registry_)
                          .Add({});
+  defrag_plans_ = &prometheus::BuildCounter()
+                       .Name("tessera_defrag_plans_total")
+                       .Help(
+                           "Defragmentation plans made for /defrag (dry runs), by mode: "
+                           "admit-pending, raise-placeability or nothing")
+                       .Register(*registry_);
+  defrag_evictions_ = &prometheus::BuildCounter()
+                           .Name("tessera_defrag_planned_evictions_total")
+                           .Help("Evictions in the defragmentation plans made for /defrag")
+                           .Register(*registry_)
+                           .Add({});
+  defrag_admissions_ =
+      &prometheus::BuildCounter()
+           .Name("tessera_defrag_planned_admissions_total")
+           .Help(
+               "Pending pods the defragmentation plans made for /defrag admit (per eviction: "
+               "divided by tessera_defrag_planned_evictions_total)")
+           .Register(*registry_)
+           .Add({});
+  defrag_placeability_ =
+      &prometheus::BuildGauge()
+           .Name("tessera_defrag_last_plan_mig_placeability_gib")
+           .Help(
+               "The last /defrag plan's MIG placeability for the observed demand, before and "
+               "after its evictions (docs/defrag.md)")
+           .Register(*registry_);
+  defrag_fragmentation_ =
+      &prometheus::BuildGauge()
+           .Name("tessera_defrag_last_plan_sharing_fragmentation_gpus")
+           .Help(
+               "The last /defrag plan's sharing fragmentation for the observed demand, before "
+               "and after its evictions (docs/defrag.md)")
+           .Register(*registry_);
   pending_ = &prometheus::BuildGauge()
                   .Name("tessera_pending_reservations")
                   .Help("Reservations made by filter and not yet bound")
@@ -137,6 +172,18 @@ void ServiceMetrics::Requeued(size_t n) { requeued_->Increment(static_cast<doubl
 void ServiceMetrics::BindPlacedHere() { placed_in_bind_->Increment(); }
 
 void ServiceMetrics::NominatedPodHeld() { nominated_held_->Increment(); }
+
+void ServiceMetrics::DefragPlanned(const sched::DefragPlan& plan) {
+  defrag_plans_->Add({{"mode", std::string(sched::DefragModeName(plan.mode))}}).Increment();
+  defrag_evictions_->Increment(static_cast<double>(plan.steps.size()));
+  size_t admitted_by_evictions = 0;
+  for (const auto& a : plan.admitted) admitted_by_evictions += a.evicted.empty() ? 0 : 1;
+  defrag_admissions_->Increment(static_cast<double>(admitted_by_evictions));
+  defrag_placeability_->Add({{"when", "before"}}).Set(plan.before.mig_placeability);
+  defrag_placeability_->Add({{"when", "after"}}).Set(plan.after.mig_placeability);
+  defrag_fragmentation_->Add({{"when", "before"}}).Set(plan.before.sharing_fragmentation);
+  defrag_fragmentation_->Add({{"when", "after"}}).Set(plan.after.sharing_fragmentation);
+}
 
 void ServiceMetrics::SetPending(size_t n) { pending_->Set(static_cast<double>(n)); }
 

@@ -14,6 +14,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include "core/sched/defrag.h"
 #include "core/sched/mig_demand.h"
 #include "core/state/cluster_state.h"
 
@@ -39,6 +40,9 @@ class ServiceMetrics {
   // Room freed by preemption held for the nominated pod (ClusterView::Nomination).
   void NominatedPodHeld();
   void SetPending(size_t n);
+  // A /defrag plan (a dry run): counted by mode, with its evictions and the pending pods it
+  // admits; the last plan's measures before and after.
+  void DefragPlanned(const sched::DefragPlan& plan);
   // A filter that placed the pod nowhere: once per reason word among the nodes' reasons.
   void Unschedulable(const std::set<std::string>& reasons);
 
@@ -63,6 +67,11 @@ class ServiceMetrics {
   prometheus::Counter* nominated_held_;
   prometheus::Counter* placed_in_bind_;
   prometheus::Gauge* pending_;
+  prometheus::Family<prometheus::Counter>* defrag_plans_;
+  prometheus::Counter* defrag_evictions_;
+  prometheus::Counter* defrag_admissions_;
+  prometheus::Family<prometheus::Gauge>* defrag_placeability_;
+  prometheus::Family<prometheus::Gauge>* defrag_fragmentation_;
 };
 
 // tessera_client_keyed_entries{map}: the size of each map keyed by client input (pod keys named

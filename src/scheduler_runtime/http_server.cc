@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <memory>
 #include <optional>
 
 #include "scheduler/service_metrics.h"
+#include "scheduler_runtime/defrag_endpoint.h"
 
 namespace tessera::scheduler_runtime {
 
@@ -222,6 +224,11 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
     routes.push_back({"GET", "/explain", Lane::kOpen, Gate::kAnyone,
                       Guarded(options.read_access, [&svc](const http::Request& request) {
                         return Explain(svc.reads, request);
+                      })});
+    auto defrag = std::make_shared<DefragEndpoint>(svc);
+    routes.push_back({"GET", "/defrag", Lane::kOpen, Gate::kAnyone,
+                      Guarded(options.read_access, [defrag](const http::Request& request) {
+                        return defrag->Handle(request);
                       })});
   }
   if (e.extender_verbs) {

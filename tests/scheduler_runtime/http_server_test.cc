@@ -173,6 +173,42 @@ TEST(HttpServer, ExplainRefusesMalformedQueriesAndUnknownPods) {
   EXPECT_EQ(status_of("/explain?pod=default/nobody"), 404);
 }
 
+// /defrag plans on the scheduler's view (here: nothing to do) and counts the plan; it refuses
+// what it does not understand and limits bounded by the server.
+TEST(HttpServer, DefragAnswersAPlanAndRefusesMalformedQueries) {
+  ServerFixture f;
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto json = client.Get("/defrag?format=json&max-evictions=2&min-gain=0.5");
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->status, 200) << json->body;
+  EXPECT_EQ(json->get_header_value("Content-Type"), "application/json");
+  const Json plan = Json::parse(json->body);
+  EXPECT_EQ(plan["mode"], "nothing");
+  EXPECT_EQ(plan["limits"]["maxEvictions"], 2);
+  auto text = client.Get("/defrag");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 200);
+  EXPECT_NE(text->body.find("defrag plan"), std::string::npos) << text->body;
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("tessera_defrag_plans_total{mode=\"nothing\"} 2"), std::string::npos)
+      << metrics->body;
+  auto status_of = [&](const std::string& path) {
+    auto res = client.Get(path);
+    return res ? res->status : -1;
+  };
+  EXPECT_EQ(status_of("/defrag?format=xml"), 400);
+  EXPECT_EQ(status_of("/defrag?pod=default/p"), 400);
+  EXPECT_EQ(status_of("/defrag?max-evictions=33"), 400);
+  EXPECT_EQ(status_of("/defrag?max-evictions=-1"), 400);
+  EXPECT_EQ(status_of("/defrag?max-evictions=2x"), 400);
+  EXPECT_EQ(status_of("/defrag?min-gain=0"), 400);
+  EXPECT_EQ(status_of("/defrag?min-gain=nan"), 400);
+  EXPECT_EQ(status_of("/defrag?min-fragmentation-drop=-1"), 400);
+  EXPECT_EQ(status_of("/defrag?max-evictions=1&max-evictions=2"), 400);
+}
+
 TEST(HttpServer, EmptyBodyIs400AndGarbageGetsAnErrorField) {
   ServerFixture f;
   ASSERT_TRUE(f.listen_status().ok());
@@ -369,7 +405,7 @@ TEST(HttpServer, ReadEndpointsAnswerOnlyWhatTheReadCheckAllows) {
   ServerFixture f(o);
   ASSERT_TRUE(f.listen_status().ok());
   httplib::Client client("127.0.0.1", f.port());
-  for (const char* path : {"/metrics", "/ui/state", "/explain?pod=default/p"}) {
+  for (const char* path : {"/metrics", "/ui/state", "/explain?pod=default/p", "/defrag"}) {
     auto anonymous = client.Get(path);
     ASSERT_TRUE(anonymous);
     EXPECT_EQ(anonymous->status, 401) << path;
@@ -383,7 +419,7 @@ TEST(HttpServer, ReadEndpointsAnswerOnlyWhatTheReadCheckAllows) {
     EXPECT_NE(reader->status, 403) << path;
   }
   const size_t checks = asked.size();
-  EXPECT_EQ(checks, 9u);
+  EXPECT_EQ(checks, 12u);
   for (const char* path : {"/healthz", "/readyz", "/ui"}) {
     auto res = client.Get(path);
     ASSERT_TRUE(res);

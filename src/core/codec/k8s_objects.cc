@@ -150,6 +150,13 @@ Result<model::Pod> DecodePod(const Json& j) {
       !s) {
     return Error{s.message()};
   }
+  if (const Json* meta = FindKey(j, "metadata"); meta != nullptr) {
+    if (auto s =
+            ReadString(*meta, "creationTimestamp", "Pod " + pod.Key() + ": metadata", &pod.created);
+        !s) {
+      return Error{s.message()};
+    }
+  }
   const std::string where = "Pod " + pod.Key() + ": spec";
   if (const Json* spec = FindKey(j, "spec"); spec != nullptr && !spec->is_null()) {
     if (!spec->is_object()) return Error{where + ": expected an object"};

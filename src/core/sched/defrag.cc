@@ -17,10 +17,6 @@ constexpr int64_t kNoTime = 0;
 // Measures are sums of doubles: a move that changes one by less than this leaves it as it was.
 constexpr double kMeasureTolerance = 1e-9;
 
-bool RecreatedByController(const std::string& kind) {
-  return kind == "ReplicaSet" || kind == "StatefulSet" || kind == "Job";
-}
-
 int64_t HeldMemory(const state::PodReservation& r) {
   int64_t mem = 0;
   for (const auto& slot : r.devices) {
@@ -436,6 +432,10 @@ class Planner {
 };
 
 }  // namespace
+
+bool RecreatedByController(std::string_view kind) {
+  return kind == "ReplicaSet" || kind == "StatefulSet" || kind == "Job";
+}
 
 std::string WhyNotMovable(const state::PodReservation& reservation, const model::Pod* spec) {
   if (!reservation.held_gpus.empty()) return "its GPU allocation cannot be read";

@@ -94,6 +94,10 @@ struct DefragPlan {
   bool search_complete = true;  // false: the evaluation budget ran out
 };
 
+// Whether a pod whose controlling owner is of this kind comes back after an eviction (a
+// ReplicaSet, StatefulSet or Job recreates it; a DaemonSet's pod is bound to its node).
+bool RecreatedByController(std::string_view kind);
+
 // Why the pod holding `reservation` may not move ("" when it may, budgets aside): no controller
 // that recreates it, the no-defrag label, or no spec to place it again with.
 std::string WhyNotMovable(const state::PodReservation& reservation, const model::Pod* spec);

@@ -17,7 +17,9 @@ std::string Fixed(double value, int digits) {
   return out == "-0.00" ? "0.00" : out;
 }
 
-std::string_view ModeName(DefragPlan::Mode mode) {
+}  // namespace
+
+std::string_view DefragModeName(DefragPlan::Mode mode) {
   switch (mode) {
     case DefragPlan::Mode::kAdmitPending:
       return "admit-pending";
@@ -28,6 +30,8 @@ std::string_view ModeName(DefragPlan::Mode mode) {
   }
   return "nothing";
 }
+
+namespace {
 
 std::string Plural(size_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
@@ -99,8 +103,9 @@ constexpr size_t kMaxListed = 16;
 
 }  // namespace
 
-std::string FormatDefragPlan(const DefragPlan& plan) {
-  std::string out = "defrag plan (dry run, nothing is evicted): ";
+std::string FormatDefragPlan(const DefragPlan& plan, bool to_execute) {
+  std::string out =
+      to_execute ? "defrag plan (to be executed): " : "defrag plan (dry run, nothing is evicted): ";
   size_t admitted_by_eviction = 0;
   for (const AdmittedPod& a : plan.admitted) admitted_by_eviction += a.evicted.empty() ? 0 : 1;
   switch (plan.mode) {
@@ -193,7 +198,7 @@ codec::Json DefragPlanToJson(const DefragPlan& plan) {
         {{"pod", a.pod}, {"node", a.node}, {"devices", devices}, {"evicted", a.evicted}});
   }
   codec::Json out = {{"dryRun", true},
-                     {"mode", ModeName(plan.mode)},
+                     {"mode", DefragModeName(plan.mode)},
                      {"steps", steps},
                      {"admitted", admitted},
                      {"notAdmitted", plan.not_admitted},

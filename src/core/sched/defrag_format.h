@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/codec/json_util.h"
 #include "core/sched/defrag.h"
@@ -9,7 +10,10 @@ namespace tessera::sched {
 
 // A defragmentation plan for a person (`tessera defrag`) and for tools (`-o json`,
 // docs/defrag.md).
-std::string FormatDefragPlan(const DefragPlan& plan);
+// `to_execute`: the plan `tessera defrag --execute` is about to carry out.
+std::string FormatDefragPlan(const DefragPlan& plan, bool to_execute = false);
+// "admit-pending", "raise-placeability" or "nothing".
+std::string_view DefragModeName(DefragPlan::Mode mode);
 codec::Json DefragPlanToJson(const DefragPlan& plan);
 
 }  // namespace tessera::sched

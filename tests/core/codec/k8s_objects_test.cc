@@ -75,6 +75,17 @@ TEST(DecodePodTest, ReadsThePriority) {
       DecodePod(Parse(R"({"metadata": {"name": "p"}, "spec": {"priority": "high"}})")).ok());
 }
 
+// metadata.creationTimestamp, kept as written (RFC 3339 text sorts as the time does).
+TEST(DecodePodTest, ReadsTheCreationTimestamp) {
+  auto pod = DecodePod(
+      Parse(R"({"metadata": {"name": "p", "creationTimestamp": "2026-12-06T10:00:00Z"}})"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  EXPECT_EQ(pod->created, "2026-12-06T10:00:00Z");
+  auto bad = DecodePod(Parse(R"({"metadata": {"name": "p", "creationTimestamp": 5}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, ::testing::HasSubstr("creationTimestamp"));
+}
+
 // status.nominatedNodeName: where kube-scheduler's preemption made room for the pod.
 TEST(DecodePodTest, ReadsTheNominatedNode) {
   auto pod = DecodePod(Parse(

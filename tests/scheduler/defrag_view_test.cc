@@ -1,0 +1,108 @@
+// /defrag plans from the cluster view: the pods the last filter placed nowhere, the specs of the
+// bound pods a controller recreates, and nothing else (ClusterView::CopyForDefrag,
+// ReadViews::Defrag).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "scheduler/service_fixture.h"
+#include "support/builders.h"
+#include "support/k8s_json.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using testing::NodeWith;
+using testing::PodBuilder;
+using testing::PodJson;
+using testing::SharingGpu;
+using testing_support::ServiceTest;
+
+class DefragViewTest : public ServiceTest {
+ protected:
+  // A pod bound to `node`, holding `mem` MiB of `uuid`, owned by a controller of `kind` ("":
+  // none).
+  static model::Pod Running(const std::string& key, const std::string& node,
+                            const std::string& uuid, int mem, const std::string& kind) {
+    model::Pod pod = PodBuilder(key).Container(1, mem, 10).PlacedOn(node, uuid, mem).Build();
+    pod.node_name = node;
+    pod.phase = "Running";
+    pod.controller_kind = kind;
+    return pod;
+  }
+
+  // n1 and n2 with one 12000 MiB GPU each: ns/w (a ReplicaSet's, 4000 MiB) on n1, ns/bare (no
+  // controller, 6000 MiB) on n2, and ns/p (10000 MiB), which fits on neither, filtered.
+  void Fragmented(const std::string& w_kind = "ReplicaSet") {
+    MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 12000)}),
+                NodeWith("n2", {SharingGpu("GPU-2", 12000)})});
+    service->view.UpsertPodModel(Running("ns/w", "n1", "GPU-1", 4000, w_kind));
+    service->view.UpsertPodModel(Running("ns/bare", "n2", "GPU-2", 6000, ""));
+    ASSERT_TRUE(Filter(Pending(), {"n1", "n2"})["NodeNames"].empty());
+  }
+  static model::Pod Pending() { return PodBuilder("ns/p").Container(1, 10000, 10).Build(); }
+};
+
+TEST_F(DefragViewTest, APodTheFilterPlacedNowhereIsAdmittedByMovingAControllersPod) {
+  Fragmented();
+  const DefragResult result = service->reads.Defrag({}, true);
+  const sched::DefragPlan& plan = result.plan;
+  ASSERT_EQ(plan.mode, sched::DefragPlan::Mode::kAdmitPending) << result.body;
+  ASSERT_EQ(plan.steps.size(), 1U) << result.body;
+  EXPECT_EQ(plan.steps[0].pod, "ns/w");
+  EXPECT_EQ(plan.steps[0].node, "n1");
+  EXPECT_EQ(plan.steps[0].replaced_node, "n2");
+  ASSERT_EQ(plan.admitted.size(), 1U);
+  EXPECT_EQ(plan.admitted[0].pod, "ns/p");
+  EXPECT_EQ(plan.admitted[0].node, "n1");
+  EXPECT_EQ(plan.unmovable.at("ns/bare"), "no controller recreates it");
+  EXPECT_EQ(codec::Json::parse(result.body)["mode"], "admit-pending");
+  // A dry run: the view is unchanged.
+  EXPECT_TRUE(Holds("ns/w"));
+  EXPECT_FALSE(Holds("ns/p"));
+}
+
+TEST_F(DefragViewTest, ADaemonSetsPodIsNeverMoved) {
+  Fragmented("DaemonSet");
+  const sched::DefragPlan plan = service->reads.Defrag({}, false).plan;
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_EQ(plan.unmovable.at("ns/w"), "its controller (DaemonSet) does not recreate it elsewhere");
+  EXPECT_EQ(plan.not_admitted.count("ns/p"), 1U);
+}
+
+// Once the movable pod is gone its spec goes with it, and the pending pod fits without a move.
+TEST_F(DefragViewTest, APodThatLeftIsNeitherMovedNorKept) {
+  Fragmented();
+  service->view.DeletePod(PodJson(Running("ns/w", "n1", "GPU-1", 4000, "ReplicaSet")));
+  const ClusterView::DefragInputs in = service->view.CopyForDefrag();
+  EXPECT_TRUE(in.movable.empty());
+  ASSERT_EQ(in.pending.size(), 1U);
+  const sched::DefragPlan plan = service->reads.Defrag({}, false).plan;
+  EXPECT_TRUE(plan.steps.empty());
+  ASSERT_EQ(plan.admitted.size(), 1U);
+  EXPECT_TRUE(plan.admitted[0].evicted.empty());
+}
+
+// Pending pods are this scheduler's: an unbound pod of another scheduler that no filter here
+// has seen is not planned for; one of this scheduler's is, oldest first.
+TEST_F(DefragViewTest, PendingPodsAreThisSchedulersOldestFirst) {
+  options.webhook.scheduler_name = "tessera-scheduler";
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 12000)})});
+  model::Pod theirs = PodBuilder("ns/theirs").Container(1, 1000, 10).Build();
+  theirs.scheduler_name = "default-scheduler";
+  model::Pod young = PodBuilder("ns/a-young").Container(1, 1000, 10).Build();
+  young.scheduler_name = "tessera-scheduler";
+  young.created = "2026-12-06T10:00:00Z";
+  model::Pod old = young;
+  old.name = "z-old";
+  old.uid = "uid-z-old";
+  old.created = "2026-12-06T09:00:00Z";
+  for (const model::Pod& pod : {theirs, young, old}) service->view.UpsertPodModel(pod);
+  const ClusterView::DefragInputs in = service->view.CopyForDefrag();
+  ASSERT_EQ(in.pending.size(), 2U);
+  EXPECT_EQ(in.pending[0].Key(), "ns/z-old");
+  EXPECT_EQ(in.pending[1].Key(), "ns/a-young");
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
