@@ -1002,6 +1002,132 @@ def s_preempt(env: Env, ns: str, group: str):
             env.kube.delete(f"{classes}/{name}", grace0=False)
 
 
+@scenario("z", "defragmentation (/defrag, tessera defrag --execute) with a real "
+               "kube-controller-manager: a whole-GPU MIG pod that no GPU can take is admitted "
+               "after the planned eviction of a Deployment's 1g.24gb pod, whose ReplicaSet "
+               "recreates it and tessera places it on the other node; the bare pod stays", 150)
+def s_defrag(env: Env, ns: str, group: str):
+    main = env.require_main()
+    c = env.cluster
+    c.start_controller_manager()
+    mig = {"nvidia.com/vgpu-mode": "mig"}
+    profiles = ["1g.24gb", "2g.48gb", "4g.96gb"]
+    n1, n2 = f"{group}-n1", f"{group}-n2"
+
+    def mig_node(name: str, i: int) -> None:
+        dev = gpu.mig_gpu(env.repo, f"GPU-7e1a3c55-90b2-4c1d-9e8f-0a0b0c0d0f0{i}",
+                          "NVIDIA RTX PRO 6000 Blackwell Server Edition", profiles)
+        c.create_node(name, [dev], group)
+
+    def on(node: str, p: dict) -> dict:
+        p["spec"]["nodeSelector"]["kubernetes.io/hostname"] = node
+        return p
+
+    def start_of(p: dict) -> int:
+        return gpu.decode_mig(p["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])[0][
+            "placement"]["start"]
+
+    deployments = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    try:
+        # Node n1 alone at first: a bare pod, then the Deployment's pod beside it; the bare pod
+        # leaves, so the Deployment's pod is the only thing between a whole-GPU pod and n1's GPU.
+        mig_node(n1, 1)
+        env.kube.create_pod(on(n1, gpu_pod(ns, "filler", {"nvidia.com/gpu": 1,
+                                                          "nvidia.com/gpumem": 8000},
+                                           group=group, annotations=mig)))
+        env.wait_bound(ns, ["filler"], 40)
+        template = gpu_pod(ns, "unused", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000},
+                           group=group, annotations=mig, labels={"app": "worker"})
+        env.kube.create(deployments, {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "worker", "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "worker"}},
+                     "template": {"metadata": {"labels": template["metadata"]["labels"],
+                                               "annotations": mig},
+                                  "spec": template["spec"]}}})
+
+        def worker_pods() -> list[dict]:
+            return [p for p in env.kube.pods(ns)
+                    if p["metadata"].get("labels", {}).get("app") == "worker"
+                    and not p["metadata"].get("deletionTimestamp")]
+        first = wait_until(lambda: [p for p in worker_pods() if p["spec"].get("nodeName")],
+                           60, 0.5, "the Deployment's pod bound")[0]
+        worker = first["metadata"]["name"]
+        check(first["spec"]["nodeName"] == n1, f"{worker} went to {first['spec']['nodeName']}")
+        say(f"Deployment pod {worker} on {n1} at start {start_of(first)}")
+        env.kube.delete(f"/api/v1/namespaces/{ns}/pods/filler")
+        mig_node(n2, 2)
+        env.kube.create_pod(on(n2, gpu_pod(ns, "bare", {"nvidia.com/gpu": 1,
+                                                        "nvidia.com/gpumem": 8000},
+                                           group=group, annotations=mig)))
+        env.wait_bound(ns, ["bare"], 40)
+        env.kube.create_pod(gpu_pod(ns, "whole", {"nvidia.com/gpu": 1,
+                                                  "nvidia.com/gpumem": 60000},
+                                    group=group, annotations=mig))
+        env.wait_unschedulable(ns, "whole", 40, "")
+
+        status, body = main.get_text("/defrag?format=json")
+        check(status == 200, f"/defrag: HTTP {status} {body[:300]}")
+        plan = json.loads(body)
+        say(f"/defrag: mode {plan['mode']}, steps "
+            f"{[(s['pod'], s['node'], s.get('replacedNode')) for s in plan['steps']]}")
+        check(plan["mode"] == "admit-pending", f"/defrag mode {plan['mode']}: {body[:400]}")
+        check([s["pod"] for s in plan["steps"]] == [f"{ns}/{worker}"],
+              f"/defrag should evict exactly {ns}/{worker}: {plan['steps']}")
+        check(plan["steps"][0]["replacedNode"] == n2, f"re-placed on {plan['steps'][0]}")
+        check(f"{ns}/bare" in plan["unmovable"], f"bare pod not listed unmovable: {plan}")
+        _, metrics = main.get_text("/metrics")
+        check('tessera_defrag_plans_total{mode="admit-pending"}' in metrics,
+              "tessera_defrag_plans_total{mode=admit-pending} missing")
+        frag_before = metric_value(metrics, "tessera_cluster_mig_fragmentation_ratio")
+
+        r = subprocess.run([c.tessera_bin, "defrag", "--kubeconfig", c.kubeconfigs["admin"],
+                            "--execute", "--step-timeout", "60"],
+                           capture_output=True, text=True, timeout=90)
+        say("tessera defrag --execute:\n    " + (r.stdout + r.stderr).strip().replace(
+            "\n", "\n    "))
+        check(r.returncode == 0, f"tessera defrag --execute exited {r.returncode}")
+        got = env.wait_bound(ns, ["whole"], 30)["whole"]
+        migs = gpu.decode_mig(got["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])
+        check(got["spec"]["nodeName"] == n1 and migs[0]["profile"] == "4g.96gb",
+              f"whole: {describe(got)}")
+        now = worker_pods()
+        check(len(now) == 1 and now[0]["metadata"]["name"] != worker
+              and now[0]["spec"].get("nodeName") == n2,
+              f"the Deployment's pod should be recreated on {n2}: "
+              f"{[describe(p) for p in now]}")
+        check(env.kube.pod(ns, "bare")["spec"]["nodeName"] == n2, "the bare pod moved")
+        events = env.kube.get(f"/api/v1/namespaces/{ns}/events",
+                              query={"fieldSelector": "reason=TesseraDefragEvicted"})["items"]
+        check([e["involvedObject"]["name"] for e in events] == [worker],
+              f"one TesseraDefragEvicted event on {worker}: {events}")
+        _, metrics = main.get_text("/metrics")
+        frag_after = metric_value(metrics, "tessera_cluster_mig_fragmentation_ratio")
+        say(f"MIG fragmentation {frag_before} -> {frag_after}")
+        check(frag_before is not None and frag_after is not None and frag_after < frag_before,
+              f"the cluster's MIG fragmentation should drop: {frag_before} -> {frag_after}")
+        # A second run finds nothing to do and the hourly count includes the first.
+        r = subprocess.run([c.tessera_bin, "defrag", "--kubeconfig", c.kubeconfigs["admin"],
+                            "--execute", "--max-evictions-per-hour", "1"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0 and "leave 0 for this plan" in r.stdout,
+              f"a second run within the hour: {r.stdout} {r.stderr}")
+    finally:
+        env.kube.delete(f"{deployments}/worker", grace0=False)
+        for rs in env.kube.get(f"/apis/apps/v1/namespaces/{ns}/replicasets")["items"]:
+            env.kube.delete(f"/apis/apps/v1/namespaces/{ns}/replicasets/"
+                            f"{rs['metadata']['name']}", grace0=False)
+        c.stop_controller_manager()
+        env.kube.delete_all_pods(ns)
+
+
+def metric_value(text: str, name: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
 def sharing_fleet(env: Env, group: str, nodes: int, gpus_per_node: int) -> None:
     for i in range(nodes):
         devs = [gpu.sharing_gpu(f"GPU-{group}-{i:02d}-{j}", j, devmem=24576, count=10)

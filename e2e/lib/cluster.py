@@ -242,7 +242,7 @@ class Cluster:
             self.releaser.stop()
         for t in self.tesseras:
             t.stop()
-        for name in ("kube-scheduler", "kube-apiserver", "etcd"):
+        for name in ("kube-controller-manager", "kube-scheduler", "kube-apiserver", "etcd"):
             if name in self.procs:
                 self.procs[name].stop(5)
         if self.proxy:
@@ -568,6 +568,29 @@ extenders:
     def start_scheduler(self) -> None:
         self.procs["kube-scheduler"].start()
         self.wait_scheduler_healthy(self.procs["kube-scheduler"])
+
+    # --- kube-controller-manager ---------------------------------------------------------------
+    def start_controller_manager(self, controllers: str = "replicaset,deployment") -> Proc:
+        """The real kube-controller-manager with only `controllers`, for the scenarios that need
+        a controller to recreate evicted pods; stopped by stop_controller_manager (or at the
+        end). Other scenarios run without it (module doc)."""
+        port = free_port()
+        kc = self.kubeconfigs["admin"]
+        argv = [self._bin("kube-controller-manager"), f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+                f"--controllers={controllers}", "--leader-elect=false",
+                "--bind-address=127.0.0.1", f"--secure-port={port}", "--v=2"]
+        p = Proc("kube-controller-manager", argv, self._log("kube-controller-manager"))
+        p.port = port
+        self.procs["kube-controller-manager"] = p
+        p.start()
+        self.wait_scheduler_healthy(p)
+        return p
+
+    def stop_controller_manager(self) -> None:
+        p = self.procs.pop("kube-controller-manager", None)
+        if p:
+            p.stop(5)
 
     # --- tessera -----------------------------------------------------------------------------
     def new_tessera(self, name: str, extra: list[str] | None = None,

@@ -6,6 +6,7 @@
 
 #include "adapters/kube/client.h"
 #include "adapters/kube/config.h"
+#include "app/cluster_snapshot.h"
 #include "app/command_support.h"
 #include "core/codec/json_util.h"
 #include "core/mig/catalog.h"
@@ -23,23 +24,6 @@ int Fail(const std::string& message, int code = 1) {
   std::cerr << "tessera explain: " << message << "\n";
   return code;
 }
-
-// Explaining writes nothing: the one-shot view of a real cluster has no writer.
-class ReadOnlyCluster : public scheduler::ClusterWriter {
- public:
-  Status PatchPodAnnotations(const scheduler::PodRef&,
-                             const scheduler::AnnotationChanges&) override {
-    return Error{"explain writes nothing"};
-  }
-  Status BindPod(const scheduler::PodRef&, const std::string&,
-                 const scheduler::BindingAnnotations&) override {
-    return Error{"explain writes nothing"};
-  }
-  void RecordEvent(const scheduler::PodRef&, bool, const std::string&,
-                   const std::string&) override {}
-  Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
-  Status UnlockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
-};
 
 Result<sched::PolicyDefaults> Policy(sched::PolicyDefaults policy, const ExplainOptions& o) {
   if (Status s =
@@ -86,17 +70,6 @@ int ExplainScenario(const ExplainOptions& o) {
   return Fail("pod " + o.pod + " is not pending at the end of " + o.cluster);
 }
 
-// The items of a LIST answer, or an error naming what was listed.
-Result<std::vector<codec::Json>> List(kube::Client& client, const std::string& path) {
-  kube::Response r = client.Get(path);
-  if (!r.ok()) return r.ToError("GET " + path);
-  auto json = codec::ParseJson(r.body, "GET " + path);
-  if (!json.ok()) return json.error();
-  const codec::Json* items = codec::FindKey(*json, "items");
-  if (items == nullptr || !items->is_array()) return Error{"GET " + path + ": no items list"};
-  return std::vector<codec::Json>(items->begin(), items->end());
-}
-
 int ExplainCluster(const ExplainOptions& o) {
   auto config = LoadDeviceConfig(o.device_config);
   if (!config.ok()) return Fail(config.error().message, 2);
@@ -107,20 +80,9 @@ int ExplainCluster(const ExplainOptions& o) {
   auto cluster = kube::DiscoverConfig(o.kubeconfig);
   if (!cluster.ok()) return Fail(cluster.error().message);
   kube::Client client(std::move(cluster.value()));
-  auto nodes = List(client, "/api/v1/nodes");
-  if (!nodes.ok()) return Fail(nodes.error().message);
-  auto pods =
-      List(client, "/api/v1/pods?fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed");
-  if (!pods.ok()) return Fail(pods.error().message);
-  auto quotas = List(client, "/api/v1/resourcequotas");
-  if (!quotas.ok()) return Fail(quotas.error().message);
-  ReadOnlyCluster writer;
-  scheduler::ClusterView view(std::move(config.value()), so, writer);
-  view.ReplaceNodes(*nodes);
-  view.ReplaceQuotas(*quotas);
-  view.ReplacePods(*pods);
-  view.SetSynced(true);
-  const auto answer = scheduler::ReadViews(view).Explain(o.pod, o.output == "json", o.node);
+  auto snapshot = ClusterSnapshot::List(client, std::move(config.value()), so, false);
+  if (!snapshot.ok()) return Fail(snapshot.error().message);
+  const auto answer = (*snapshot)->service().reads.Explain(o.pod, o.output == "json", o.node);
   if (answer.outcome != scheduler::ExplainResult::Outcome::kOk) return Fail(answer.body);
   std::cout << answer.body;
   return 0;

@@ -123,9 +123,15 @@ TEST_F(DefragCommandTest, BadFlagsAreRefused) {
   std::string zero_gain;
   EXPECT_EQ(RunDefrag("--cluster " + MigExample() + " --min-gain 0", &zero_gain), 2) << zero_gain;
   EXPECT_NE(zero_gain.find("--min-gain"), std::string::npos) << zero_gain;
+  // Without --cluster the cluster is a real one: with no configuration to find, it says where it
+  // looked.
   std::string no_cluster;
   EXPECT_NE(RunDefrag("", &no_cluster), 0) << no_cluster;
-  EXPECT_NE(no_cluster.find("--cluster"), std::string::npos) << no_cluster;
+  EXPECT_NE(no_cluster.find("no Kubernetes configuration found (--kubeconfig"), std::string::npos)
+      << no_cluster;
+  std::string both;
+  EXPECT_EQ(RunDefrag("--cluster a.yaml --kubeconfig b", &both), 2) << both;
+  EXPECT_NE(both.find("exclusive"), std::string::npos) << both;
   std::string missing;
   EXPECT_EQ(RunDefrag("--cluster /nonexistent/scenario.yaml", &missing), 1) << missing;
   EXPECT_NE(missing.find("tessera defrag: /nonexistent/scenario.yaml"), std::string::npos)

@@ -75,6 +75,35 @@ Result<Json> FailPod(Client& client, const std::string& ns, const std::string& n
   return std::move(*object);
 }
 
+Status NominatePod(Client& client, const std::string& ns, const std::string& name,
+                   const std::string& uid, const std::string& node, Response* response_out) {
+  const std::string what = "nominate pod " + ns + "/" + name + " to node " + node;
+  if (uid.empty()) return Error{what + ": the pod's uid is required (a precondition)"};
+  const Json patch = {{"metadata", {{"uid", uid}}}, {"status", {{"nominatedNodeName", node}}}};
+  Response response = client.Patch(PodPath(ns, name) + "/status", ToJsonText(patch),
+                                   "application/merge-patch+json");
+  if (response_out != nullptr) *response_out = response;
+  if (!response.ok()) return response.ToError(what);
+  return Status::Ok();
+}
+
+Status EvictPod(Client& client, const std::string& ns, const std::string& name,
+                const std::string& uid, std::optional<int64_t> grace_period_seconds,
+                Response* response_out) {
+  const std::string what = "evict pod " + ns + "/" + name;
+  if (uid.empty()) return Error{what + ": the pod's uid is required (a precondition)"};
+  Json delete_options = {{"preconditions", {{"uid", uid}}}};
+  if (grace_period_seconds) delete_options["gracePeriodSeconds"] = *grace_period_seconds;
+  const Json eviction = {{"apiVersion", "policy/v1"},
+                         {"kind", "Eviction"},
+                         {"metadata", {{"name", name}, {"namespace", ns}}},
+                         {"deleteOptions", delete_options}};
+  Response response = client.Post(PodPath(ns, name) + "/eviction", ToJsonText(eviction));
+  if (response_out != nullptr) *response_out = response;
+  if (!response.ok()) return response.ToError(what);
+  return Status::Ok();
+}
+
 Status BindPod(Client& client, const std::string& ns, const std::string& name,
                const std::string& uid, const std::string& node,
                const std::map<std::string, std::string>& annotations, Response* response_out) {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "adapters/kube/client.h"
@@ -33,6 +35,18 @@ Result<Json> MergePatchNodeMetadata(Client& client, const std::string& name,
 Result<Json> FailPod(Client& client, const std::string& ns, const std::string& name,
                      const std::string& uid, const std::string& reason, const std::string& message,
                      Response* response = nullptr);
+
+// Sets a pending pod's status.nominatedNodeName (a merge patch of its status subresource, with
+// metadata.uid as a precondition): tessera serve then holds room freed on that node for it.
+Status NominatePod(Client& client, const std::string& ns, const std::string& name,
+                   const std::string& uid, const std::string& node, Response* response = nullptr);
+
+// Evicts a pod through the Eviction API (POST .../pods/<name>/eviction, policy/v1), so that its
+// PodDisruptionBudgets are honoured (429 when one allows no disruption now); metadata.uid is a
+// precondition. Without `grace_period_seconds` the pod's own grace period applies.
+Status EvictPod(Client& client, const std::string& ns, const std::string& name,
+                const std::string& uid, std::optional<int64_t> grace_period_seconds,
+                Response* response = nullptr);
 
 // Binds a pod to a node (POST .../pods/<name>/binding); 409 when it is already bound.
 // `annotations` ride on the Binding: the API server sets them on the pod in the same write as its
