@@ -1,8 +1,9 @@
 """A throw-away control plane on 127.0.0.1: etcd, kube-apiserver, kube-scheduler (with tessera as
 its extender behind a Service-like proxy), plus helpers to run tessera replicas.
 
-No kubelet, no kube-controller-manager (kubernetes.md 1.7): Node objects are created by hand,
-pods stay Pending with spec.nodeName set once bound, and deletions use gracePeriodSeconds=0."""
+No kubelet (kubernetes.md 1.7): Node objects are created by hand, pods stay Pending with
+spec.nodeName set once bound, and deletions use gracePeriodSeconds=0. kube-controller-manager runs
+only inside the scenarios that need a controller (start_controller_manager)."""
 
 import base64
 import http.client
