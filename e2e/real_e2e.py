@@ -1002,10 +1002,11 @@ def s_preempt(env: Env, ns: str, group: str):
             env.kube.delete(f"{classes}/{name}", grace0=False)
 
 
-@scenario("z", "defragmentation (/defrag, tessera defrag --execute) with a real "
-               "kube-controller-manager: a whole-GPU MIG pod that no GPU can take is admitted "
-               "after the planned eviction of a Deployment's 1g.24gb pod, whose ReplicaSet "
-               "recreates it and tessera places it on the other node; the bare pod stays", 150)
+@scenario("z", "defragmentation (/defrag, tessera defrag --execute, serve --defrag-interval) "
+               "with a real kube-controller-manager: a whole-GPU MIG pod that no GPU can take "
+               "is admitted after the planned eviction of a Deployment's 1g.24gb pod, whose "
+               "ReplicaSet recreates it and tessera places it on the other node; the bare pod "
+               "stays", 180)
 def s_defrag(env: Env, ns: str, group: str):
     main = env.require_main()
     c = env.cluster
@@ -1112,6 +1113,61 @@ def s_defrag(env: Env, ns: str, group: str):
                            capture_output=True, text=True, timeout=60)
         check(r.returncode == 0 and "leave 0 for this plan" in r.stdout,
               f"a second run within the hour: {r.stdout} {r.stderr}")
+
+        # The controller mode: the same fragmentation the other way round (a bare pod on n1,
+        # the Deployment's pod on n2, a whole-GPU pod pending), left to a replica with
+        # --defrag-interval.
+        replacement = now[0]["metadata"]["name"]
+        for name in ("whole", "bare"):
+            env.kube.delete(f"/api/v1/namespaces/{ns}/pods/{name}")
+        env.kube.create_pod(on(n1, gpu_pod(ns, "bare2", {"nvidia.com/gpu": 1,
+                                                         "nvidia.com/gpumem": 8000},
+                                           group=group, annotations=mig)))
+        env.wait_bound(ns, ["bare2"], 40)
+        env.kube.create_pod(gpu_pod(ns, "whole2", {"nvidia.com/gpu": 1,
+                                                   "nvidia.com/gpumem": 60000},
+                                    group=group, annotations=mig))
+        env.wait_unschedulable(ns, "whole2", 40, "")
+        # The chart's RBAC for the controller (scheduler.defragInterval) on tessera's account.
+        rendered = subprocess.run(
+            [os.path.join(c.bins, "helm"), "template", "tessera",
+             os.path.join(env.repo, "deploy/helm/tessera"), "--namespace", NAMESPACE,
+             "--kube-version", "v1.36.3", "-f",
+             os.path.join(env.repo, "deploy/helm/plain-manifests.values.yaml"),
+             "--set", "scheduler.defragInterval=1s", "--show-only", "templates/10-rbac.yaml"],
+            capture_output=True, text=True, timeout=60, check=True).stdout
+        docs = [d for d in rendered.split("\n---\n") if "name: tessera-defrag" in d]
+        check(len(docs) == 2, f"the chart's defrag ClusterRole and binding: {len(docs)} found")
+        rbac_file = os.path.join(c.work, "defrag-rbac.yaml")
+        with open(rbac_file, "w", encoding="utf-8") as f:
+            f.write("\n---\n".join(docs))
+        c.kubectl("apply", "-f", rbac_file)
+        defragger = c.new_tessera("tessera-defrag", ["--defrag-interval", "1s"]).start()
+        try:
+            defragger.wait_ready(60)
+            got = env.wait_bound(ns, ["whole2"], 60)["whole2"]
+            check(got["spec"]["nodeName"] == n2, f"whole2: {describe(got)}")
+            wait_until(lambda: [p for p in worker_pods() if p["spec"].get("nodeName") == n1
+                                and p["metadata"]["name"] != replacement],
+                       30, 0.5, f"the Deployment's pod recreated on {n1}")
+            # The controller counts the run once its last poll has seen the step delivered.
+            metrics = ""
+
+            def counted() -> bool:
+                nonlocal metrics
+                metrics = defragger.get_text("/metrics")[1]
+                return 'tessera_defrag_executions_total{result="delivered"} 1' in metrics
+            try:
+                wait_until(counted, 10, 0.5, "the controller's run counted")
+            finally:
+                say("controller: " + ", ".join(
+                    ln for ln in metrics.splitlines() if ln.startswith("tessera_defrag_e")
+                    or ln.startswith("tessera_defrag_admitted")))
+            check("tessera_defrag_evictions_total 1" in metrics
+                  and "tessera_defrag_admitted_pods_total 1" in metrics,
+                  "the controller's metrics should count one eviction and one pod admitted")
+        finally:
+            defragger.stop()
     finally:
         env.kube.delete(f"{deployments}/worker", grace0=False)
         for rs in env.kube.get(f"/apis/apps/v1/namespaces/{ns}/replicasets")["items"]:
@@ -1119,6 +1175,9 @@ def s_defrag(env: Env, ns: str, group: str):
                             f"{rs['metadata']['name']}", grace0=False)
         c.stop_controller_manager()
         env.kube.delete_all_pods(ns)
+        for kind in ("clusterrolebindings", "clusterroles"):
+            env.kube.delete(f"/apis/rbac.authorization.k8s.io/v1/{kind}/tessera-defrag",
+                            grace0=False)
 
 
 def metric_value(text: str, name: str) -> float | None:
@@ -2001,7 +2060,8 @@ def https_call(env: Env, host: str, port: int, method: str, path: str, *,
 
 
 @scenario("s", "authenticated read endpoints and local-only extender verbs: /metrics, /ui/state, "
-               "/explain 401 without a token, 403 without tessera-reader, 200 with it; a forged "
+               "/explain, /defrag 401 without a token, 403 without tessera-reader, 200 with it; "
+               "a forged "
                "/bind from loopback is refused; the verbs answer 403 from another address; "
                "--extender-bind on 127.0.0.1 is unreachable from it and kube-scheduler schedules "
                "through it", 40)
@@ -2064,7 +2124,7 @@ def s_access(env: Env, ns: str, group: str):
         check(status == 401, f"the harness's tessera /metrics without a token: HTTP {status}")
         open_t.wait_ready(40)
         host = addr or "127.0.0.1"
-        paths = ["/metrics", "/ui/state", f"/explain?pod={ns}/forged"]
+        paths = ["/metrics", "/ui/state", f"/explain?pod={ns}/forged", "/defrag"]
         for path in ("/healthz", "/ui"):
             status, _, _ = https_call(env, host, open_t.port, "GET", path)
             check(status == 200, f"{path} without a token from {host}: HTTP {status}")

@@ -85,9 +85,10 @@ int DefragCluster(const DefragOptions& o) {
   DefragExecution run;
   run.step_timeout = std::chrono::seconds(o.step_timeout_seconds);
   if (o.grace_period_seconds >= 0) run.grace_period_seconds = o.grace_period_seconds;
-  auto done = ExecuteDefragPlan(client, planned.plan, run, std::cout);
-  if (!done.ok()) return Fail(done.error().message);
-  std::cout << "done: " << *done << " eviction" << (*done == 1 ? "" : "s") << "\n";
+  const DefragOutcome done = ExecuteDefragPlan(client, planned.plan, run, std::cout);
+  if (!done.stopped.empty()) return Fail(done.stopped);
+  std::cout << "done: " << done.evictions << " eviction" << (done.evictions == 1 ? "" : "s")
+            << "\n";
   return 0;
 }
 

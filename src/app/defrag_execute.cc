@@ -119,48 +119,51 @@ Result<int> EvictionsInTheLastHour(kube::Client& client) {
   return count;
 }
 
-Result<int> ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& plan,
-                              const DefragExecution& options, std::ostream& out) {
+DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& plan,
+                                const DefragExecution& options, std::ostream& out) {
+  DefragOutcome outcome;
+  auto stop = [&outcome](std::string why) {
+    outcome.stopped = std::move(why);
+    return outcome;
+  };
   if (plan.mode != sched::DefragPlan::Mode::kAdmitPending) {
     out << "nothing executed: only plans that admit pending pods are carried out ("
         << (plan.mode == sched::DefragPlan::Mode::kNothing ? "this plan has no step"
                                                            : "moves that only raise placeability "
                                                              "are a dry run")
         << ")\n";
-    return 0;
+    return outcome;
   }
   std::map<std::string, const sched::DefragStep*> step_of;
   for (const auto& step : plan.steps) step_of[step.pod] = &step;
-  int evictions = 0;
   for (const sched::AdmittedPod& admitted : plan.admitted) {
     if (admitted.evicted.empty()) continue;  // fits with earlier steps done: kube-scheduler's
     const PodName pending = SplitKey(admitted.pod);
     auto pending_facts = ReadPod(client, pending);
-    if (!pending_facts.ok()) return pending_facts.error();
+    if (!pending_facts.ok()) return stop("stopped: " + pending_facts.error().message);
     if (!pending_facts->node.empty() || pending_facts->deleting) {
-      return Error{"stopped before evicting for " + admitted.pod +
-                   ": it is no longer pending (the plan is stale)"};
+      return stop("stopped before evicting for " + admitted.pod +
+                  ": it is no longer pending (the plan is stale)");
     }
     std::vector<Evictee> evictees;
     for (const std::string& key : admitted.evicted) {
       Evictee e{SplitKey(key), {}, 0};
       auto facts = ReadPod(client, e.name);
-      if (!facts.ok()) return facts.error();
+      if (!facts.ok()) return stop("stopped: " + facts.error().message);
       e.facts = *facts;
       const sched::DefragStep* step = step_of[key];
       if (step == nullptr || e.facts.node != step->node || e.facts.deleting) {
-        return Error{"stopped before evicting " + key +
-                     ": it is no longer where the plan found it"};
+        return stop("stopped before evicting " + key + ": it is no longer where the plan found it");
       }
       auto bound = BoundPodsOf(client, e.name.ns, e.facts.controller_uid);
-      if (!bound.ok()) return bound.error();
+      if (!bound.ok()) return stop("stopped: " + bound.error().message);
       e.owner_bound_before = *bound;
       evictees.push_back(std::move(e));
     }
     if (Status s =
             kube::NominatePod(client, pending.ns, pending.name, pending_facts->uid, admitted.node);
         !s.ok()) {
-      return Error{"stopped: " + s.message()};
+      return stop("stopped: " + s.message());
     }
     out << "nominated " << admitted.pod << " to node " << admitted.node << "\n";
     for (const Evictee& e : evictees) {
@@ -168,9 +171,9 @@ Result<int> ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& pla
       if (Status s = kube::EvictPod(client, e.name.ns, e.name.name, e.facts.uid,
                                     options.grace_period_seconds);
           !s.ok()) {
-        return Error{"stopped: " + s.message()};
+        return stop("stopped: " + s.message());
       }
-      ++evictions;
+      ++outcome.evictions;
       const sched::DefragStep& step = *step_of[key];
       out << "evicted " << key << " from node " << step.node << " (expected back on node "
           << step.replaced_node << ")\n";
@@ -191,8 +194,8 @@ Result<int> ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& pla
                "tessera defrag made room on node " + admitted.node + " but the pod was bound to " +
                    now_facts->node,
                out);
-        return Error{"stopped: " + admitted.pod + " was bound to node " + now_facts->node +
-                     ", not node " + admitted.node + " as planned"};
+        return stop("stopped: " + admitted.pod + " was bound to node " + now_facts->node +
+                    ", not node " + admitted.node + " as planned");
       }
       for (const Evictee& e : evictees) {
         auto bound = BoundPodsOf(client, e.name.ns, e.facts.controller_uid);
@@ -205,12 +208,16 @@ Result<int> ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& pla
       }
       if (!now_facts.ok() || now_facts->node.empty()) last = admitted.pod + " is not bound yet";
       if (done) break;
+      if (options.should_stop && options.should_stop()) {
+        return stop("stopped: shutting down while the step for " + admitted.pod + " waited");
+      }
       if (std::chrono::steady_clock::now() >= deadline) {
-        return Error{"stopped: the step for " + admitted.pod + " did not deliver within " +
-                     std::to_string(options.step_timeout.count() / 1000) + " s: " + last};
+        return stop("stopped: the step for " + admitted.pod + " did not deliver within " +
+                    std::to_string(options.step_timeout.count() / 1000) + " s: " + last);
       }
       std::this_thread::sleep_for(options.poll);
     }
+    ++outcome.admitted;
     std::string names;
     for (const std::string& key : admitted.evicted) names += (names.empty() ? "" : ", ") + key;
     out << "admitted " << admitted.pod << " on node " << admitted.node << "; " << names
@@ -218,7 +225,7 @@ Result<int> ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& pla
     Record(client, pending, pending_facts->uid, false, kDefragAdmittedReason,
            "bound on node " + admitted.node + " after tessera defrag evicted " + names, out);
   }
-  return evictions;
+  return outcome;
 }
 
 }  // namespace tessera::app

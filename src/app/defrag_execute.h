@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -26,6 +27,13 @@ struct DefragExecution {
   std::chrono::milliseconds poll{250};
   // The evicted pods' grace period; none: each pod's own.
   std::optional<int64_t> grace_period_seconds;
+  std::function<bool()> should_stop;  // checked while a step waits; may be empty
+};
+
+struct DefragOutcome {
+  int evictions = 0;
+  int admitted = 0;     // pending pods bound where planned
+  std::string stopped;  // why the run stopped ("": every step delivered)
 };
 
 // The evictions tessera defrag recorded (Events with reason kDefragEvictedReason) in the last
@@ -35,9 +43,8 @@ inline constexpr const char* kDefragAdmittedReason = "TesseraDefragAdmitted";
 Result<int> EvictionsInTheLastHour(kube::Client& client);
 
 // Carries out `plan` (mode admit-pending; other modes evict nothing) and says what happened on
-// `out`. Returns the evictions made, or the error that stopped the run (what was done before it
-// is on `out`).
-Result<int> ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& plan,
-                              const DefragExecution& options, std::ostream& out);
+// `out`: the evictions made and pods admitted, and why it stopped if a step did not deliver.
+DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& plan,
+                                const DefragExecution& options, std::ostream& out);
 
 }  // namespace tessera::app

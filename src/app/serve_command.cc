@@ -18,6 +18,7 @@
 #include "adapters/threads/thread_pool.h"
 #include "adapters/yaml/yaml_json.h"
 #include "app/command_support.h"
+#include "app/defrag_controller.h"
 #include "app/serve_flags.h"
 #include "app/serve_listeners.h"
 #include "core/common/duration.h"
@@ -67,6 +68,7 @@ struct ServeSetup {
   std::optional<sim::Scenario> scenario;  // --cluster
   std::chrono::seconds node_lock_timeout{};
   std::chrono::seconds kube_timeout{};
+  DefragControllerOptions defrag;  // interval 0: off
 };
 
 // The cluster file (--cluster) and the device configuration (--device-config-file).
@@ -170,6 +172,23 @@ Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
   auto kube_timeout = SecondsFlag("--kube-timeout", options.kube_timeout);
   if (!kube_timeout.ok()) return kube_timeout.error();
   setup.kube_timeout = kube_timeout.value();
+  auto defrag_interval = DurationFlag("--defrag-interval", options.defrag_interval);
+  if (!defrag_interval.ok()) return defrag_interval.error();
+  setup.defrag.interval = defrag_interval.value();
+  auto step_timeout = DurationFlag("--defrag-step-timeout", options.defrag_step_timeout);
+  if (!step_timeout.ok() || step_timeout.value().count() <= 0) {
+    return Error{"--defrag-step-timeout " + options.defrag_step_timeout +
+                 ": want a positive duration such as 120s"};
+  }
+  setup.defrag.step_timeout = step_timeout.value();
+  if (options.defrag_max_evictions < 0 || options.defrag_max_evictions_per_hour < 0) {
+    return Error{"--defrag-max-evictions and --defrag-max-evictions-per-hour must be 0 or more"};
+  }
+  setup.defrag.max_evictions = options.defrag_max_evictions;
+  setup.defrag.max_evictions_per_hour = options.defrag_max_evictions_per_hour;
+  if (setup.defrag.interval.count() > 0 && setup.scenario) {
+    spdlog::info("--defrag-interval: no effect with --cluster (nothing to evict)");
+  }
   if (options.profiling) {
     spdlog::warn("--profiling: tessera serves no pprof routes; the flag has no effect");
   }
@@ -346,7 +365,17 @@ int RunServeCommand(const ServeOptions& options) {
     source->kube->Start(service.view);
   }
   LogListening(options, *listeners);
+  // The defrag controller (opt-in): its own thread, stopped after the servers.
+  std::atomic<bool> defrag_stopping{false};
+  std::thread defrag_thread;
+  if (setup->defrag.interval.count() > 0 && source->kube != nullptr) {
+    defrag_thread = std::thread([&] {
+      RunDefragController(service, source->kube->client(), setup->defrag, defrag_stopping);
+    });
+  }
   ServeUntilStopped(stop_signals, service.housekeeping, *listeners, source->kube);
+  defrag_stopping = true;
+  if (defrag_thread.joinable()) defrag_thread.join();
   return 0;
 }
 

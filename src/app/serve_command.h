@@ -63,6 +63,11 @@ struct ServeOptions {
   std::string node_lock_timeout = "5m";          // --node-lock=hami: when a lock is stale
   std::string node_lock_retry_timeout = "28s";   // HAMi's PodGroup lock budget: no effect here
   bool profiling = false;                        // HAMi's pprof routes: no effect here
+  // The defrag controller (docs/defrag.md): a round every this long on the leader (0 = off).
+  std::string defrag_interval = "0";
+  int defrag_max_evictions = 4;           // per plan
+  int defrag_max_evictions_per_hour = 6;  // across rounds and `tessera defrag --execute` runs
+  std::string defrag_step_timeout = "120s";
 };
 
 // `tessera serve`: the kube-scheduler extender and mutating webhook (docs/serve.md).

@@ -218,6 +218,24 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
                   "A waiting pod that fits after a change kube-scheduler did not retry it on "
                   "(a deletion it saw first, a quota raised) is requeued after this long (0 = off)")
       ->capture_default_str();
+  serve
+      .add_option("--defrag-interval", so.defrag_interval,
+                  "The defrag controller: every this long, on the leader, evict as a plan that "
+                  "admits pending pods says, one pod at a time (docs/defrag.md; 0 = off)")
+      ->capture_default_str();
+  serve
+      .add_option("--defrag-max-evictions", so.defrag_max_evictions,
+                  "The defrag controller's evictions per plan")
+      ->capture_default_str();
+  serve
+      .add_option("--defrag-max-evictions-per-hour", so.defrag_max_evictions_per_hour,
+                  "The defrag controller's evictions in any hour, counted from the Events of "
+                  "every defrag run")
+      ->capture_default_str();
+  serve
+      .add_option("--defrag-step-timeout", so.defrag_step_timeout,
+                  "How long one step of the defrag controller may take to deliver")
+      ->capture_default_str();
   serve.add_option("--kube-qps", so.kube_qps, "API requests per second (0 = unlimited)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

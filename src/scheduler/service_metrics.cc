@@ -131,6 +131,24 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                "The last /defrag plan's sharing fragmentation for the observed demand, before "
                "and after its evictions (docs/defrag.md)")
            .Register(*registry_);
+  defrag_runs_ = &prometheus::BuildCounter()
+                      .Name("tessera_defrag_executions_total")
+                      .Help(
+                          "Plans the defrag controller (--defrag-interval) carried out, by "
+                          "result: delivered (every step) or stopped")
+                      .Register(*registry_);
+  defrag_evicted_ = &prometheus::BuildCounter()
+                         .Name("tessera_defrag_evictions_total")
+                         .Help("Pods the defrag controller evicted")
+                         .Register(*registry_)
+                         .Add({});
+  defrag_admitted_ = &prometheus::BuildCounter()
+                          .Name("tessera_defrag_admitted_pods_total")
+                          .Help(
+                              "Pending pods bound where the defrag controller made room for them "
+                              "(per eviction: divided by tessera_defrag_evictions_total)")
+                          .Register(*registry_)
+                          .Add({});
   pending_ = &prometheus::BuildGauge()
                   .Name("tessera_pending_reservations")
                   .Help("Reservations made by filter and not yet bound")
@@ -172,6 +190,12 @@ void ServiceMetrics::Requeued(size_t n) { requeued_->Increment(static_cast<doubl
 void ServiceMetrics::BindPlacedHere() { placed_in_bind_->Increment(); }
 
 void ServiceMetrics::NominatedPodHeld() { nominated_held_->Increment(); }
+
+void ServiceMetrics::DefragExecuted(int evictions, int admitted, bool delivered) {
+  defrag_runs_->Add({{"result", delivered ? "delivered" : "stopped"}}).Increment();
+  defrag_evicted_->Increment(static_cast<double>(evictions));
+  defrag_admitted_->Increment(static_cast<double>(admitted));
+}
 
 void ServiceMetrics::DefragPlanned(const sched::DefragPlan& plan) {
   defrag_plans_->Add({{"mode", std::string(sched::DefragModeName(plan.mode))}}).Increment();

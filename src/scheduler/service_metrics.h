@@ -43,6 +43,9 @@ class ServiceMetrics {
   // A /defrag plan (a dry run): counted by mode, with its evictions and the pending pods it
   // admits; the last plan's measures before and after.
   void DefragPlanned(const sched::DefragPlan& plan);
+  // A plan carried out by serve's defrag controller: its evictions, the pods admitted, and
+  // whether every step delivered.
+  void DefragExecuted(int evictions, int admitted, bool delivered);
   // A filter that placed the pod nowhere: once per reason word among the nodes' reasons.
   void Unschedulable(const std::set<std::string>& reasons);
 
@@ -72,6 +75,9 @@ class ServiceMetrics {
   prometheus::Counter* defrag_admissions_;
   prometheus::Family<prometheus::Gauge>* defrag_placeability_;
   prometheus::Family<prometheus::Gauge>* defrag_fragmentation_;
+  prometheus::Family<prometheus::Counter>* defrag_runs_;
+  prometheus::Counter* defrag_evicted_;
+  prometheus::Counter* defrag_admitted_;
 };
 
 // tessera_client_keyed_entries{map}: the size of each map keyed by client input (pod keys named

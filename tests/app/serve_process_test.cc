@@ -22,7 +22,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::testing::ReadAll;
 using tessera::testing::ServeProcess;
 using tessera::testing::TempDir;
 
@@ -180,6 +179,16 @@ TEST_F(ServeProcessTest, ExclusiveSourcesAndUnknownChoicesAreStartupErrors) {
   EXPECT_EQ(RunServe("--cluster " + Scenario() + " --reservation-timeout=0s", &output), 1);
   EXPECT_NE(output.find("--reservation-timeout 0s: want a positive duration"), std::string::npos)
       << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --defrag-interval=often", &output), 1);
+  EXPECT_NE(output.find("--defrag-interval"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --defrag-step-timeout=0s", &output), 1);
+  EXPECT_NE(output.find("--defrag-step-timeout 0s: want a positive duration"), std::string::npos)
+      << output;
+  output.clear();
+  EXPECT_EQ(RunServe("--cluster " + Scenario() + " --defrag-max-evictions=-1", &output), 1);
+  EXPECT_NE(output.find("--defrag-max-evictions"), std::string::npos) << output;
   output.clear();
   EXPECT_EQ(RunServe("--cluster /nonexistent/cluster.yaml", &output), 1);
   EXPECT_NE(output.find("/nonexistent/cluster.yaml"), std::string::npos) << output;
