@@ -41,16 +41,20 @@ std::optional<http::Response> RefuseQuery(const http::Request& request) {
                                        "\" (this page takes none; search is in the page)\n");
 }
 
-// The page takes one query, `pod=NAMESPACE/NAME`: the script reads it and opens that pod's
-// explanation (the server sends the same static page whatever it says).
+// The page takes `pod=NAMESPACE/NAME` and `defrag`: the script reads them and opens that pod's
+// explanation and the defragmentation plan (the server sends the same static page whatever they
+// say).
 std::optional<http::Response> RefusePageQuery(const http::Request& request) {
   for (const auto& [name, value] : request.query) {
-    if (name != "pod") {
-      return http::Response::Text(400, "unexpected query parameter \"" + name +
-                                           "\" (this page takes only pod=NAMESPACE/NAME)\n");
+    if (name != "pod" && name != "defrag") {
+      return http::Response::Text(400,
+                                  "unexpected query parameter \"" + name +
+                                      "\" (this page takes only pod=NAMESPACE/NAME and defrag)\n");
     }
   }
-  if (request.ParamCount("pod") > 1) return http::Response::Text(400, "expected one pod\n");
+  if (request.ParamCount("pod") > 1 || request.ParamCount("defrag") > 1) {
+    return http::Response::Text(400, "expected one pod and at most one defrag\n");
+  }
   return std::nullopt;
 }
 

@@ -406,7 +406,10 @@ TEST_F(UiTest, PageTakesOnlyAPodStateNoQueryAndTheStateIsCompactJson) {
   ASSERT_TRUE(pod);
   EXPECT_EQ(pod->status, 200);
   EXPECT_EQ(pod->body, page->body);
-  for (const char* bad : {"/ui?node=x", "/ui?pod=a/b&pod=c/d"}) {
+  auto with_plan = client.Get("/ui?pod=default/waiting&defrag=1");
+  ASSERT_TRUE(with_plan);
+  EXPECT_EQ(with_plan->status, 200);
+  for (const char* bad : {"/ui?node=x", "/ui?pod=a/b&pod=c/d", "/ui?defrag=1&defrag=2"}) {
     auto refused_page = client.Get(bad);
     ASSERT_TRUE(refused_page);
     EXPECT_EQ(refused_page->status, 400) << bad;
@@ -463,6 +466,52 @@ TEST_F(UiTest, StateCarriesAnETagAndAnswers304UntilSomethingChanges) {
   EXPECT_EQ(changed->status, 200);
   EXPECT_NE(changed->get_header_value("ETag"), etag);
   EXPECT_NE(changed->body.find("default/waiting"), std::string::npos);
+}
+
+// The defragmentation plan on the bars (/ui?defrag=1): examples/defrag-mig.yaml, where moving
+// default/worker-7 from node-b's slices 0-2 to node-a's free slices 6-8 lets default/trainer take a
+// 2g.48gb at 0 on node-b.
+TEST(UiDefragTest, ThePlansMovesAreShownOnTheSliceBars) {
+  TempDir dir;
+  ServeProcess serve({"--cluster", std::string(TESSERA_SOURCE_DIR) + "/examples/defrag-mig.yaml",
+                      "--http-bind", "127.0.0.1:0"},
+                     dir.path() / "serve.log");
+  const std::string port = serve.WaitForPort("tessera serve listening on 127.0.0.1:");
+  ASSERT_FALSE(port.empty()) << serve.log();
+  std::string dom;
+  tessera::testing::RunCommand(
+      "chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+      "--user-data-dir=" +
+          (dir.path() / "chromium").string() + " --dump-dom 'http://127.0.0.1:" + port +
+          "/ui?defrag=1' 2>/dev/null",
+      &dom);
+  ASSERT_NE(dom.find("<html"), std::string::npos) << "no page from chromium";
+  // The panel: the step, the pod it admits.
+  const auto step = TagsWith(dom, R"(data-step-pod="default/worker-7")");
+  ASSERT_EQ(step.size(), 1U) << dom;
+  EXPECT_NE(dom.find("evict default/worker-7 from node-b (1g.24gb at 0); placed again on node-a "
+                     "(1g.24gb at 6); makes room for default/trainer"),
+            std::string::npos)
+      << dom;
+  EXPECT_EQ(TagsWith(dom, R"(data-admitted="default/trainer")").size(), 1U);
+  // The evicted instance is marked leaving, and as the room the admitted pod takes.
+  const auto evicted = TagsWith(dom, R"(data-defrag="evicted")");
+  ASSERT_EQ(evicted.size(), 2U) << dom;  // its block and its legend chip
+  const std::string block = evicted[0].find("block") != std::string::npos ? evicted[0] : evicted[1];
+  EXPECT_EQ(Attribute(block, "data-pod"), "default/worker-7");
+  EXPECT_NE(Attribute(block, "class").find("leaving"), std::string::npos) << block;
+  EXPECT_EQ(Attribute(block, "data-defrag-replaced-by"), "default/trainer") << block;
+  // Where worker-7 goes: node-a's free slices 6, 7 and 8.
+  std::set<std::string> target_slices;
+  for (const auto& tag : TagsWith(dom, R"(data-defrag-pod="default/worker-7")")) {
+    if (Attribute(tag, "class").find("slice") != std::string::npos) {
+      EXPECT_NE(Attribute(tag, "class").find("defrag-target"), std::string::npos) << tag;
+      target_slices.insert(Attribute(tag, "data-slice"));
+    }
+  }
+  EXPECT_EQ(target_slices, (std::set<std::string>{"6", "7", "8"})) << dom;
+  EXPECT_NE(dom.find("defrag: default/worker-7 goes here (1g.24gb at 6)"), std::string::npos);
+  EXPECT_NE(dom.find("defrag: default/trainer goes here (2g.48gb at 0)"), std::string::npos);
 }
 
 }  // namespace
