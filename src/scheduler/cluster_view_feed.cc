@@ -371,7 +371,7 @@ std::optional<std::string> ClusterView::ObservePodLocked(const model::Pod& pod) 
   }
   if (!pod.node_name.empty() && state_.pod(key) != nullptr &&
       sched::RecreatedByController(pod.controller_kind)) {
-    movable_[key] = pod;
+    movable_[key] = sched::SpecToPlaceAgain(pod);
   } else {
     movable_.erase(key);
   }

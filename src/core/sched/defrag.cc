@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "core/model/annotations.h"
 #include "core/sched/preemption.h"
 #include "core/sched/scheduler.h"
 
@@ -432,6 +433,20 @@ class Planner {
 };
 
 }  // namespace
+
+model::Pod SpecToPlaceAgain(const model::Pod& pod) {
+  namespace ann = model::annotations;
+  static constexpr std::string_view kWrittenByPlacing[] = {
+      ann::kAssignedNode, ann::kAssignedTime, ann::kDevicesToAllocate, ann::kDevicesAllocated,
+      ann::kMigAllocations, ann::kBindPhase,  ann::kBindTime,          ann::kRequeuedAt,
+      "kubectl.kubernetes.io/last-applied-configuration"};
+  model::Pod spec = pod;
+  for (std::string_view key : kWrittenByPlacing) spec.annotations.erase(std::string(key));
+  spec.resource_version.clear();
+  spec.init_container_statuses.clear();
+  spec.init_container_statuses.shrink_to_fit();
+  return spec;
+}
 
 bool RecreatedByController(std::string_view kind) {
   return kind == "ReplicaSet" || kind == "StatefulSet" || kind == "Job";

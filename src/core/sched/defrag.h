@@ -98,6 +98,12 @@ struct DefragPlan {
 // ReplicaSet, StatefulSet or Job recreates it; a DaemonSet's pod is bound to its node).
 bool RecreatedByController(std::string_view kind);
 
+// What the planner keeps of a running pod to place it again: the pod without what placing wrote
+// (HAMi's placement and bind annotations, tessera's requeue mark), kubectl's last-applied copy,
+// its status details and resource version, none of which scheduling reads; a view that keeps
+// every movable pod's spec (the scheduler's, for /defrag) keeps it small.
+model::Pod SpecToPlaceAgain(const model::Pod& pod);
+
 // Why the pod holding `reservation` may not move ("" when it may, budgets aside): no controller
 // that recreates it, the no-defrag label, or no spec to place it again with.
 std::string WhyNotMovable(const state::PodReservation& reservation, const model::Pod* spec);

@@ -84,6 +84,34 @@ class DefragTest : public ::testing::Test {
   }
 };
 
+// What a view keeps to place a running pod again: its requests and the annotations scheduling
+// reads, not what placing it wrote.
+TEST(SpecToPlaceAgainTest, KeepsWhatSchedulingReadsAndDropsThePlacement) {
+  model::Pod pod = PodBuilder("ns/w")
+                       .Container(1, 8000, 20)
+                       .MigMode()
+                       .Annotation("nvidia.com/use-gputype", "A100")
+                       .Annotation("hami.io/gpu-scheduler-policy", "spread")
+                       .Annotation("hami.io/bind-phase", "success")
+                       .Annotation("hami.io/vgpu-mig-allocations", "[]")
+                       .Annotation("kubectl.kubernetes.io/last-applied-configuration", "{}")
+                       .PlacedOn("n1", "GPU-1", 8000)
+                       .Label("app", "web")
+                       .Build();
+  pod.resource_version = "42";
+  pod.init_container_statuses.push_back({});
+  const model::Pod spec = SpecToPlaceAgain(pod);
+  ASSERT_EQ(spec.containers.size(), 1U);
+  EXPECT_EQ(spec.containers[0].limits, pod.containers[0].limits);
+  EXPECT_EQ(spec.labels, pod.labels);
+  EXPECT_EQ(spec.annotations,
+            (std::map<std::string, std::string>{{"hami.io/gpu-scheduler-policy", "spread"},
+                                                {"nvidia.com/use-gputype", "A100"},
+                                                {"nvidia.com/vgpu-mode", "mig"}}));
+  EXPECT_TRUE(spec.resource_version.empty());
+  EXPECT_TRUE(spec.init_container_statuses.empty());
+}
+
 TEST_F(DefragTest, MigPodNoGpuCanTakeIsAdmittedByMovingOnePod) {
   MigClusterWhereOneMoveAdmits();
   const DefragPlan plan = Plan({TwoSlicePod("default/big")});
