@@ -362,6 +362,10 @@ def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
         "nodes_used": len(set(watch.nodes.values())),
         "cpu_s": cpu_delta(cpu0, cpu1),
         "peak_rss_mib": rss_snapshot(cluster),
+        # tessera's heap by glibc's count at the end of the phase (tessera_heap_bytes): live
+        # data against what the allocator keeps.
+        "tessera_heap_mib": {k.split('"')[1]: round(v / 2**20, 1) for k, v in t_metrics1.items()
+                             if k.startswith("tessera_heap_bytes{")},
     }
     d = {k: t_metrics1.get(k, 0.0) - t_metrics0.get(k, 0.0) for k in t_metrics1}
     fsum = d.get("tessera_filter_duration_seconds_sum", 0.0)

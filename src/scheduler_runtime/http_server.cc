@@ -1,5 +1,6 @@
 #include "scheduler_runtime/http_server.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -147,6 +148,24 @@ prometheus::ClientMetric Sample(std::vector<prometheus::ClientMetric::Label> lab
   return metric;
 }
 
+// The process's heap as glibc counts it (mallinfo2): what is in use, what is free but kept in
+// its arenas, and what is mapped on its own; with the resident size, this tells live data from
+// memory the allocator holds.
+prometheus::MetricFamily HeapFamily() {
+  const struct mallinfo2 info = mallinfo2();
+  prometheus::MetricFamily heap{"tessera_heap_bytes",
+                                "The heap by glibc's count (mallinfo2): in_use, free (kept in the "
+                                "allocator's arenas) and mmapped (large blocks mapped on their own)",
+                                prometheus::MetricType::Gauge,
+                                {}};
+  const std::pair<const char*, size_t> kinds[] = {
+      {"in_use", info.uordblks}, {"free", info.fordblks}, {"mmapped", info.hblkhd}};
+  for (const auto& [kind, bytes] : kinds) {
+    heap.metric.push_back(Sample({{"kind", kind}}, static_cast<double>(bytes), false));
+  }
+  return heap;
+}
+
 // What this listener refused or cut short, by cause, and its open connections: the signs of a
 // client that is slow, oversized or too many.
 std::vector<prometheus::MetricFamily> ListenerFamilies(const http::ListenerCounters& c,
@@ -207,6 +226,7 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
            }
            const auto own = ListenerFamilies(server->counters(), flag);
            usage.insert(usage.end(), own.begin(), own.end());
+           usage.push_back(HeapFamily());
            http::Response response = http::Response::Text(200, svc.view.metrics().Render(usage));
            response.content_type = "text/plain; version=0.0.4";
            return response;
