@@ -39,15 +39,15 @@ int DefragScenario(const DefragOptions& o) {
   auto scenario = sim::LoadScenarioFile(o.cluster, catalog.value());
   if (!scenario.ok()) return Fail(scenario.error().message);
   const sched::PolicyDefaults policy = scenario->policy;
+  const std::vector<model::DisruptionBudget> budgets = scenario->budgets;
   sim::Simulator simulator(std::move(scenario.value()));
   simulator.RunAll();
   const std::vector<model::Pod> running = simulator.running();
-  // A scenario has no PodDisruptionBudgets.
   // The demand the simulated scheduler observed: every pod of the scenario, ended ones too.
   const sched::ObservedDemand observed{&simulator.scheduler().demand_mix(),
                                        &simulator.scheduler().mig_demand_mix()};
   const sched::DefragPlan plan = sched::PlanDefrag(simulator.state(), simulator.pending(), running,
-                                                   policy, {}, LimitsOf(o), observed);
+                                                   policy, budgets, LimitsOf(o), observed);
   std::cout << (o.output == "json" ? sched::DefragPlanToJson(plan).dump(2) + "\n"
                                    : sched::FormatDefragPlan(plan));
   return 0;

@@ -37,6 +37,7 @@ void EmbeddedCluster::RecordEvent(const scheduler::PodRef& pod, bool warning,
 size_t EmbeddedCluster::Load(const sim::Scenario& scenario, scheduler::ClusterView& view) {
   for (const auto& node : scenario.nodes) view.UpsertNodeModel(node);
   for (const auto& quota : scenario.quotas) view.UpsertQuotaModel(quota);
+  for (const auto& budget : scenario.budgets) view.UpsertDisruptionBudgetModel(budget);
   size_t adopted = 0;
   for (const auto& step : scenario.steps) {
     if (step.kind != sim::ScenarioStep::Kind::kCreate) continue;

@@ -153,11 +153,12 @@ prometheus::ClientMetric Sample(std::vector<prometheus::ClientMetric::Label> lab
 // memory the allocator holds.
 prometheus::MetricFamily HeapFamily() {
   const struct mallinfo2 info = mallinfo2();
-  prometheus::MetricFamily heap{"tessera_heap_bytes",
-                                "The heap by glibc's count (mallinfo2): in_use, free (kept in the "
-                                "allocator's arenas) and mmapped (large blocks mapped on their own)",
-                                prometheus::MetricType::Gauge,
-                                {}};
+  prometheus::MetricFamily heap{
+      "tessera_heap_bytes",
+      "The heap by glibc's count (mallinfo2): in_use, free (kept in the "
+      "allocator's arenas) and mmapped (large blocks mapped on their own)",
+      prometheus::MetricType::Gauge,
+      {}};
   const std::pair<const char*, size_t> kinds[] = {
       {"in_use", info.uordblks}, {"free", info.fordblks}, {"mmapped", info.hblkhd}};
   for (const auto& [kind, bytes] : kinds) {

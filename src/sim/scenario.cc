@@ -306,6 +306,16 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
       sc.quotas.push_back(std::move(quota.value()));
     }
   }
+  if (const Json* budgets = codec::FindKey(root, "disruptionBudgets");
+      budgets != nullptr && !budgets->is_null()) {
+    if (!budgets->is_array()) return Error{source + ": disruptionBudgets: expected a list"};
+    for (size_t i = 0; i < budgets->size(); ++i) {
+      const std::string where = source + ": disruptionBudgets[" + std::to_string(i) + "]";
+      auto budget = codec::DecodePodDisruptionBudget((*budgets)[i]);
+      if (!budget.ok()) return Error{where + ": " + budget.error().message};
+      sc.budgets.push_back(std::move(budget.value()));
+    }
+  }
   const Json* steps = codec::FindKey(root, "steps");
   if (steps != nullptr && !steps->is_null()) {
     if (!steps->is_array()) return Error{source + ": steps: expected a list"};

@@ -7,6 +7,7 @@
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
 #include "core/mig/catalog.h"
+#include "core/model/disruption_budget.h"
 #include "core/model/pod.h"
 #include "core/model/resource_quota.h"
 #include "core/sched/preferences.h"
@@ -29,6 +30,9 @@ struct Scenario {
   std::vector<model::Node> nodes;
   // GPU quotas per namespace: ResourceQuota objects, or {namespace, name, hard} shorthand.
   std::vector<model::ResourceQuota> quotas;
+  // PodDisruptionBudgets (policy/v1 objects, status.disruptionsAllowed as the disruption
+  // controller would set it): what the defragmentation planner and /preempt count.
+  std::vector<model::DisruptionBudget> budgets;
   std::vector<ScenarioStep> steps;
 };
 

@@ -202,6 +202,7 @@ Scenario FinalStateScenario(Scenario scenario) {
   final_state.config = sim.scenario().config;
   final_state.policy = sim.scenario().policy;
   final_state.quotas = sim.scenario().quotas;
+  final_state.budgets = sim.scenario().budgets;
   final_state.nodes = sim.nodes();
   auto create = [&](const model::Pod& pod) {
     ScenarioStep step;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "app/serve_process.h"
@@ -71,6 +72,29 @@ TEST_F(DefragCommandTest, TextSaysWhatMovesWhereAndWhy) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("default/worker-0: labelled tessera.io/no-defrag"), std::string::npos) << out;
+}
+
+// A scenario's PodDisruptionBudgets count: one that allows no disruption of the namespace's pods
+// leaves nothing to move, and the plan says why.
+TEST_F(DefragCommandTest, AScenariosDisruptionBudgetKeepsItsPodsInPlace) {
+  std::ifstream example(MigExample());
+  std::string yaml((std::istreambuf_iterator<char>(example)), std::istreambuf_iterator<char>());
+  yaml +=
+      "disruptionBudgets:\n"
+      "  - { metadata: { name: all, namespace: default }, spec: { selector: {} }, status: { "
+      "disruptionsAllowed: 0 } }\n";
+  std::ofstream(dir_ / "budgeted.yaml") << yaml;
+  std::string out;
+  ASSERT_EQ(RunDefrag("--cluster " + (dir_ / "budgeted.yaml").string(), &out), 0) << out;
+  EXPECT_EQ(out.find("1. evict"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find("default/worker-7: PodDisruptionBudget default/all allows no more disruptions"),
+      std::string::npos)
+      << out;
+  std::string bad;
+  std::ofstream(dir_ / "bad-budget.yaml") << "nodes: []\ndisruptionBudgets: [{ spec: {} }]\n";
+  EXPECT_EQ(RunDefrag("--cluster " + (dir_ / "bad-budget.yaml").string(), &bad), 1) << bad;
+  EXPECT_NE(bad.find("disruptionBudgets[0]"), std::string::npos) << bad;
 }
 
 TEST_F(DefragCommandTest, JsonForTools) {
