@@ -51,6 +51,13 @@ REPO = os.path.dirname(HERE)
 GROUP = "bench"
 GPUS_PER_NODE = 8
 GPU_LIMITS = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000", "nvidia.com/gpucores": "20"}
+# --mode mig: A100-40GB GPUs in MIG mode (profiles from data/mig-profiles.json), each pod one
+# 1g.5gb instance (4000 MiB): 7 per GPU.
+MIG_MODEL = "NVIDIA A100-SXM4-40GB"
+MIG_PROFILES = ["1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"]
+MIG_LIMITS = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000"}
+MIG_PODS_PER_NODE_FIT = GPUS_PER_NODE * 7
+MODE = "sharing"  # set by --mode
 PODS_PER_NODE_FIT = GPUS_PER_NODE * 5  # 20 cores each: 5 per GPU (memory allows 6)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -292,12 +299,17 @@ class BindWatch:
 
 
 def make_pod(ns: str, name: str, kind: str) -> dict:
-    if kind == "gpu":
+    annotations = {}
+    if kind == "gpu" and MODE == "mig":
+        res = {"limits": dict(MIG_LIMITS)}
+        annotations["nvidia.com/vgpu-mode"] = "mig"
+    elif kind == "gpu":
         res = {"limits": dict(GPU_LIMITS)}
     else:
         res = {"requests": {"cpu": "100m", "memory": "64Mi"}}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": {"tessera-bench": kind}},
+            "metadata": {"name": name, "namespace": ns, "labels": {"tessera-bench": kind},
+                         "annotations": annotations},
             "spec": {"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": 0,
                      "nodeSelector": {"tessera-e2e/group": GROUP},
                      "containers": [{"name": "c0", "image": "registry.k8s.io/pause:3.10",
@@ -505,8 +517,12 @@ def delete_phase_pods(cluster: BenchCluster, kind: str) -> None:
 def create_nodes(cluster: BenchCluster, n: int, workers: int) -> None:
     def one(i: int):
         name = f"{GROUP}-n{i:04d}"
-        devs = [gpu.sharing_gpu(f"GPU-{GROUP}-{i:04d}-{j}", j, devmem=24576, count=10)
-                for j in range(GPUS_PER_NODE)]
+        if MODE == "mig":
+            devs = [gpu.mig_gpu(REPO, f"GPU-{GROUP}-{i:04d}-{j}", MIG_MODEL, MIG_PROFILES, index=j)
+                    for j in range(GPUS_PER_NODE)]
+        else:
+            devs = [gpu.sharing_gpu(f"GPU-{GROUP}-{i:04d}-{j}", j, devmem=24576, count=10)
+                    for j in range(GPUS_PER_NODE)]
         cluster.create_node(name, devs, GROUP)
     with concurrent.futures.ThreadPoolExecutor(workers) as ex:
         for f in [ex.submit(one, i) for i in range(n)]:
@@ -541,11 +557,11 @@ def patch_latency(cluster: BenchCluster, n: int = 100) -> dict:
 
 
 def bench_size(args, nodes: int, pods: int, work: str) -> dict:
-    say(f"=== {nodes} nodes x {GPUS_PER_NODE} GPUs, {pods} pods per phase")
+    say(f"=== {nodes} nodes x {GPUS_PER_NODE} GPUs ({MODE}), {pods} pods per phase")
     cluster = BenchCluster(work=work, bins=args.bins, repo=REPO, tessera_bin=args.tessera,
                            sched_qps=args.scheduler_qps, sched_burst=args.scheduler_burst,
                            tessera_args=args.tessera_arg)
-    result: dict = {"nodes": nodes, "pods": pods}
+    result: dict = {"nodes": nodes, "pods": pods, "mode": MODE}
     try:
         cluster.start()
         say(f"control plane up in {cluster.startup_seconds:.1f}s (apiserver :{cluster.api_port},"
@@ -624,12 +640,17 @@ def main() -> int:
                     help="pending-retry rounds after the phases (0: none)")
     ap.add_argument("--retry-pending", type=float, default=3.0,
                     help="seconds each probe stays pending before a GPU frees")
+    ap.add_argument("--mode", choices=("sharing", "mig"), default="sharing",
+                    help="GPU pods share GPUs (gpumem 4000, gpucores 20) or take one 1g.5gb MIG "
+                         "instance of an A100-40GB each")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the work dirs (logs)")
     ap.add_argument("--bins", default=os.environ.get("TESSERA_K8S_BINS"))
     ap.add_argument("--tessera", default=os.environ.get(
         "TESSERA_BIN", os.path.join(REPO, "build", "release", "src", "tessera")))
     args = ap.parse_args()
+    global MODE
+    MODE = args.mode
     if not args.bins:
         r = subprocess.run(["bash", os.path.join(HERE, "k8s-bins", "build.sh")],
                            capture_output=True, text=True)
@@ -646,7 +667,7 @@ def main() -> int:
     t_all = time.monotonic()
     for nodes in sizes:
         pods = args.pods or (500 if nodes <= 100 else 1000)
-        if pods > nodes * PODS_PER_NODE_FIT:
+        if pods > nodes * (MIG_PODS_PER_NODE_FIT if MODE == "mig" else PODS_PER_NODE_FIT):
             print(f"bench: {pods} GPU pods do not fit on {nodes} nodes")
             return 2
         work = tempfile.mkdtemp(prefix=f"tessera-bench-{nodes}-")
