@@ -1028,6 +1028,16 @@ def s_defrag(env: Env, ns: str, group: str):
         return gpu.decode_mig(p["metadata"]["annotations"][gpu.MIG_ALLOCATIONS])[0][
             "placement"]["start"]
 
+    def bare_and_whole(bare: str, node: str, whole: str) -> None:
+        """A 1g.24gb pod no controller owns, bound on `node`, then a 4g.96gb pod left pending."""
+        env.kube.create_pod(on(node, gpu_pod(ns, bare, {"nvidia.com/gpu": 1,
+                                                        "nvidia.com/gpumem": 8000},
+                                             group=group, annotations=mig)))
+        env.wait_bound(ns, [bare], 40)
+        env.kube.create_pod(gpu_pod(ns, whole, {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 60000},
+                                    group=group, annotations=mig))
+        env.wait_unschedulable(ns, whole, 40, "")
+
     deployments = f"/apis/apps/v1/namespaces/{ns}/deployments"
     try:
         # Node n1 alone at first: a bare pod, then the Deployment's pod beside it; the bare pod
@@ -1058,14 +1068,7 @@ def s_defrag(env: Env, ns: str, group: str):
         say(f"Deployment pod {worker} on {n1} at start {start_of(first)}")
         env.kube.delete(f"/api/v1/namespaces/{ns}/pods/filler")
         mig_node(n2, 2)
-        env.kube.create_pod(on(n2, gpu_pod(ns, "bare", {"nvidia.com/gpu": 1,
-                                                        "nvidia.com/gpumem": 8000},
-                                           group=group, annotations=mig)))
-        env.wait_bound(ns, ["bare"], 40)
-        env.kube.create_pod(gpu_pod(ns, "whole", {"nvidia.com/gpu": 1,
-                                                  "nvidia.com/gpumem": 60000},
-                                    group=group, annotations=mig))
-        env.wait_unschedulable(ns, "whole", 40, "")
+        bare_and_whole("bare", n2, "whole")
 
         status, body = main.get_text("/defrag?format=json")
         check(status == 200, f"/defrag: HTTP {status} {body[:300]}")
@@ -1120,14 +1123,7 @@ def s_defrag(env: Env, ns: str, group: str):
         replacement = now[0]["metadata"]["name"]
         for name in ("whole", "bare"):
             env.kube.delete(f"/api/v1/namespaces/{ns}/pods/{name}")
-        env.kube.create_pod(on(n1, gpu_pod(ns, "bare2", {"nvidia.com/gpu": 1,
-                                                         "nvidia.com/gpumem": 8000},
-                                           group=group, annotations=mig)))
-        env.wait_bound(ns, ["bare2"], 40)
-        env.kube.create_pod(gpu_pod(ns, "whole2", {"nvidia.com/gpu": 1,
-                                                   "nvidia.com/gpumem": 60000},
-                                    group=group, annotations=mig))
-        env.wait_unschedulable(ns, "whole2", 40, "")
+        bare_and_whole("bare2", n1, "whole2")
         # The chart's RBAC for the controller (scheduler.defragInterval) on tessera's account.
         rendered = subprocess.run(
             [os.path.join(c.bins, "helm"), "template", "tessera",
