@@ -124,12 +124,12 @@ def cpu_snapshot(cluster: BenchCluster) -> dict[str, float]:
     return out
 
 
-def peak_rss_mib(pid: int) -> float | None:
-    """VmHWM: the most resident memory the process has held since it started."""
+def peak_rss_mib(pid: int, field: str = "VmHWM") -> float | None:
+    """VmHWM: the most resident memory the process has held since it started (VmRSS: now)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         pass
@@ -374,6 +374,8 @@ def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
         "nodes_used": len(set(watch.nodes.values())),
         "cpu_s": cpu_delta(cpu0, cpu1),
         "peak_rss_mib": rss_snapshot(cluster),
+        "tessera_rss_now_mib": (peak_rss_mib(cluster.main.proc.pid, "VmRSS")
+                                if cluster.main and cluster.main.proc.running() else None),
         # tessera's heap by glibc's count at the end of the phase (tessera_heap_bytes): live
         # data against what the allocator keeps.
         "tessera_heap_mib": {k.split('"')[1]: round(v / 2**20, 1) for k, v in t_metrics1.items()
