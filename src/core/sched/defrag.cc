@@ -437,8 +437,14 @@ class Planner {
 model::Pod SpecToPlaceAgain(const model::Pod& pod) {
   namespace ann = model::annotations;
   static constexpr std::string_view kWrittenByPlacing[] = {
-      ann::kAssignedNode, ann::kAssignedTime, ann::kDevicesToAllocate, ann::kDevicesAllocated,
-      ann::kMigAllocations, ann::kBindPhase,  ann::kBindTime,          ann::kRequeuedAt,
+      ann::kAssignedNode,
+      ann::kAssignedTime,
+      ann::kDevicesToAllocate,
+      ann::kDevicesAllocated,
+      ann::kMigAllocations,
+      ann::kBindPhase,
+      ann::kBindTime,
+      ann::kRequeuedAt,
       "kubectl.kubernetes.io/last-applied-configuration"};
   model::Pod spec = pod;
   for (std::string_view key : kWrittenByPlacing) spec.annotations.erase(std::string(key));
