@@ -46,10 +46,14 @@ Result<std::unique_ptr<ClusterSnapshot>> ClusterSnapshot::List(kube::Client& cli
   auto quotas = ListItems(client, "/api/v1/resourcequotas");
   if (!quotas.ok()) return quotas.error();
   std::vector<codec::Json> pdbs;
+  std::vector<codec::Json> jobs;
   if (budgets) {
     auto listed = ListItems(client, "/apis/policy/v1/poddisruptionbudgets");
     if (!listed.ok()) return listed.error();
     pdbs = std::move(listed.value());
+    auto listed_jobs = ListItems(client, "/apis/batch/v1/jobs");
+    if (!listed_jobs.ok()) return listed_jobs.error();
+    jobs = std::move(listed_jobs.value());
   }
   std::unique_ptr<ClusterSnapshot> snapshot(new ClusterSnapshot());
   snapshot->writer_ = std::make_unique<ReadOnlyCluster>();
@@ -59,6 +63,7 @@ Result<std::unique_ptr<ClusterSnapshot>> ClusterSnapshot::List(kube::Client& cli
   view.ReplaceNodes(*nodes);
   view.ReplaceQuotas(*quotas);
   view.ReplaceDisruptionBudgets(pdbs);
+  view.ReplaceJobs(jobs);
   view.ReplacePods(*pods);
   view.SetSynced(true);
   return snapshot;

@@ -15,7 +15,8 @@ namespace tessera::app {
 Result<std::vector<codec::Json>> ListItems(kube::Client& client, const std::string& path);
 
 // A real cluster as `tessera serve` would see it, listed once: nodes, the pods that have not
-// finished, ResourceQuotas and (with `budgets`) PodDisruptionBudgets, fed to a scheduler service
+// finished, ResourceQuotas and (with `budgets`: what limits evictions) PodDisruptionBudgets and
+// Jobs, fed to a scheduler service
 // whose writer writes nothing. For the one-shot commands (explain, defrag): the same code as
 // serve's /explain and /defrag, on a fresh view.
 class ClusterSnapshot {

@@ -40,6 +40,7 @@ int DefragScenario(const DefragOptions& o) {
   if (!scenario.ok()) return Fail(scenario.error().message);
   const sched::PolicyDefaults policy = scenario->policy;
   const std::vector<model::DisruptionBudget> budgets = scenario->budgets;
+  const std::vector<model::JobRetries> jobs = scenario->jobs;
   sim::Simulator simulator(std::move(scenario.value()));
   simulator.RunAll();
   const std::vector<model::Pod> running = simulator.running();
@@ -47,7 +48,7 @@ int DefragScenario(const DefragOptions& o) {
   const sched::ObservedDemand observed{&simulator.scheduler().demand_mix(),
                                        &simulator.scheduler().mig_demand_mix()};
   const sched::DefragPlan plan = sched::PlanDefrag(simulator.state(), simulator.pending(), running,
-                                                   policy, budgets, LimitsOf(o), observed);
+                                                   policy, budgets, jobs, LimitsOf(o), observed);
   std::cout << (o.output == "json" ? sched::DefragPlanToJson(plan).dump(2) + "\n"
                                    : sched::FormatDefragPlan(plan));
   return 0;

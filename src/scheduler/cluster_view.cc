@@ -300,7 +300,8 @@ ClusterView::DefragInputs ClusterView::CopyForDefrag() const {
   };
   std::lock_guard lock(mu_);
   DefragInputs inputs{
-      state_, {}, {}, {}, scheduler_.demand_mix(), scheduler_.mig_demand_mix(), options_.policy};
+      state_,         {}, {}, {}, {}, scheduler_.demand_mix(), scheduler_.mig_demand_mix(),
+      options_.policy};
   // Pending: what the last filter placed nowhere, and this scheduler's unbound pods no filter
   // here has seen yet (a one-shot view, or a replica that just started), that hold nothing.
   const std::string& ours = options_.webhook.scheduler_name;
@@ -316,6 +317,8 @@ ClusterView::DefragInputs ClusterView::CopyForDefrag() const {
   for (const auto& [key, pod] : movable_) inputs.movable.push_back(as_filtered(pod));
   inputs.budgets.reserve(budgets_.size());
   for (const auto& [key, budget] : budgets_) inputs.budgets.push_back(budget);
+  inputs.jobs.reserve(jobs_.size());
+  for (const auto& [key, job] : jobs_) inputs.jobs.push_back(job);
   return inputs;
 }
 

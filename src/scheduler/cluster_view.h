@@ -16,6 +16,7 @@
 #include "core/common/result.h"
 #include "core/config/scheduler_config.h"
 #include "core/model/disruption_budget.h"
+#include "core/model/job_retries.h"
 #include "core/model/pod.h"
 #include "core/sched/explain.h"
 #include "core/sched/scheduler.h"
@@ -75,6 +76,12 @@ class ClusterView {
   void UpsertDisruptionBudget(const codec::Json& budget);
   void DeleteDisruptionBudget(const codec::Json& budget);
   void UpsertDisruptionBudgetModel(const model::DisruptionBudget& budget);
+  // Jobs (batch/v1): how many retries an eviction of their pods may use (/defrag). Not part of
+  // readiness: without them a plan moves no Job's pod.
+  void ReplaceJobs(const std::vector<codec::Json>& jobs);
+  void UpsertJob(const codec::Json& job);
+  void DeleteJob(const codec::Json& job);
+  void UpsertJobModel(const model::JobRetries& job);
 
   // ---- readiness ----------------------------------------------------------------------------
   // The cluster view is complete, and (with leader election) this replica leads.
@@ -170,6 +177,7 @@ class ClusterView {
     // may move (a pod is placed again from its spec).
     std::vector<model::Pod> movable;
     std::vector<model::DisruptionBudget> budgets;
+    std::vector<model::JobRetries> jobs;
     sched::DemandMix demand;  // what the scheduler observed
     sched::MigDemandMix mig_demand;
     sched::PolicyDefaults policy;
@@ -264,6 +272,8 @@ class ClusterView {
   std::map<std::string, model::Pod> unbound_;
   // PodDisruptionBudgets by namespace/name, for preempt.
   std::map<std::string, model::DisruptionBudget> budgets_;
+  // Jobs by namespace/name: the retries /defrag may use.
+  std::map<std::string, model::JobRetries> jobs_;
   // Pods only filters named: they expire and are capped (ServiceOptions::max_filter_only_pods).
   FilterOnlyPods filter_only_;
   // Each pod's last filter answer: bind goes only where it said.

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "core/codec/job.h"
 #include "core/codec/k8s_objects.h"
 #include "core/model/annotations.h"
 #include "core/sched/defrag.h"
@@ -252,6 +253,40 @@ void ClusterView::ReplaceDisruptionBudgets(const std::vector<Json>& budgets) {
   std::lock_guard lock(mu_);
   budgets_.clear();
   for (auto& b : decoded) budgets_[b.Key()] = std::move(b);
+}
+
+// ---- Jobs ----------------------------------------------------------------------------------
+
+void ClusterView::UpsertJobModel(const model::JobRetries& job) {
+  std::lock_guard lock(mu_);
+  jobs_[job.Key()] = job;
+}
+
+void ClusterView::UpsertJob(const Json& job) {
+  auto decoded = codec::DecodeJob(job);
+  if (!decoded.ok()) {
+    metrics_.DecodeError("job");
+    spdlog::warn("skipping Job {}: {}", ObjectName(job), decoded.error().message);
+    // What was known of it no longer holds: its pods stay where they are.
+    std::lock_guard lock(mu_);
+    jobs_.erase(ObjectName(job));
+    return;
+  }
+  UpsertJobModel(*decoded);
+}
+
+void ClusterView::DeleteJob(const Json& job) {
+  auto decoded = codec::DecodeJob(job);
+  const std::string key = decoded.ok() ? decoded->Key() : ObjectName(job);
+  std::lock_guard lock(mu_);
+  jobs_.erase(key);
+}
+
+void ClusterView::ReplaceJobs(const std::vector<Json>& jobs) {
+  std::vector<model::JobRetries> decoded = DecodeAll(jobs, "job", codec::DecodeJob, metrics_);
+  std::lock_guard lock(mu_);
+  jobs_.clear();
+  for (auto& job : decoded) jobs_[job.Key()] = std::move(job);
 }
 
 // ---- pods ---------------------------------------------------------------------------------

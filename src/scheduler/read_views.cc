@@ -48,8 +48,8 @@ DefragResult ReadViews::Defrag(const sched::DefragLimits& limits, bool json) con
   const ClusterView::DefragInputs in = view_.CopyForDefrag();
   const sched::ObservedDemand observed{&in.demand, &in.mig_demand};
   DefragResult result;
-  result.plan =
-      sched::PlanDefrag(in.state, in.pending, in.movable, in.policy, in.budgets, limits, observed);
+  result.plan = sched::PlanDefrag(in.state, in.pending, in.movable, in.policy, in.budgets, in.jobs,
+                                  limits, observed);
   result.json = json;
   result.body = json ? sched::DefragPlanToJson(result.plan).dump() + "\n"
                      : sched::FormatDefragPlan(result.plan);

@@ -38,6 +38,7 @@ size_t EmbeddedCluster::Load(const sim::Scenario& scenario, scheduler::ClusterVi
   for (const auto& node : scenario.nodes) view.UpsertNodeModel(node);
   for (const auto& quota : scenario.quotas) view.UpsertQuotaModel(quota);
   for (const auto& budget : scenario.budgets) view.UpsertDisruptionBudgetModel(budget);
+  for (const auto& job : scenario.jobs) view.UpsertJobModel(job);
   size_t adopted = 0;
   for (const auto& step : scenario.steps) {
     if (step.kind != sim::ScenarioStep::Kind::kCreate) continue;

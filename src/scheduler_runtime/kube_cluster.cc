@@ -112,10 +112,20 @@ void KubeCluster::Start(scheduler::ClusterView& view) {
   budget_handlers.on_delete = [&view](const Json& o) { view.DeleteDisruptionBudget(o); };
   budgets_ = std::make_unique<kube::Informer>(client_, "/apis/policy/v1/poddisruptionbudgets",
                                               budget_handlers);
+  // Jobs, for the retries /defrag may use; not waited for either (without them no Job's pod
+  // is moved).
+  kube::InformerHandlers job_handlers;
+  job_handlers.on_replace = [&view](const std::vector<Json>& objects) {
+    view.ReplaceJobs(objects);
+  };
+  job_handlers.on_upsert = [&view](const Json& o) { view.UpsertJob(o); };
+  job_handlers.on_delete = [&view](const Json& o) { view.DeleteJob(o); };
+  jobs_ = std::make_unique<kube::Informer>(client_, "/apis/batch/v1/jobs", job_handlers);
   nodes_->Start();
   pods_->Start();
   quotas_->Start();
   budgets_->Start();
+  jobs_->Start();
   events_->Start();
   sync_thread_ = std::thread([this, &view] { WatchSync(view); });
 
@@ -217,6 +227,7 @@ void KubeCluster::Stop() {
   if (pods_) pods_->Stop();
   if (quotas_) quotas_->Stop();
   if (budgets_) budgets_->Stop();
+  if (jobs_) jobs_->Stop();
   if (nodes_) nodes_->Stop();
   if (events_) events_->Stop();
 }

@@ -73,6 +73,7 @@ class KubeCluster : public scheduler::ClusterWriter {
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> quotas_;
   std::unique_ptr<kube::Informer> budgets_;  // PodDisruptionBudgets
+  std::unique_ptr<kube::Informer> jobs_;     // Jobs (their retries, for /defrag)
   std::unique_ptr<kube::LeaderElector> elector_;
   std::atomic<bool> stopping_{false};
   std::thread sync_thread_;

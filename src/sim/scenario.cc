@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "adapters/yaml/yaml_json.h"
+#include "core/codec/job.h"
 #include "core/codec/k8s_objects.h"
 #include "core/codec/node_register.h"
 #include "core/config/config_codec.h"
@@ -314,6 +315,16 @@ Result<Scenario> ParseScenario(const Json& root, const mig::GpuModelCatalog& cat
       auto budget = codec::DecodePodDisruptionBudget((*budgets)[i]);
       if (!budget.ok()) return Error{where + ": " + budget.error().message};
       sc.budgets.push_back(std::move(budget.value()));
+    }
+  }
+  if (const Json* jobs = codec::FindKey(root, "jobs"); jobs != nullptr && !jobs->is_null()) {
+    if (!jobs->is_array()) return Error{source + ": jobs: expected a list"};
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      auto job = codec::DecodeJob((*jobs)[i]);
+      if (!job.ok()) {
+        return Error{source + ": jobs[" + std::to_string(i) + "]: " + job.error().message};
+      }
+      sc.jobs.push_back(std::move(job.value()));
     }
   }
   const Json* steps = codec::FindKey(root, "steps");

@@ -8,6 +8,7 @@
 #include "core/config/scheduler_config.h"
 #include "core/mig/catalog.h"
 #include "core/model/disruption_budget.h"
+#include "core/model/job_retries.h"
 #include "core/model/pod.h"
 #include "core/model/resource_quota.h"
 #include "core/sched/preferences.h"
@@ -33,6 +34,8 @@ struct Scenario {
   // PodDisruptionBudgets (policy/v1 objects, status.disruptionsAllowed as the disruption
   // controller would set it): what the defragmentation planner and /preempt count.
   std::vector<model::DisruptionBudget> budgets;
+  // Jobs (batch/v1 objects): how many retries the planner may use evicting their pods.
+  std::vector<model::JobRetries> jobs;
   std::vector<ScenarioStep> steps;
 };
 

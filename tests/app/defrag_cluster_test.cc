@@ -94,6 +94,7 @@ class DefragClusterTest : public ::testing::Test {
     api_.On("GET", "/api/v1/pods", Answer(List(Json::array({w_, bare_, Pod("p", 10000)}))));
     api_.On("GET", "/api/v1/resourcequotas", Answer(List(Json::array())));
     api_.On("GET", "/apis/policy/v1/poddisruptionbudgets", Answer(List(Json::array())));
+    api_.On("GET", "/apis/batch/v1/jobs", Answer(List(Json::array())));
     api_.On("GET", "/api/v1/events", Answer(List(Json::array())));
     api_.On("GET", "/api/v1/namespaces/default/pods/w", Answer(w_));
     api_.On("GET", "/api/v1/namespaces/default/pods/p",
@@ -157,6 +158,7 @@ TEST_F(DefragClusterTest, ADryRunPlansFromOneListingAndWritesNothing) {
   EXPECT_NE(out.find("default/bare: no controller recreates it"), std::string::npos) << out;
   EXPECT_EQ(api_.Count("GET", "/api/v1/pods"), 1U);
   EXPECT_EQ(api_.Count("GET", "/apis/policy/v1/poddisruptionbudgets"), 1U);
+  EXPECT_EQ(api_.Count("GET", "/apis/batch/v1/jobs"), 1U);
   for (const auto& r : api_.Requests()) EXPECT_EQ(r.method, "GET") << r.path;
 }
 

@@ -22,10 +22,14 @@ int RunDefrag(const std::string& args, std::string* output) {
 
 std::string MigExample() { return std::string(TESSERA_SOURCE_DIR) + "/examples/defrag-mig.yaml"; }
 
-// Nothing pending: two shared GPUs, default/x (a Job's) on node-a with 8000 MiB free, the
-// unmovable default/v on node-b with 10000 free, and a 12000 MiB request seen (it ran and
-// ended). Moving default/x to node-b leaves node-a a whole GPU free.
+// Nothing pending: two shared GPUs, default/x (a Job's, with retries to spare) on node-a with
+// 8000 MiB free, the unmovable default/v on node-b with 10000 free, and a 12000 MiB request seen
+// (it ran and ended). Moving default/x to node-b leaves node-a a whole GPU free.
 constexpr const char* kSharingScenario = R"(
+jobs:
+  - metadata: { name: x, uid: job-1 }
+    spec: { backoffLimit: 6 }
+    status: { failed: 1 }
 nodes:
   - name: node-a
     gpus: [{ model: "Tesla T4", memoryMiB: 16000, uuid: GPU-a }]
@@ -38,6 +42,7 @@ steps:
   - create:
       metadata:
         name: x
+        labels: { batch.kubernetes.io/controller-uid: job-1 }
         ownerReferences: [{ apiVersion: batch/v1, kind: Job, name: x, uid: job-1, controller: true }]
       spec: { containers: [{ name: c0, resources: { limits: { nvidia.com/gpu: 1, nvidia.com/gpumem: 8000 } } }] }
   - delete: default/big
@@ -141,6 +146,28 @@ TEST_F(DefragCommandTest, NothingPendingRaisesPlaceabilityAboveTheMinimum) {
   std::string stricter;
   ASSERT_EQ(RunDefrag(cluster + " --min-fragmentation-drop 5 -o json", &stricter), 0) << stricter;
   EXPECT_EQ(Json::parse(stricter)["mode"], "nothing") << stricter;
+}
+
+// The scenario's Job says how many retries an eviction may use: with backoffLimit 0 its pod
+// stays, and the plan says why.
+TEST_F(DefragCommandTest, AJobWithoutRetriesToSpareKeepsItsPod) {
+  std::string scenario = kSharingScenario;
+  scenario.replace(scenario.find("backoffLimit: 6"), 15, "backoffLimit: 0");
+  std::ofstream(dir_ / "no-retries.yaml") << scenario;
+  std::string out;
+  ASSERT_EQ(RunDefrag("--cluster " + (dir_ / "no-retries.yaml").string() + " -o json", &out), 0)
+      << out;
+  const Json plan = Json::parse(out);
+  EXPECT_EQ(plan["mode"], "nothing") << out;
+  EXPECT_EQ(plan["unmovable"]["default/x"],
+            "its Job default/x would be left without a retry (backoffLimit 0, 1 failed) and its "
+            "podFailurePolicy does not ignore evictions");
+  // A malformed Job is named with its field.
+  scenario.replace(scenario.find("failed: 1"), 9, "failed: -3");
+  std::ofstream(dir_ / "bad.yaml") << scenario;
+  std::string bad;
+  EXPECT_EQ(RunDefrag("--cluster " + (dir_ / "bad.yaml").string(), &bad), 1) << bad;
+  EXPECT_NE(bad.find("jobs[0]: Job default/x: status.failed"), std::string::npos) << bad;
 }
 
 TEST_F(DefragCommandTest, BadFlagsAreRefused) {

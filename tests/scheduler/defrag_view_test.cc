@@ -70,6 +70,40 @@ TEST_F(DefragViewTest, ADaemonSetsPodIsNeverMoved) {
   EXPECT_EQ(plan.not_admitted.count("ns/p"), 1U);
 }
 
+// The Job informer's objects decide whether a Job's pod moves: listed with retries to spare it
+// does, updated to none (or malformed, or deleted) it stays.
+TEST_F(DefragViewTest, AJobsPodMovesAsItsJobAsListedAllows) {
+  MakeSynced(
+      {NodeWith("n1", {SharingGpu("GPU-1", 12000)}), NodeWith("n2", {SharingGpu("GPU-2", 12000)})});
+  model::Pod w = Running("ns/w", "n1", "GPU-1", 4000, "Job");
+  w.labels["batch.kubernetes.io/controller-uid"] = "job-uid";
+  service->view.UpsertPodModel(w);
+  service->view.UpsertPodModel(Running("ns/bare", "n2", "GPU-2", 6000, ""));
+  ASSERT_TRUE(Filter(Pending(), {"n1", "n2"})["NodeNames"].empty());
+  auto job = [](const char* spec_and_status) {
+    return codec::Json::parse(
+        std::string(R"({"metadata": {"name": "train", "namespace": "ns", "uid": "job-uid"}, )") +
+        spec_and_status + "}");
+  };
+  service->view.ReplaceJobs({job(R"("spec": {"backoffLimit": 3})")});
+  EXPECT_EQ(service->reads.Defrag({}, false).plan.steps.size(), 1U);
+  service->view.UpsertJob(job(R"("spec": {"backoffLimit": 3}, "status": {"failed": 2})"));
+  sched::DefragPlan plan = service->reads.Defrag({}, false).plan;
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_EQ(plan.unmovable.at("ns/w"),
+            "its Job ns/train would be left without a retry (backoffLimit 3, 2 failed) and its "
+            "podFailurePolicy does not ignore evictions");
+  service->view.UpsertJob(job(R"("spec": {"backoffLimit": 3})"));
+  EXPECT_EQ(service->reads.Defrag({}, false).plan.steps.size(), 1U);
+  // A malformed update forgets what was known: the pod stays.
+  service->view.UpsertJob(job(R"("spec": {"backoffLimit": "three"})"));
+  plan = service->reads.Defrag({}, false).plan;
+  EXPECT_EQ(plan.unmovable.at("ns/w"), "its Job is not known, so its retries cannot be counted");
+  service->view.UpsertJob(job(R"("spec": {"backoffLimit": 3})"));
+  service->view.DeleteJob(job(R"("spec": {})"));
+  EXPECT_TRUE(service->reads.Defrag({}, false).plan.steps.empty());
+}
+
 // Once the movable pod is gone its spec goes with it, and the pending pod fits without a move.
 TEST_F(DefragViewTest, APodThatLeftIsNeitherMovedNorKept) {
   Fragmented();

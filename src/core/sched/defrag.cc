@@ -66,8 +66,8 @@ class Planner {
  public:
   Planner(const state::ClusterState& state, std::span<const model::Pod> pending,
           std::span<const model::Pod> running, const PolicyDefaults& defaults,
-          std::span<const model::DisruptionBudget> budgets, const DefragLimits& limits,
-          ObservedDemand observed)
+          std::span<const model::DisruptionBudget> budgets, std::span<const model::JobRetries> jobs,
+          const DefragLimits& limits, ObservedDemand observed)
       : work_(state),
         pending_(pending.begin(), pending.end()),
         defaults_(defaults),
@@ -75,6 +75,17 @@ class Planner {
         limits_(limits),
         measure_(Observed(pending, running), state.config().nvidia, defaults, observed) {
     for (const model::Pod& pod : running) specs_.emplace(pod.Key(), &pod);
+    // A Job's retries are a budget of its own over the pods its controller uid labels.
+    for (const model::JobRetries& job : jobs) {
+      if (job.uid.empty()) continue;
+      model::DisruptionBudget budget;
+      budget.ns = job.ns;
+      budget.name = job.name;
+      budget.match_labels.emplace(model::kJobControllerUidLabel, job.uid);
+      budget.disruptions_allowed = job.EvictionsAllowed();
+      job_budgets_.push_back(std::move(budget));
+      jobs_.push_back(&job);
+    }
   }
 
   DefragPlan Run() {
@@ -133,12 +144,32 @@ class Planner {
     return "";
   }
 
+  // Why a Job's pod may not move: its Job unknown, or no retry to spare for the eviction.
+  std::string BlockingJob(const state::PodReservation& r) const {
+    if (r.controller_kind != "Job") return "";
+    const auto uid = r.labels.find(model::kJobControllerUidLabel);
+    if (uid == r.labels.end()) {
+      return std::string("its Job cannot be told (no ") + model::kJobControllerUidLabel +
+             " label), so its retries cannot be counted";
+    }
+    const std::string ns(NamespaceOf(r.key));
+    for (size_t i = 0; i < job_budgets_.size(); ++i) {
+      if (job_budgets_[i].ns != ns || jobs_[i]->uid != uid->second) continue;
+      if (job_budgets_[i].disruptions_allowed > 0) return "";
+      std::string why = jobs_[i]->WhyNoEviction();
+      return why.empty() ? "the plan's other evictions use the retries its Job " + jobs_[i]->Key() +
+                               " can spare"
+                         : why;
+    }
+    return "its Job is not known, so its retries cannot be counted";
+  }
+
   std::string WhyNot(const state::PodReservation& r) const {
     if (std::string why = WhyNotMovable(r, SpecOf(r.key)); !why.empty()) return why;
     if (std::string budget = BlockingBudget(r); !budget.empty()) {
       return "PodDisruptionBudget " + budget + " allows no more disruptions";
     }
-    return "";
+    return BlockingJob(r);
   }
 
   bool MayMove(const state::PodReservation& r) const {
@@ -236,6 +267,7 @@ class Planner {
             if (node.one.pod(c.key) == nullptr) set.push_back(&c);
           }
           if (CountPdbViolations(set, budgets_) > 0) return false;
+          if (CountPdbViolations(set, job_budgets_) > 0) return false;
           std::optional<Trial> trial = TryEvicting(pod, name, set);
           if (!trial) return false;
           last_trial = std::move(trial);  // the search's new best: it only tries cheaper sets
@@ -314,6 +346,9 @@ class Planner {
   void Record(const state::PodReservation& evicted, DefragStep step) {
     const std::string ns(NamespaceOf(evicted.key));
     for (model::DisruptionBudget& budget : budgets_) {
+      if (budget.Selects(ns, evicted.labels)) --budget.disruptions_allowed;
+    }
+    for (model::DisruptionBudget& budget : job_budgets_) {
       if (budget.Selects(ns, evicted.labels)) --budget.disruptions_allowed;
     }
     moved_.insert(evicted.key);
@@ -425,6 +460,9 @@ class Planner {
   std::vector<model::Pod> pending_;
   PolicyDefaults defaults_;
   std::vector<model::DisruptionBudget> budgets_;  // what the plan's evictions leave of them
+  // Each known Job's retries as a budget (what the plan's evictions leave), and the Job.
+  std::vector<model::DisruptionBudget> job_budgets_;
+  std::vector<const model::JobRetries*> jobs_;
   DefragLimits limits_;
   DemandMeasure measure_;
   std::map<std::string, const model::Pod*> specs_;
@@ -474,9 +512,10 @@ std::string WhyNotMovable(const state::PodReservation& reservation, const model:
 
 DefragPlan PlanDefrag(const state::ClusterState& state, std::span<const model::Pod> pending,
                       std::span<const model::Pod> running, const PolicyDefaults& defaults,
-                      std::span<const model::DisruptionBudget> budgets, const DefragLimits& limits,
+                      std::span<const model::DisruptionBudget> budgets,
+                      std::span<const model::JobRetries> jobs, const DefragLimits& limits,
                       ObservedDemand observed) {
-  return Planner(state, pending, running, defaults, budgets, limits, observed).Run();
+  return Planner(state, pending, running, defaults, budgets, jobs, limits, observed).Run();
 }
 
 }  // namespace tessera::sched

@@ -9,6 +9,7 @@
 
 #include "core/model/device.h"
 #include "core/model/disruption_budget.h"
+#include "core/model/job_retries.h"
 #include "core/model/pod.h"
 #include "core/sched/decision.h"
 #include "core/sched/defrag_measure.h"
@@ -111,11 +112,14 @@ std::string WhyNotMovable(const state::PodReservation& reservation, const model:
 // The plan for `state` (copied, never changed). `pending`: pods that fit nowhere, oldest first;
 // `running`: the specs of the pods holding reservations (a pod is placed again from its spec, so
 // one without is not moved); `budgets`: the PodDisruptionBudgets, counted over the plan's
-// evictions together; `observed`: the demand mode (b) measures for, when a scheduler has
+// evictions together; `jobs`: the Jobs whose pods may move, each as many times as its retries
+// allow (JobRetries::EvictionsAllowed; a Job's pod whose Job is not given never moves);
+// `observed`: the demand mode (b) measures for, when a scheduler has
 // observed one (else that of `running` and `pending`). Same input, same plan.
 DefragPlan PlanDefrag(const state::ClusterState& state, std::span<const model::Pod> pending,
                       std::span<const model::Pod> running, const PolicyDefaults& defaults,
                       std::span<const model::DisruptionBudget> budgets,
-                      const DefragLimits& limits = {}, ObservedDemand observed = {});
+                      std::span<const model::JobRetries> jobs, const DefragLimits& limits = {},
+                      ObservedDemand observed = {});
 
 }  // namespace tessera::sched

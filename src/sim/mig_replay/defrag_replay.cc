@@ -75,7 +75,7 @@ class TesseraDefragmenter : public Defragmenter {
     limits.max_evictions = max_evictions;
     limits.max_evaluations = kRoundEvaluations;
     limits.raise_placeability = false;
-    return sched::PlanDefrag(cluster_.state(), pending, running, defaults_, {}, limits);
+    return sched::PlanDefrag(cluster_.state(), pending, running, defaults_, {}, {}, limits);
   }
 
   // Commits the plan's own reservations in the plan's order, as it played them out on its copy:

@@ -49,8 +49,9 @@ class DefragTest : public ::testing::Test {
     Keep(std::move(r), PodBuilder(key).Container(1, mem, 10).Build(), kind, {});
   }
   DefragPlan Plan(const std::vector<model::Pod>& pending, DefragLimits limits = {},
-                  const std::vector<model::DisruptionBudget>& budgets = {}) const {
-    return PlanDefrag(state_, pending, running_, PolicyDefaults{}, budgets, limits);
+                  const std::vector<model::DisruptionBudget>& budgets = {},
+                  const std::vector<model::JobRetries>& jobs = {}) const {
+    return PlanDefrag(state_, pending, running_, PolicyDefaults{}, budgets, jobs, limits);
   }
   // A pod asking one 2g.48gb instance: two adjacent 1g.24gb placements of one GPU.
   static model::Pod TwoSlicePod(const std::string& key, int32_t priority = 0) {
@@ -357,10 +358,81 @@ TEST_F(DefragTest, ModeBMeasuresForTheObservedDemandWhenGiven) {
   DemandMix seen(PolicyDefaults{}.demand_decay);
   for (const int mem : {12000, 8000, 6000}) seen.Observe(DemandShape{1, mem, 10, 0, ""});
   const MigDemandMix no_mig;
-  const DefragPlan plan =
-      PlanDefrag(state_, {}, running_, PolicyDefaults{}, {}, {}, ObservedDemand{&seen, &no_mig});
+  const DefragPlan plan = PlanDefrag(state_, {}, running_, PolicyDefaults{}, {}, {}, {},
+                                     ObservedDemand{&seen, &no_mig});
   ASSERT_EQ(plan.steps.size(), 1U) << FormatDefragPlan(plan);
   EXPECT_EQ(plan.steps[0].pod, "default/x");
+}
+
+// A Job's pod counts against its backoffLimit when evicted: it moves only while the Job keeps a
+// retry for its own failures, or when its podFailurePolicy ignores evictions.
+TEST_F(DefragTest, JobPodMovesOnlyWhileItsJobCanSpareARetry) {
+  AddNode("node-a", {RtxPro6000Mig("GPU-a")});
+  AddNode("node-b", {RtxPro6000Mig("GPU-b")});
+  RunMig("default/x", "node-a", "GPU-a", 0, "Job", {{model::kJobControllerUidLabel, "job-x"}});
+  RunMig("default/z1", "node-a", "GPU-a", 6, "");
+  RunMig("default/z2", "node-a", "GPU-a", 9, "");
+  RunMig("default/y", "node-b", "GPU-b", 3, "");
+  RunMig("default/w", "node-b", "GPU-b", 6, "");
+  model::JobRetries job;
+  job.ns = "default";
+  job.name = "train";
+  job.uid = "job-x";
+
+  job.backoff_limit = 0;  // the usual setting of a training Job: no retry at all
+  DefragPlan plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  EXPECT_THAT(plan.steps, IsEmpty());
+  EXPECT_THAT(plan.unmovable["default/x"],
+              HasSubstr("default/train would be left without a retry"));
+
+  job.backoff_limit = 6;
+  job.failed = 5;
+  plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  EXPECT_THAT(plan.steps, IsEmpty());
+  EXPECT_THAT(plan.unmovable["default/x"], HasSubstr("backoffLimit 6, 5 failed"));
+
+  job.failed = 4;
+  plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  ASSERT_EQ(plan.steps.size(), 1U) << FormatDefragPlan(plan);
+  EXPECT_EQ(plan.steps[0].pod, "default/x");
+
+  job.backoff_limit = 0;
+  job.failed = 0;
+  job.ignores_disruption = true;
+  plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  ASSERT_EQ(plan.steps.size(), 1U) << FormatDefragPlan(plan);
+
+  // A Job not listed, or a pod that does not say which Job it belongs to, stays.
+  plan = Plan({TwoSlicePod("default/big")});
+  EXPECT_THAT(plan.steps, IsEmpty());
+  EXPECT_THAT(plan.unmovable["default/x"], HasSubstr("its Job is not known"));
+  job.uid = "another";
+  plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  EXPECT_THAT(plan.unmovable["default/x"], HasSubstr("its Job is not known"));
+}
+
+// Two pods of one Job in one set: the retries the Job can spare bound the whole set.
+TEST_F(DefragTest, OneJobsRetriesBoundEveryEvictionOfItsPodsTogether) {
+  AddNode("node-a", {RtxPro6000Mig("GPU-a")});
+  AddNode("node-b", {RtxPro6000Mig("GPU-b")});
+  const std::map<std::string, std::string> of_job{{model::kJobControllerUidLabel, "job-x"}};
+  RunMig("default/x1", "node-a", "GPU-a", 0, "Job", of_job);
+  RunMig("default/x2", "node-a", "GPU-a", 3, "Job", of_job);
+  RunMig("default/z1", "node-a", "GPU-a", 6, "");
+  RunMig("default/z2", "node-a", "GPU-a", 9, "");
+  RunMig("default/y", "node-b", "GPU-b", 3, "");
+  RunMig("default/w", "node-b", "GPU-b", 6, "");
+  model::JobRetries job;
+  job.ns = "default";
+  job.name = "train";
+  job.uid = "job-x";
+  job.backoff_limit = 2;  // one eviction to spare
+  DefragPlan plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  EXPECT_THAT(plan.steps, IsEmpty()) << FormatDefragPlan(plan);
+  job.backoff_limit = 3;  // two
+  plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
+  ASSERT_EQ(plan.steps.size(), 2U) << FormatDefragPlan(plan);
+  EXPECT_THAT(plan.admitted, ::testing::SizeIs(1));
 }
 
 TEST(DefragMovable, OnlyPodsAControllerRecreatesMayMove) {
