@@ -1006,7 +1006,7 @@ def s_preempt(env: Env, ns: str, group: str):
                "with a real kube-controller-manager: a whole-GPU MIG pod that no GPU can take "
                "is admitted after the planned eviction of a Deployment's 1g.24gb pod, whose "
                "ReplicaSet recreates it and tessera places it on the other node; the bare pod "
-               "stays", 180)
+               "stays; then a move that only raises placeability, its replacement steered", 240)
 def s_defrag(env: Env, ns: str, group: str):
     main = env.require_main()
     c = env.cluster
@@ -1164,6 +1164,44 @@ def s_defrag(env: Env, ns: str, group: str):
                   "the controller's metrics should count one eviction and one pod admitted")
         finally:
             defragger.stop()
+
+        # Mode (b): nothing pending, the Deployment's pod alone on n1 and a bare pod on n2.
+        # Moving it to n2 leaves n1's GPU whole for the 4g.96gb demand seen; carried out, the
+        # evicted pod is marked with n2 and its replacement placed there (the move steered).
+        on_n1 = [p for p in worker_pods() if p["spec"].get("nodeName") == n1]
+        check(len(on_n1) == 1, f"one Deployment pod on {n1}: {[describe(p) for p in on_n1]}")
+        mover = on_n1[0]["metadata"]["name"]
+        for name in ("whole2", "bare2"):
+            env.kube.delete(f"/api/v1/namespaces/{ns}/pods/{name}")
+        env.kube.create_pod(on(n2, gpu_pod(ns, "bare3", {"nvidia.com/gpu": 1,
+                                                         "nvidia.com/gpumem": 8000},
+                                           group=group, annotations=mig)))
+        env.wait_bound(ns, ["bare3"], 40)
+        status, body = main.get_text("/defrag?format=json")
+        plan = json.loads(body)
+        say(f"/defrag with nothing pending: mode {plan['mode']}, steps "
+            f"{[(s['pod'], s['node'], s.get('replacedNode')) for s in plan['steps']]}")
+        check(plan["mode"] == "raise-placeability"
+              and [(s["pod"], s["replacedNode"]) for s in plan["steps"]] == [(f"{ns}/{mover}", n2)],
+              f"/defrag should move {ns}/{mover} to {n2}: {body[:600]}")
+        steered_before = metric_value(main.get_text("/metrics")[1],
+                                      "tessera_defrag_steered_pods_total") or 0
+        r = subprocess.run([c.tessera_bin, "defrag", "--kubeconfig", c.kubeconfigs["admin"],
+                            "--execute", "--step-timeout", "60"],
+                           capture_output=True, text=True, timeout=90)
+        say("tessera defrag --execute (mode b):\n    " + (r.stdout + r.stderr).strip().replace(
+            "\n", "\n    "))
+        check(r.returncode == 0 and f"moved {ns}/{mover} from node {n1} to node {n2}" in r.stdout,
+              f"tessera defrag --execute (mode b) exited {r.returncode}")
+        now = worker_pods()
+        check(len(now) == 1 and now[0]["metadata"]["name"] != mover
+              and now[0]["spec"].get("nodeName") == n2,
+              f"the Deployment's pod should be recreated on {n2}: {[describe(p) for p in now]}")
+        _, metrics = main.get_text("/metrics")
+        steered = metric_value(metrics, "tessera_defrag_steered_pods_total")
+        say(f"tessera_defrag_steered_pods_total {steered_before} -> {steered}")
+        check(steered is not None and steered == steered_before + 1,
+              f"the replacement should be steered by the move: {steered_before} -> {steered}")
     finally:
         env.kube.delete(f"{deployments}/worker", grace0=False)
         for rs in env.kube.get(f"/apis/apps/v1/namespaces/{ns}/replicasets")["items"]:

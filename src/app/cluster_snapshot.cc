@@ -65,6 +65,7 @@ Result<std::unique_ptr<ClusterSnapshot>> ClusterSnapshot::List(kube::Client& cli
   view.ReplaceDisruptionBudgets(pdbs);
   view.ReplaceJobs(jobs);
   view.ReplacePods(*pods);
+  view.ObserveDemandOf(*pods);
   view.SetSynced(true);
   return snapshot;
 }

@@ -88,8 +88,9 @@ int DefragCluster(const DefragOptions& o) {
   if (o.grace_period_seconds >= 0) run.grace_period_seconds = o.grace_period_seconds;
   const DefragOutcome done = ExecuteDefragPlan(client, planned.plan, run, std::cout);
   if (!done.stopped.empty()) return Fail(done.stopped);
-  std::cout << "done: " << done.evictions << " eviction" << (done.evictions == 1 ? "" : "s")
-            << "\n";
+  std::cout << "done: " << done.evictions << " eviction" << (done.evictions == 1 ? "" : "s");
+  if (done.moved > 0) std::cout << ", " << done.moved << " moved as planned";
+  std::cout << "\n";
   return 0;
 }
 

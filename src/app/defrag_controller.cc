@@ -17,7 +17,8 @@ void LogLines(const std::string& text) {
   for (std::string line; std::getline(lines, line);) spdlog::info("defrag: {}", line);
 }
 
-// One round: a plan within what the hour leaves, carried out when it admits pending pods.
+// One round: a plan within what the hour leaves, carried out when it admits pending pods (or,
+// with raise_placeability, when it moves pods to raise placeability).
 void DefragRound(scheduler::SchedulerService& service, kube::Client& client,
                  const DefragControllerOptions& options, const std::atomic<bool>& stopping) {
   std::string why;
@@ -30,11 +31,11 @@ void DefragRound(scheduler::SchedulerService& service, kube::Client& client,
   sched::DefragLimits limits;
   limits.max_evictions =
       std::min(options.max_evictions, std::max(0, options.max_evictions_per_hour - *spent));
-  limits.raise_placeability = false;  // only plans that admit pending pods are carried out
+  limits.raise_placeability = options.raise_placeability;
   if (limits.max_evictions == 0) return;
   scheduler::DefragResult planned = service.reads.Defrag(limits, false);
   service.view.metrics().DefragPlanned(planned.plan);
-  if (planned.plan.mode != sched::DefragPlan::Mode::kAdmitPending) return;
+  if (planned.plan.mode == sched::DefragPlan::Mode::kNothing) return;
   LogLines(sched::FormatDefragPlan(planned.plan, true));
   DefragExecution run;
   run.step_timeout = options.step_timeout;
@@ -53,8 +54,9 @@ void RunDefragController(scheduler::SchedulerService& service, kube::Client& cli
                          const std::atomic<bool>& stopping) {
   spdlog::info(
       "defrag controller: a round every {} ms, at most {} evictions per plan and {} per "
-      "hour",
-      options.interval.count(), options.max_evictions, options.max_evictions_per_hour);
+      "hour{}",
+      options.interval.count(), options.max_evictions, options.max_evictions_per_hour,
+      options.raise_placeability ? ", raising placeability too" : "");
   while (!stopping.load()) {
     const auto next = std::chrono::steady_clock::now() + options.interval;
     while (!stopping.load() && std::chrono::steady_clock::now() < next) {

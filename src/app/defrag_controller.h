@@ -18,6 +18,8 @@ struct DefragControllerOptions {
   int max_evictions = 4;                  // per plan
   int max_evictions_per_hour = 6;         // counted from the Events of every run
   std::chrono::milliseconds step_timeout{std::chrono::seconds(120)};
+  // Also carry out mode (b) plans: with nothing pending, moves that raise placeability.
+  bool raise_placeability = false;
 };
 
 // Runs until `stopping` is set (checked at least every 100 ms, and by a step's wait).

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <thread>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "adapters/kube/url.h"
 #include "app/cluster_snapshot.h"
 #include "core/codec/json_util.h"
+#include "core/model/annotations.h"
 
 namespace tessera::app {
 namespace {
@@ -75,14 +77,18 @@ Result<PodFacts> ReadPod(kube::Client& client, const PodName& pod) {
   return FactsOf(*json);
 }
 
-// The pods of namespace `ns` whose controlling owner is `owner`, bound and not terminating.
-Result<int> BoundPodsOf(kube::Client& client, const std::string& ns, const std::string& owner) {
+// The pods of namespace `ns` whose controlling owner is `owner`, bound and not terminating:
+// their node by uid.
+Result<std::map<std::string, std::string>> BoundPodsOf(kube::Client& client, const std::string& ns,
+                                                       const std::string& owner) {
   auto pods = ListItems(client, "/api/v1/namespaces/" + kube::EscapeUrlComponent(ns) + "/pods");
   if (!pods.ok()) return pods.error();
-  int bound = 0;
+  std::map<std::string, std::string> bound;
   for (const Json& pod : *pods) {
-    const PodFacts facts = FactsOf(pod);
-    if (facts.controller_uid == owner && !facts.node.empty() && !facts.deleting) ++bound;
+    PodFacts facts = FactsOf(pod);
+    if (facts.controller_uid == owner && !facts.node.empty() && !facts.deleting) {
+      bound.emplace(std::move(facts.uid), std::move(facts.node));
+    }
   }
   return bound;
 }
@@ -96,12 +102,116 @@ void Record(kube::Client& client, const PodName& pod, const std::string& uid, bo
   }
 }
 
-// An evicted pod, as read before its eviction.
+// An evicted pod, as read before its eviction, with its controller's bound pods then.
 struct Evictee {
   PodName name;
   PodFacts facts;
-  int owner_bound_before = 0;
+  std::map<std::string, std::string> owner_bound_before;  // node by pod uid
 };
+
+// Reads the pod of `step` and its controller's bound pods; an error when it is no longer where
+// the plan found it.
+Result<Evictee> ReadEvictee(kube::Client& client, const sched::DefragStep& step) {
+  Evictee e{SplitKey(step.pod), {}, {}};
+  auto facts = ReadPod(client, e.name);
+  if (!facts.ok()) return facts.error();
+  e.facts = *facts;
+  if (e.facts.node != step.node || e.facts.deleting) {
+    return Error{"stopped before evicting " + step.pod +
+                 ": it is no longer where the plan found it"};
+  }
+  auto bound = BoundPodsOf(client, e.name.ns, e.facts.controller_uid);
+  if (!bound.ok()) return bound.error();
+  e.owner_bound_before = std::move(*bound);
+  return e;
+}
+
+// Writes where the pod's replacement belongs (serve places the controller's next pod there,
+// docs/defrag.md), then evicts it and records an Event saying why.
+Status MarkAndEvict(kube::Client& client, const Evictee& e, const sched::DefragStep& step,
+                    const std::string& why, const DefragExecution& options, std::ostream& out) {
+  const Json marks{
+      {"uid", e.facts.uid},
+      {"annotations", {{std::string(model::annotations::kDefragMovingTo), step.replaced_node}}}};
+  if (auto patched = kube::MergePatchPodMetadata(client, e.name.ns, e.name.name, marks, "");
+      !patched.ok()) {
+    return patched.error();
+  }
+  if (Status s =
+          kube::EvictPod(client, e.name.ns, e.name.name, e.facts.uid, options.grace_period_seconds);
+      !s.ok()) {
+    return s;
+  }
+  out << "evicted " << step.pod << " from node " << step.node << " (expected back on node "
+      << step.replaced_node << ")\n";
+  Record(client, e.name, e.facts.uid, false, kDefragEvictedReason,
+         "evicted by tessera defrag " + why + "; expected to be placed again on node " +
+             step.replaced_node,
+         out);
+  return Status::Ok();
+}
+
+// A pod of the evictee's controller bound since its eviction, and not before: its replacement.
+struct Replacement {
+  std::string uid;
+  std::string node;
+};
+std::optional<Replacement> ReplacementOf(const Evictee& e,
+                                         const std::map<std::string, std::string>& bound_now) {
+  if (bound_now.size() < e.owner_bound_before.size()) return std::nullopt;
+  for (const auto& [uid, node] : bound_now) {
+    if (!e.owner_bound_before.contains(uid)) return Replacement{uid, node};
+  }
+  return std::nullopt;
+}
+
+std::string Seconds(std::chrono::milliseconds d) { return std::to_string(d.count() / 1000); }
+
+// Mode (b): each step evicts one pod and delivers when its replacement is bound on the planned
+// node (the move is what raises placeability).
+DefragOutcome ExecuteMoves(kube::Client& client, const sched::DefragPlan& plan,
+                           const DefragExecution& options, std::ostream& out) {
+  DefragOutcome outcome;
+  auto stop = [&outcome](std::string why) {
+    outcome.stopped = std::move(why);
+    return outcome;
+  };
+  for (const sched::DefragStep& step : plan.steps) {
+    auto evictee = ReadEvictee(client, step);
+    if (!evictee.ok()) {
+      const std::string& why = evictee.error().message;
+      return stop(why.rfind("stopped", 0) == 0 ? why : "stopped: " + why);
+    }
+    const Evictee& e = *evictee;
+    if (Status s = MarkAndEvict(client, e, step, "to raise placeability", options, out); !s.ok()) {
+      return stop("stopped: " + s.message());
+    }
+    ++outcome.evictions;
+    const auto deadline = std::chrono::steady_clock::now() + options.step_timeout;
+    std::optional<Replacement> replacement;
+    for (;;) {
+      auto bound = BoundPodsOf(client, e.name.ns, e.facts.controller_uid);
+      if (bound.ok()) replacement = ReplacementOf(e, *bound);
+      if (replacement) break;
+      if (options.should_stop && options.should_stop()) {
+        return stop("stopped: shutting down while the move of " + step.pod + " waited");
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return stop("stopped: the move of " + step.pod + " did not deliver within " +
+                    Seconds(options.step_timeout) + " s: no replacement bound yet");
+      }
+      std::this_thread::sleep_for(options.poll);
+    }
+    if (replacement->node != step.replaced_node) {
+      return stop("stopped: the replacement of " + step.pod + " was bound to node " +
+                  replacement->node + ", not node " + step.replaced_node + " as planned");
+    }
+    ++outcome.moved;
+    out << "moved " << step.pod << " from node " << step.node << " to node " << step.replaced_node
+        << "\n";
+  }
+  return outcome;
+}
 
 }  // namespace
 
@@ -126,13 +236,12 @@ DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& p
     outcome.stopped = std::move(why);
     return outcome;
   };
-  if (plan.mode != sched::DefragPlan::Mode::kAdmitPending) {
-    out << "nothing executed: only plans that admit pending pods are carried out ("
-        << (plan.mode == sched::DefragPlan::Mode::kNothing ? "this plan has no step"
-                                                           : "moves that only raise placeability "
-                                                             "are a dry run")
-        << ")\n";
+  if (plan.mode == sched::DefragPlan::Mode::kNothing) {
+    out << "nothing executed: this plan has no step\n";
     return outcome;
+  }
+  if (plan.mode == sched::DefragPlan::Mode::kRaisePlaceability) {
+    return ExecuteMoves(client, plan, options, out);
   }
   std::map<std::string, const sched::DefragStep*> step_of;
   for (const auto& step : plan.steps) step_of[step.pod] = &step;
@@ -147,18 +256,14 @@ DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& p
     }
     std::vector<Evictee> evictees;
     for (const std::string& key : admitted.evicted) {
-      Evictee e{SplitKey(key), {}, 0};
-      auto facts = ReadPod(client, e.name);
-      if (!facts.ok()) return stop("stopped: " + facts.error().message);
-      e.facts = *facts;
       const sched::DefragStep* step = step_of[key];
-      if (step == nullptr || e.facts.node != step->node || e.facts.deleting) {
-        return stop("stopped before evicting " + key + ": it is no longer where the plan found it");
+      if (step == nullptr) return stop("stopped: the plan has no step for " + key);
+      auto evictee = ReadEvictee(client, *step);
+      if (!evictee.ok()) {
+        const std::string& why = evictee.error().message;
+        return stop(why.rfind("stopped", 0) == 0 ? why : "stopped: " + why);
       }
-      auto bound = BoundPodsOf(client, e.name.ns, e.facts.controller_uid);
-      if (!bound.ok()) return stop("stopped: " + bound.error().message);
-      e.owner_bound_before = *bound;
-      evictees.push_back(std::move(e));
+      evictees.push_back(std::move(*evictee));
     }
     if (Status s =
             kube::NominatePod(client, pending.ns, pending.name, pending_facts->uid, admitted.node);
@@ -167,20 +272,14 @@ DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& p
     }
     out << "nominated " << admitted.pod << " to node " << admitted.node << "\n";
     for (const Evictee& e : evictees) {
-      const std::string key = e.name.ns + "/" + e.name.name;
-      if (Status s = kube::EvictPod(client, e.name.ns, e.name.name, e.facts.uid,
-                                    options.grace_period_seconds);
+      const sched::DefragStep& step = *step_of[e.name.ns + "/" + e.name.name];
+      if (Status s = MarkAndEvict(client, e, step,
+                                  "to make room for " + admitted.pod + " on node " + admitted.node,
+                                  options, out);
           !s.ok()) {
         return stop("stopped: " + s.message());
       }
       ++outcome.evictions;
-      const sched::DefragStep& step = *step_of[key];
-      out << "evicted " << key << " from node " << step.node << " (expected back on node "
-          << step.replaced_node << ")\n";
-      Record(client, e.name, e.facts.uid, false, kDefragEvictedReason,
-             "evicted by tessera defrag to make room for " + admitted.pod + " on node " +
-                 admitted.node + "; expected to be placed again on node " + step.replaced_node,
-             out);
     }
     // Delivered: the pending pod bound on the planned node, and every evicted pod's controller
     // with as many pods bound as before.
@@ -199,11 +298,11 @@ DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& p
       }
       for (const Evictee& e : evictees) {
         auto bound = BoundPodsOf(client, e.name.ns, e.facts.controller_uid);
-        if (!bound.ok() || *bound < e.owner_bound_before) {
+        if (!bound.ok() || bound->size() < e.owner_bound_before.size()) {
           done = false;
           last = "the controller of " + e.name.ns + "/" + e.name.name + " has " +
-                 (bound.ok() ? std::to_string(*bound) : "?") + " of " +
-                 std::to_string(e.owner_bound_before) + " pods bound";
+                 (bound.ok() ? std::to_string(bound->size()) : "?") + " of " +
+                 std::to_string(e.owner_bound_before.size()) + " pods bound";
         }
       }
       if (!now_facts.ok() || now_facts->node.empty()) last = admitted.pod + " is not bound yet";
@@ -213,7 +312,7 @@ DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& p
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         return stop("stopped: the step for " + admitted.pod + " did not deliver within " +
-                    std::to_string(options.step_timeout.count() / 1000) + " s: " + last);
+                    Seconds(options.step_timeout) + " s: " + last);
       }
       std::this_thread::sleep_for(options.poll);
     }

@@ -14,7 +14,11 @@
 namespace tessera::app {
 
 // Carrying out a defragmentation plan on a real cluster (`tessera defrag --execute`,
-// docs/defrag.md): one admitted pod at a time, in the plan's order. For each, the pending pod is
+// docs/defrag.md). Every evicted pod is first annotated with the node its replacement belongs on
+// (tessera.io/defrag-moving-to: tessera serve places the controller's next pod there when it
+// fits). A plan that admits pending pods goes one admitted pod at a time, in the plan's order;
+// a plan that raises placeability (mode b) one eviction at a time, each delivering when the
+// replacement is bound on the planned node. For each admitted pod, the pending pod is
 // nominated to the planned node (status.nominatedNodeName: tessera serve holds the room freed
 // there for it, so neither another pod nor an evicted pod's replacement takes it), its evicted
 // pods are evicted through the Eviction API (PodDisruptionBudgets honoured, uid preconditions),
@@ -33,6 +37,7 @@ struct DefragExecution {
 struct DefragOutcome {
   int evictions = 0;
   int admitted = 0;     // pending pods bound where planned
+  int moved = 0;        // mode (b): evicted pods whose replacement is bound where planned
   std::string stopped;  // why the run stopped ("": every step delivered)
 };
 
@@ -42,8 +47,8 @@ inline constexpr const char* kDefragEvictedReason = "TesseraDefragEvicted";
 inline constexpr const char* kDefragAdmittedReason = "TesseraDefragAdmitted";
 Result<int> EvictionsInTheLastHour(kube::Client& client);
 
-// Carries out `plan` (mode admit-pending; other modes evict nothing) and says what happened on
-// `out`: the evictions made and pods admitted, and why it stopped if a step did not deliver.
+// Carries out `plan` and says what happened on `out`: the evictions made, pods admitted and
+// moves delivered, and why it stopped if a step did not deliver.
 DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& plan,
                                 const DefragExecution& options, std::ostream& out);
 

@@ -186,6 +186,7 @@ Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
   }
   setup.defrag.max_evictions = options.defrag_max_evictions;
   setup.defrag.max_evictions_per_hour = options.defrag_max_evictions_per_hour;
+  setup.defrag.raise_placeability = options.defrag_raise_placeability;
   if (setup.defrag.interval.count() > 0 && setup.scenario) {
     spdlog::info("--defrag-interval: no effect with --cluster (nothing to evict)");
   }

@@ -68,6 +68,7 @@ struct ServeOptions {
   int defrag_max_evictions = 4;           // per plan
   int defrag_max_evictions_per_hour = 6;  // across rounds and `tessera defrag --execute` runs
   std::string defrag_step_timeout = "120s";
+  bool defrag_raise_placeability = false;  // mode (b) plans carried out too
 };
 
 // `tessera serve`: the kube-scheduler extender and mutating webhook (docs/serve.md).

@@ -232,6 +232,9 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
                   "The defrag controller's evictions in any hour, counted from the Events of "
                   "every defrag run")
       ->capture_default_str();
+  serve.add_flag("--defrag-raise-placeability", so.defrag_raise_placeability,
+                 "The defrag controller also carries out plans that only raise placeability "
+                 "(mode b: with nothing pending, moves that each gain at least the minimum)");
   serve
       .add_option("--defrag-step-timeout", so.defrag_step_timeout,
                   "How long one step of the defrag controller may take to deliver")

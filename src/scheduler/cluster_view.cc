@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/codec/k8s_objects.h"
 #include "core/sched/admission.h"
 #include "scheduler/placement_annotations.h"
 
@@ -38,6 +39,16 @@ void ClusterView::SetLeader(bool leader) {
     leader_ = leader;
   }
   ready_cv_.notify_all();
+}
+
+void ClusterView::ObserveDemandOf(const std::vector<codec::Json>& pods) {
+  std::lock_guard lock(mu_);
+  for (const codec::Json& json : pods) {
+    auto pod = codec::DecodePod(json);
+    if (!pod.ok()) continue;  // the feed reports it
+    auto admitted = sched::ApplyAdmissionDefaults(*pod, config_.nvidia);
+    scheduler_.ObservePod(admitted.ok() ? admitted->pod : *pod);
+  }
 }
 
 bool ClusterView::Ready(std::string* why) const {
@@ -79,7 +90,7 @@ ClusterView::Scheduled ClusterView::Schedule(const model::Pod& pod,
     decision.outcome = sched::Outcome::kInvalidRequest;
     decision.message = "pod " + pod.Key() + ": " + admitted.error().message;
   } else {
-    decision = scheduler_.Schedule(admitted->pod, candidates, clocks_.unix_seconds());
+    decision = ScheduleLocked(admitted->pod, candidates);
   }
   if (decision.scheduled() || decision.passthrough()) {
     waiting_.erase(pod.Key());
@@ -102,6 +113,27 @@ ClusterView::Scheduled ClusterView::Schedule(const model::Pod& pod,
     metrics_.SetPending(reservations_.awaiting_bind());
   }
   return out;
+}
+
+sched::Decision ClusterView::ScheduleLocked(const model::Pod& pod,
+                                            const std::vector<std::string>* candidates) {
+  if (pod.node_name.empty() && !pod.controller_uid.empty() && defrag_moves_.size() > 0) {
+    for (const std::string& node : defrag_moves_.NodesFor(pod.controller_uid, clocks_.steady())) {
+      if (candidates != nullptr &&
+          std::find(candidates->begin(), candidates->end(), node) == candidates->end()) {
+        continue;
+      }
+      const std::vector<std::string> only{node};
+      // Asked first, so that a node where it does not fit leaves no trace of the attempt.
+      if (!scheduler_.WouldPlace(pod, &only)) continue;
+      sched::Decision decision = scheduler_.Schedule(pod, &only, clocks_.unix_seconds());
+      if (!decision.scheduled()) continue;
+      defrag_moves_.Used(pod.controller_uid, node);
+      metrics_.DefragMoveSteered();
+      return decision;
+    }
+  }
+  return scheduler_.Schedule(pod, candidates, clocks_.unix_seconds());
 }
 
 void ClusterView::NamedByFilterLocked(const model::Pod& pod) {

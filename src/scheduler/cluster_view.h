@@ -25,6 +25,7 @@
 #include "core/state/quota_book.h"
 #include "core/state/reservation_cache.h"
 #include "scheduler/cluster_writer.h"
+#include "scheduler/defrag_moves.h"
 #include "scheduler/filter_answers.h"
 #include "scheduler/filter_only_pods.h"
 #include "scheduler/gpu_usage_table.h"
@@ -86,6 +87,9 @@ class ClusterView {
   // ---- readiness ----------------------------------------------------------------------------
   // The cluster view is complete, and (with leader election) this replica leads.
   void SetSynced(bool synced);
+  // A one-shot view (tessera explain, tessera defrag on a listed cluster) filters nothing, so its
+  // demand mixes would stay empty: each of `pods` is observed as a filter would observe it.
+  void ObserveDemandOf(const std::vector<codec::Json>& pods);
   void SetLeader(bool leader);
   bool Ready(std::string* why) const;
   // Ready, after waiting up to ServiceOptions::ready_wait for the first sync (a follower does
@@ -249,6 +253,11 @@ class ClusterView {
   };
   // The feed showed `pod`: its nomination is recorded, changed or dropped.
   void NoteNominationLocked(const model::Pod& pod);
+  // The feed showed `pod` terminating, or `gone`: a defragmentation move it carries is noted.
+  void NoteDefragMoveLocked(const model::Pod& pod, bool gone);
+  // Filter's decision: on the node a defragmentation move wants a pod of this controller when
+  // it fits there, else where the scheduler chooses.
+  sched::Decision ScheduleLocked(const model::Pod& pod, const std::vector<std::string>* candidates);
   // The nomination of `key` ends; a hold its own filter has not taken over is released.
   void DropNominationLocked(const std::string& key);
   // Devices were freed on `node` ("": anywhere): nominated pods there that fit now get them.
@@ -290,6 +299,8 @@ class ClusterView {
   // Bound pods holding devices whose controller recreates them, as last seen: what /defrag may
   // move and places again from (sched::RecreatedByController).
   std::map<std::string, model::Pod> movable_;
+  // Where replacements of pods evicted by defragmentation runs are wanted.
+  DefragMoves defrag_moves_;
   // Unbound pods with status.nominatedNodeName, by key (the feed's pods only).
   std::map<std::string, Nomination> nominations_;
   bool holds_deferred_ = false;  // a relist is being applied (ReplacePods)

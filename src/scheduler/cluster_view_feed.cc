@@ -310,6 +310,7 @@ void ClusterView::DeletePod(const Json& pod) {
   auto decoded = codec::DecodePod(pod);
   const std::string key = decoded.ok() ? decoded->Key() : ObjectName(pod);
   std::lock_guard lock(mu_);
+  if (decoded.ok()) NoteDefragMoveLocked(*decoded, true);
   ForgetPodLocked(key);
 }
 
@@ -366,7 +367,15 @@ void ClusterView::ForgetPodViewsLocked(const std::string& key, const std::string
 void ClusterView::ApplyPodLocked(const model::Pod& pod) {
   const std::optional<std::string> freed_on = ObservePodLocked(pod);
   NoteNominationLocked(pod);
+  NoteDefragMoveLocked(pod, false);
   if (freed_on) DevicesFreedLocked(*freed_on);
+}
+
+void ClusterView::NoteDefragMoveLocked(const model::Pod& pod, bool gone) {
+  if (!gone && !pod.deleting) return;
+  const auto to = pod.annotations.find(std::string(model::annotations::kDefragMovingTo));
+  if (to == pod.annotations.end()) return;
+  defrag_moves_.Leaving(pod.uid, pod.controller_uid, to->second, clocks_.steady());
 }
 
 std::optional<std::string> ClusterView::ObservePodLocked(const model::Pod& pod) {

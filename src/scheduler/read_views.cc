@@ -46,7 +46,10 @@ ExplainResult ReadViews::Explain(std::string_view pod_key, bool json,
 
 DefragResult ReadViews::Defrag(const sched::DefragLimits& limits, bool json) const {
   const ClusterView::DefragInputs in = view_.CopyForDefrag();
-  const sched::ObservedDemand observed{&in.demand, &in.mig_demand};
+  // A mix nothing was observed into yet (a one-shot view, a replica before its first filter)
+  // would measure nothing: the planner then observes the running and pending pods instead.
+  const sched::ObservedDemand observed{in.demand.empty() ? nullptr : &in.demand,
+                                       in.mig_demand.total() > 0 ? &in.mig_demand : nullptr};
   DefragResult result;
   result.plan = sched::PlanDefrag(in.state, in.pending, in.movable, in.policy, in.budgets, in.jobs,
                                   limits, observed);

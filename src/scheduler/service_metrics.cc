@@ -98,6 +98,13 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                              "from when its victims were gone until its own filter")
                          .Register(*registry_)
                          .Add({});
+  defrag_steered_ = &prometheus::BuildCounter()
+                         .Name("tessera_defrag_steered_pods_total")
+                         .Help(
+                             "Pods placed on the node a defragmentation run planned for them, "
+                             "replacing a pod it evicted (annotation tessera.io/defrag-moving-to)")
+                         .Register(*registry_)
+                         .Add({});
   defrag_plans_ = &prometheus::BuildCounter()
                        .Name("tessera_defrag_plans_total")
                        .Help(
@@ -190,6 +197,7 @@ void ServiceMetrics::Requeued(size_t n) { requeued_->Increment(static_cast<doubl
 void ServiceMetrics::BindPlacedHere() { placed_in_bind_->Increment(); }
 
 void ServiceMetrics::NominatedPodHeld() { nominated_held_->Increment(); }
+void ServiceMetrics::DefragMoveSteered() { defrag_steered_->Increment(); }
 
 void ServiceMetrics::DefragExecuted(int evictions, int admitted, bool delivered) {
   defrag_runs_->Add({{"result", delivered ? "delivered" : "stopped"}}).Increment();

@@ -39,6 +39,8 @@ class ServiceMetrics {
   void BindPlacedHere();
   // Room freed by preemption held for the nominated pod (ClusterView::Nomination).
   void NominatedPodHeld();
+  // A replacement placed on the node a defragmentation move planned for it (DefragMoves).
+  void DefragMoveSteered();
   void SetPending(size_t n);
   // A /defrag plan (a dry run): counted by mode, with its evictions and the pending pods it
   // admits; the last plan's measures before and after.
@@ -68,6 +70,7 @@ class ServiceMetrics {
   prometheus::Counter* expired_;
   prometheus::Counter* requeued_;
   prometheus::Counter* nominated_held_;
+  prometheus::Counter* defrag_steered_;
   prometheus::Counter* placed_in_bind_;
   prometheus::Gauge* pending_;
   prometheus::Family<prometheus::Counter>* defrag_plans_;

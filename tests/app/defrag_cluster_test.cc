@@ -107,11 +107,13 @@ class DefragClusterTest : public ::testing::Test {
     api_.On("GET", "/api/v1/namespaces/default/pods",
             [this](const RecordedRequest&, httplib::Response& res) {
               const Json now = evicted_.load() && bind_after_eviction_
-                                   ? Pod("w-2", 4000, "n2", "GPU-2", "rs-uid")
+                                   ? Pod("w-2", 4000, replacement_node_,
+                                         "GPU-" + replacement_node_.substr(1), "rs-uid")
                                    : w_;
               res.set_content(List(Json::array({now, bare_})).dump(), "application/json");
             });
     api_.On("PATCH", "/api/v1/namespaces/default/pods/p/status", Answer(Pod("p", 10000)));
+    api_.On("PATCH", "/api/v1/namespaces/default/pods/w", Answer(w_));
     api_.On("POST", "/api/v1/namespaces/default/pods/w/eviction",
             [this](const RecordedRequest&, httplib::Response& res) {
               evicted_ = true;
@@ -145,7 +147,24 @@ class DefragClusterTest : public ::testing::Test {
   const Json bare_ = Pod("bare", 6000, "n2", "GPU-2");
   std::atomic<bool> evicted_{false};
   bool bind_after_eviction_ = true;
+  std::string replacement_node_ = "n2";
 };
+
+// Before its eviction, the pod is marked with the node its replacement belongs on (serve's
+// scheduler places the controller's next pod there), with its uid as a precondition.
+void ExpectMarkedBeforeEviction(const FakeApiServer& api, const std::string& node) {
+  const auto marks = api.Requests("PATCH", "/api/v1/namespaces/default/pods/w");
+  ASSERT_EQ(marks.size(), 1U);
+  EXPECT_EQ(marks[0].JsonBody()["metadata"]["annotations"]["tessera.io/defrag-moving-to"], node);
+  EXPECT_EQ(marks[0].JsonBody()["metadata"]["uid"], "uid-w");
+  bool marked = false;
+  for (const auto& r : api.Requests()) {
+    if (r.method == "PATCH" && r.path == "/api/v1/namespaces/default/pods/w") marked = true;
+    if (r.path == "/api/v1/namespaces/default/pods/w/eviction") {
+      EXPECT_TRUE(marked) << "evicted before it was marked";
+    }
+  }
+}
 
 TEST_F(DefragClusterTest, ADryRunPlansFromOneListingAndWritesNothing) {
   std::string out;
@@ -181,6 +200,53 @@ TEST_F(DefragClusterTest, ExecuteNominatesEvictsAndWaitsForThePodAndTheReplaceme
   EXPECT_FALSE(eviction["deleteOptions"].contains("gracePeriodSeconds"));
   EXPECT_EQ(EventReasons(),
             (std::vector<std::string>{"TesseraDefragEvicted w", "TesseraDefragAdmitted p"}));
+  ExpectMarkedBeforeEviction(api_, "n2");
+}
+
+// Nothing pending; default/bare holds 8000 MiB of n2 here, and default/big (10000 MiB, on n3)
+// asks what neither n1 (8000 free) nor n2 (4000 free) could take again: moving w (4000) to n2
+// fills n2 and frees n1 whole, a mode (b) plan. Carried out, the
+// step delivers when w's replacement is bound on n2.
+class DefragMoveTest : public DefragClusterTest {
+ protected:
+  void SetUp() override {
+    DefragClusterTest::SetUp();
+    api_.On(
+        "GET", "/api/v1/nodes",
+        Answer(List(Json::array({Node("n1", "GPU-1"), Node("n2", "GPU-2"), Node("n3", "GPU-3")}))));
+    api_.On("GET", "/api/v1/pods",
+            Answer(List(Json::array(
+                {w_, Pod("bare", 8000, "n2", "GPU-2"), Pod("big", 10000, "n3", "GPU-3")}))));
+  }
+};
+
+TEST_F(DefragMoveTest, AMoveThatRaisesPlaceabilityIsCarriedOutAndChecked) {
+  std::string out;
+  ASSERT_EQ(Defrag("--execute --step-timeout 20", &out), 0) << out;
+  EXPECT_NE(out.find("to be executed): 1 move, raising placeability"), std::string::npos) << out;
+  EXPECT_NE(out.find("moved default/w from node n1 to node n2"), std::string::npos) << out;
+  EXPECT_NE(out.find("done: 1 eviction, 1 moved as planned"), std::string::npos) << out;
+  EXPECT_EQ(api_.Count("PATCH", "/api/v1/namespaces/default/pods/p/status"), 0U);  // nobody
+  EXPECT_EQ(api_.Count("POST", "/api/v1/namespaces/default/pods/w/eviction"), 1U);
+  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"TesseraDefragEvicted w"}));
+  ExpectMarkedBeforeEviction(api_, "n2");
+}
+
+TEST_F(DefragMoveTest, AReplacementBoundElsewhereStopsTheRun) {
+  replacement_node_ = "n1";
+  std::string out;
+  EXPECT_EQ(Defrag("--execute --step-timeout 20", &out), 1) << out;
+  EXPECT_NE(out.find("stopped: the replacement of default/w was bound to node n1, not node n2 as "
+                     "planned"),
+            std::string::npos)
+      << out;
+  bind_after_eviction_ = false;
+  evicted_ = false;
+  EXPECT_EQ(Defrag("--execute --step-timeout 1", &out), 1) << out;
+  EXPECT_NE(out.find("stopped: the move of default/w did not deliver within 1 s: no replacement "
+                     "bound yet"),
+            std::string::npos)
+      << out;
 }
 
 // The pending pod is never bound: the step does not deliver, and the run stops with an error.

@@ -104,6 +104,51 @@ TEST_F(DefragViewTest, AJobsPodMovesAsItsJobAsListedAllows) {
   EXPECT_TRUE(service->reads.Defrag({}, false).plan.steps.empty());
 }
 
+// A defragmentation run marks the pod it evicts with the node its replacement belongs on: once
+// the feed shows that pod terminating, the controller's next pod is placed there (if it fits),
+// once; other controllers' pods, and later pods of the same one, are placed as usual.
+TEST_F(DefragViewTest, TheReplacementOfAMarkedEvictedPodIsPlacedWhereThePlanSaid) {
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1", 12000)}),
+              NodeWith("n2", {SharingGpu("GPU-2", 12000)}),
+              NodeWith("n3", {SharingGpu("GPU-3", 12000)})});
+  model::Pod w = Running("ns/w", "n1", "GPU-1", 4000, "ReplicaSet");
+  w.controller_uid = "rs-1";
+  w.uid = "uid-w";
+  service->view.UpsertPodModel(w);
+  auto replacement = [](const std::string& key, const std::string& controller) {
+    model::Pod pod = PodBuilder(key).Container(1, 4000, 10).Build();
+    pod.controller_kind = "ReplicaSet";
+    pod.controller_uid = controller;
+    return pod;
+  };
+  const std::vector<std::string> nodes{"n1", "n2", "n3"};
+  const std::string usual = service->view.Preview(replacement("ns/probe", "rs-1"), &nodes).node;
+  ASSERT_FALSE(usual.empty());
+  const std::string planned = usual == "n3" ? "n2" : "n3";
+  // Marked but still running: nothing changes yet.
+  w.annotations["tessera.io/defrag-moving-to"] = planned;
+  service->view.UpsertPodModel(w);
+  EXPECT_EQ(service->view.Preview(replacement("ns/probe", "rs-1"), &nodes).node, usual);
+  w.deleting = true;
+  service->view.UpsertPodModel(w);
+  // Another controller's pod is not steered, nor is one offered only nodes without the move.
+  EXPECT_EQ(Filter(replacement("ns/other", "rs-2"), nodes)["NodeNames"][0], usual);
+  service->view.DeletePod(PodJson(replacement("ns/other", "rs-2")));
+  EXPECT_EQ(Filter(replacement("ns/w-x", "rs-1"), {usual})["NodeNames"][0], usual);
+  service->view.DeletePod(PodJson(replacement("ns/w-x", "rs-1")));
+  EXPECT_EQ(Filter(replacement("ns/w-2", "rs-1"), nodes)["NodeNames"],
+            codec::Json::array({planned}));
+  std::string metrics = service->view.metrics().Render({});
+  EXPECT_NE(metrics.find("tessera_defrag_steered_pods_total 1"), std::string::npos) << metrics;
+  // The move is used: the deletion of the evicted pod does not bring it back.
+  service->view.DeletePod(PodJson(w));
+  const model::Pod next = replacement("ns/w-3", "rs-1");
+  const std::string now_usual = service->view.Preview(next, &nodes).node;
+  EXPECT_EQ(Filter(next, nodes)["NodeNames"][0], now_usual);
+  metrics = service->view.metrics().Render({});
+  EXPECT_NE(metrics.find("tessera_defrag_steered_pods_total 1"), std::string::npos) << metrics;
+}
+
 // Once the movable pod is gone its spec goes with it, and the pending pod fits without a move.
 TEST_F(DefragViewTest, APodThatLeftIsNeitherMovedNorKept) {
   Fragmented();

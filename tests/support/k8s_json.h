@@ -24,6 +24,13 @@ inline nlohmann::json PodJson(const model::Pod& pod) {
   if (!pod.resource_version.empty()) meta["resourceVersion"] = pod.resource_version;
   if (!pod.annotations.empty()) meta["annotations"] = pod.annotations;
   if (!pod.labels.empty()) meta["labels"] = pod.labels;
+  if (pod.deleting) meta["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  if (!pod.controller_kind.empty()) {
+    meta["ownerReferences"] = nlohmann::json::array({{{"kind", pod.controller_kind},
+                                                      {"name", "owner"},
+                                                      {"uid", pod.controller_uid},
+                                                      {"controller", true}}});
+  }
   nlohmann::json spec = {{"containers", nlohmann::json::array()}};
   for (const auto& c : pod.containers) spec["containers"].push_back(ContainerJson(c));
   if (!pod.init_containers.empty()) {

@@ -118,9 +118,10 @@ Status DecodeMetadata(const Json& j, const std::string& kind, std::string* name,
   return Status::Ok();
 }
 
-// The kind of the owner reference marked controller (at most one, as the API server enforces);
-// "" when none is.
-Status ReadControllerKind(const Json& object, const std::string& where, std::string* kind) {
+// The kind and uid of the owner reference marked controller (at most one, as the API server
+// enforces); "" when none is.
+Status ReadController(const Json& object, const std::string& where, std::string* kind,
+                      std::string* uid) {
   const Json* meta = FindKey(object, "metadata");
   const Json* owners = meta != nullptr ? FindKey(*meta, "ownerReferences") : nullptr;
   if (owners == nullptr || owners->is_null()) return Status::Ok();
@@ -129,7 +130,8 @@ Status ReadControllerKind(const Json& object, const std::string& where, std::str
     if (!owner.is_object()) return Error{where + ": expected objects"};
     const Json* controller = FindKey(owner, "controller");
     if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) continue;
-    return ReadString(owner, "kind", where, kind);
+    if (auto s = ReadString(owner, "kind", where, kind); !s) return s;
+    return ReadString(owner, "uid", where, uid);
   }
   return Status::Ok();
 }
@@ -145,8 +147,8 @@ Result<model::Pod> DecodePod(const Json& j) {
       !s) {
     return Error{s.message()};
   }
-  if (auto s = ReadControllerKind(j, "Pod " + pod.Key() + ": metadata.ownerReferences",
-                                  &pod.controller_kind);
+  if (auto s = ReadController(j, "Pod " + pod.Key() + ": metadata.ownerReferences",
+                              &pod.controller_kind, &pod.controller_uid);
       !s) {
     return Error{s.message()};
   }

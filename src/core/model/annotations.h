@@ -41,6 +41,11 @@ inline constexpr std::string_view kForeignMigInstances = "tessera.io/foreign-mig
 // by scheduling: a change to it alone changes no scheduling state.
 inline constexpr std::string_view kGpuUsage = "tessera.io/gpu-usage";
 
+// tessera's own: written by a defragmentation run on a pod it is about to evict, the node the
+// plan places its replacement on. Once the pod is terminating, the scheduler places the next
+// pod of the same controller there when it fits (scheduler/defrag_moves.h).
+inline constexpr std::string_view kDefragMovingTo = "tessera.io/defrag-moving-to";
+
 // The device type word written into allocation annotations.
 inline constexpr std::string_view kNvidiaType = "NVIDIA";
 

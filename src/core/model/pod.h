@@ -55,6 +55,9 @@ struct Pod {
   // The kind of the owner reference marked controller ("ReplicaSet", "StatefulSet", "Job", ...;
   // "" when no controller owns the pod): whether something recreates the pod after an eviction.
   std::string controller_kind;
+  // That owner's uid: a defragmentation move steers the pod that replaces an evicted one of the
+  // same controller (annotation tessera.io/defrag-moving-to).
+  std::string controller_uid;
   // metadata.creationTimestamp as the API server writes it (RFC 3339 in UTC, so the text sorts
   // as the time does); "" when absent. The defragmentation planner admits the oldest first.
   std::string created;

@@ -163,7 +163,16 @@ std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& 
   // A pod filtered again gives up its earlier reservation first (as HAMi does), but gets it back
   // if it now fits nowhere: nothing reserved is lost on an error path.
   std::optional<state::PodReservation> previous = state_.RemovePod(pod.Key());
-  if (!FirstSight(pod) || !parsed.request.ok()) return previous;
+  if (FirstSight(pod)) ObserveParsed(parsed);
+  return previous;
+}
+
+void Scheduler::ObservePod(const model::Pod& pod) {
+  if (FirstSight(pod)) ObserveParsed(ParsePod(pod, state_.config().nvidia, defaults_));
+}
+
+void Scheduler::ObserveParsed(const ParsedPod& parsed) {
+  if (!parsed.request.ok()) return;
   const PodRequest& request = parsed.request.value();
   if (auto shape = ShapeOf(request, parsed.cpu_milli, parsed.demand_type)) mix_.Observe(*shape);
   // A request not pinned to another mode may land on a MIG GPU: it is part of the MIG mix.
@@ -174,7 +183,6 @@ std::optional<state::PodReservation> Scheduler::BeginSchedule(const model::Pod& 
       mig_mix_.Observe(MigDemandOf(k), k.nums);
     }
   }
-  return previous;
 }
 
 Decision Scheduler::EndSchedule(Decision decision, std::optional<state::PodReservation> previous) {

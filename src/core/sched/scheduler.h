@@ -123,6 +123,9 @@ class Scheduler {
     mig_mix_.Observe(key, weight);
   }
   const MigDemandMix& mig_demand_mix() const { return mig_mix_; }
+  // A pod that is part of the demand but that this scheduler does not filter (a one-shot view of
+  // a listed cluster): observed as Schedule observes a pod, once.
+  void ObservePod(const model::Pod& pod);
 
  private:
   // `unregistered`: candidate names with no node (they fail with "node unregistered").
@@ -144,6 +147,7 @@ class Scheduler {
                                                      const ParsedPod& parsed);
   // Whether the pod's demand has not been observed yet (and remembers it).
   bool FirstSight(const model::Pod& pod);
+  void ObserveParsed(const ParsedPod& parsed);
   Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);
 
   state::ClusterState& state_;

@@ -98,13 +98,14 @@ TEST(DecodePodTest, ReadsTheNominatedNode) {
   EXPECT_THAT(bad.error().message, ::testing::HasSubstr("nominatedNodeName"));
 }
 
-// The controlling owner's kind: only the reference marked controller counts.
-TEST(DecodePodTest, ReadsTheControllingOwnersKind) {
+// The controlling owner's kind and uid: only the reference marked controller counts.
+TEST(DecodePodTest, ReadsTheControllingOwnersKindAndUid) {
   auto pod = DecodePod(Parse(R"({"metadata": {"name": "p", "ownerReferences": [
-      {"kind": "Node", "name": "n"},
-      {"kind": "ReplicaSet", "name": "rs", "controller": true}]}})"));
+      {"kind": "Node", "name": "n", "uid": "node-uid"},
+      {"kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": true}]}})"));
   ASSERT_TRUE(pod.ok()) << pod.error().message;
   EXPECT_EQ(pod->controller_kind, "ReplicaSet");
+  EXPECT_EQ(pod->controller_uid, "rs-uid");
   auto unowned = DecodePod(Parse(
       R"({"metadata": {"name": "p", "ownerReferences": [{"kind": "Job", "controller": false}]}})"));
   ASSERT_TRUE(unowned.ok()) << unowned.error().message;
