@@ -1006,7 +1006,8 @@ def s_preempt(env: Env, ns: str, group: str):
                "with a real kube-controller-manager: a whole-GPU MIG pod that no GPU can take "
                "is admitted after the planned eviction of a Deployment's 1g.24gb pod, whose "
                "ReplicaSet recreates it and tessera places it on the other node; the bare pod "
-               "stays; then a move that only raises placeability, its replacement steered", 240)
+               "stays; then a move that only raises placeability, carried out by a replica with "
+               "--defrag-raise-placeability, its replacement steered", 240)
 def s_defrag(env: Env, ns: str, group: str):
     main = env.require_main()
     c = env.cluster
@@ -1186,19 +1187,31 @@ def s_defrag(env: Env, ns: str, group: str):
               f"/defrag should move {ns}/{mover} to {n2}: {body[:600]}")
         steered_before = metric_value(main.get_text("/metrics")[1],
                                       "tessera_defrag_steered_pods_total") or 0
-        r = subprocess.run([c.tessera_bin, "defrag", "--kubeconfig", c.kubeconfigs["admin"],
-                            "--execute", "--step-timeout", "60"],
-                           capture_output=True, text=True, timeout=90)
-        say("tessera defrag --execute (mode b):\n    " + (r.stdout + r.stderr).strip().replace(
-            "\n", "\n    "))
-        check(r.returncode == 0 and f"moved {ns}/{mover} from node {n1} to node {n2}" in r.stdout,
-              f"tessera defrag --execute (mode b) exited {r.returncode}")
-        now = worker_pods()
-        check(len(now) == 1 and now[0]["metadata"]["name"] != mover
-              and now[0]["spec"].get("nodeName") == n2,
-              f"the Deployment's pod should be recreated on {n2}: {[describe(p) for p in now]}")
-        _, metrics = main.get_text("/metrics")
-        steered = metric_value(metrics, "tessera_defrag_steered_pods_total")
+        # Carried out by a replica with --defrag-raise-placeability; the hour's budget (two
+        # evictions so far) leaves it exactly one.
+        mover_replica = c.new_tessera("tessera-defrag-b", [
+            "--defrag-interval", "1s", "--defrag-raise-placeability",
+            "--defrag-max-evictions-per-hour", "3"]).start()
+        try:
+            mover_replica.wait_ready(60)
+            moved = wait_until(lambda: [p for p in worker_pods()
+                                        if p["spec"].get("nodeName") == n2], 60, 0.5,
+                               f"the Deployment's pod recreated on {n2}")
+            check(moved[0]["metadata"]["name"] != mover, f"{mover} was not moved")
+            metrics = ""
+
+            def moved_counted() -> bool:
+                nonlocal metrics
+                metrics = mover_replica.get_text("/metrics")[1]
+                return 'tessera_defrag_executions_total{result="delivered"} 1' in metrics
+            wait_until(moved_counted, 10, 0.5, "the controller's move counted")
+            check("tessera_defrag_evictions_total 1" in metrics
+                  and "tessera_defrag_admitted_pods_total 0" in metrics,
+                  "the controller's metrics should count one eviction and no pod admitted")
+        finally:
+            mover_replica.stop()
+        check(len(worker_pods()) == 1, f"one Deployment pod: {[describe(p) for p in worker_pods()]}")
+        steered = metric_value(main.get_text("/metrics")[1], "tessera_defrag_steered_pods_total")
         say(f"tessera_defrag_steered_pods_total {steered_before} -> {steered}")
         check(steered is not None and steered == steered_before + 1,
               f"the replacement should be steered by the move: {steered_before} -> {steered}")
