@@ -4,6 +4,8 @@
 #include <optional>
 #include <utility>
 
+#include <prometheus/text_serializer.h>
+
 #include "core/model/pod.h"
 #include "core/sched/defrag_format.h"
 #include "scheduler/service_metrics.h"
@@ -96,6 +98,53 @@ std::vector<prometheus::MetricFamily> ReadViews::StateFamilies() const {
     families.push_back(ClientKeyedFamily(r.client_keyed_entries));
   });
   return families;
+}
+
+std::string ReadViews::StateMetricsText(bool legacy) const {
+  const prometheus::TextSerializer serializer;
+  std::string text;
+  std::string legacy_text;
+  std::vector<prometheus::MetricFamily> one(1);
+  auto serialize = [&](prometheus::MetricFamily&& family) {
+    if (legacy) {
+      if (auto twin = LegacyTwin(family)) {
+        one[0] = std::move(*twin);
+        legacy_text += serializer.Serialize(one);
+      }
+    }
+    one[0] = std::move(family);
+    text += serializer.Serialize(one);
+    one[0] = {};
+  };
+  // The demand mix first (a small copy), so that the placeability weights are built outside.
+  std::optional<sched::MigDemandMix> mix;
+  std::optional<prometheus::MetricFamily> age_family;
+  std::optional<prometheus::MetricFamily> keyed_family;
+  view_.ReadForMetrics([&](const ClusterView::MetricsReading& r) {
+    mix = r.mig_demand_mix;
+    prometheus::ClientMetric age;
+    age.gauge.value = r.oldest_reservation_wait.count();
+    age_family = prometheus::MetricFamily{
+        "tessera_oldest_pending_reservation_age_seconds",
+        "Age of the oldest reservation made by filter and not yet bound (0 when none)",
+        prometheus::MetricType::Gauge,
+        {age}};
+    keyed_family = ClientKeyedFamily(r.client_keyed_entries);
+  });
+  const sched::MigWeights weights(*mix, view_.options().policy.mig_prior);
+  std::vector<StateFamilyBuilder> builders = GpuUsageFamilyBuilders();
+  for (auto& builder : PlacementFamilyBuilders(weights)) builders.push_back(std::move(builder));
+  // Each family is built under the lock and serialized outside it: the lock is held for one
+  // family's objects at a time, and so is the memory.
+  for (const StateFamilyBuilder& build : builders) {
+    std::vector<prometheus::MetricFamily> built;
+    view_.WithState([&](const state::ClusterState& state) { built = build(state); });
+    for (auto& family : built) serialize(std::move(family));
+  }
+  serialize(std::move(*age_family));
+  serialize(std::move(*keyed_family));
+  text += legacy_text;
+  return text;
 }
 
 }  // namespace tessera::scheduler

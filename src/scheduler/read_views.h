@@ -71,6 +71,11 @@ class ReadViews {
   // (PlacementFamilies, with the scheduler's MIG demand mix), the age of the oldest reservation
   // still waiting for its bind and the client-keyed maps' sizes, all read under one lock.
   std::vector<prometheus::MetricFamily> StateFamilies() const;
+  // The same in the text format: each family built under the view's lock and serialized outside
+  // it, then dropped, so that a scrape of 40 000 GPUs holds neither the lock nor the memory for
+  // all of them at once (the families may then differ by what happened between two of them, as
+  // any two scrapes do); with `legacy`, each device family's HAMi legacy twin follows them.
+  std::string StateMetricsText(bool legacy) const;
 
  private:
   const ClusterView& view_;

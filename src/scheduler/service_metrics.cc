@@ -229,6 +229,16 @@ std::string ServiceMetrics::Render(const std::vector<prometheus::MetricFamily>& 
   return prometheus::TextSerializer().Serialize(families);
 }
 
+std::string ServiceMetrics::RenderWith(const std::string& state_text,
+                                       const std::vector<prometheus::MetricFamily>& extra) const {
+  const prometheus::TextSerializer serializer;
+  std::string text = serializer.Serialize(registry_->Collect());
+  text.reserve(text.size() + state_text.size());
+  text += state_text;
+  text += serializer.Serialize(extra);
+  return text;
+}
+
 prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& entries) {
   prometheus::MetricFamily family{
       "tessera_client_keyed_entries",
@@ -242,71 +252,34 @@ prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& 
   return family;
 }
 
-std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state) {
-  using prometheus::MetricFamily;
-  using prometheus::MetricType;
-  MetricFamily mem_limit{
-      "hami_gpu_memory_limit_bytes", "GPU memory of each device", MetricType::Gauge, {}};
-  MetricFamily core_limit{
-      "hami_gpu_core_limit_ratio", "GPU cores of each device", MetricType::Gauge, {}};
-  MetricFamily mem_used{"hami_gpu_memory_allocated_bytes",
-                        "GPU memory allocated on each device",
-                        MetricType::Gauge,
-                        {}};
-  MetricFamily shared{"hami_gpu_shared_count", "Tasks sharing each device", MetricType::Gauge, {}};
-  MetricFamily core_used{
-      "hami_gpu_core_allocated_ratio", "GPU cores allocated on each device", MetricType::Gauge, {}};
-  MetricFamily mig{"hami_node_gpu_mig_instance_info",
-                   "MIG instances reserved on each device",
-                   MetricType::Gauge,
-                   {}};
-  MetricFamily foreign{"tessera_foreign_mig_instances",
-                       "MIG instances tessera did not create on each node's GPUs in MIG mode, as "
-                       "its agent reports them (tessera.io/foreign-mig-instances): their slices "
-                       "are not offered",
-                       MetricType::Gauge,
-                       {}};
-  constexpr double kMiB = 1024.0 * 1024.0;
-  for (const auto* node : state.node_list()) {
-    int foreign_instances = 0;
-    for (size_t d = 0; d < node->devices.size(); ++d) {
-      const auto& dev = node->devices[d];
-      const auto& use = node->usage[d];
-      std::vector<prometheus::ClientMetric::Label> labels = {
-          {"zone", "vGPU"},
-          {"node", node->name},
+namespace {
+
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+Labels DeviceLabels(const state::NodeState& node, const model::GpuDevice& dev) {
+  return {{"zone", "vGPU"},
+          {"node", node.name},
           {"device_uuid", dev.uuid},
           {"device_index", std::to_string(dev.index)},
           {"device_type", dev.type}};
-      mem_limit.metric.push_back(Gauge(labels, static_cast<double>(dev.total_mem_mib) * kMiB));
-      core_limit.metric.push_back(Gauge(labels, static_cast<double>(dev.total_cores)));
-      shared.metric.push_back(Gauge(labels, static_cast<double>(use.used)));
-      core_used.metric.push_back(Gauge(labels, static_cast<double>(use.used_cores)));
-      auto with_cores = labels;
-      with_cores.push_back({"device_cores", std::to_string(use.used_cores)});
-      mem_used.metric.push_back(Gauge(with_cores, static_cast<double>(use.used_mem) * kMiB));
-      for (const auto& inst : node->instances[d]) {
-        if (inst.foreign) {  // held by no pod: counted on its own below
-          ++foreign_instances;
-          continue;
-        }
-        std::vector<prometheus::ClientMetric::Label> mig_labels = {
-            {"zone", "vGPU"},
-            {"node", node->name},
-            {"device_uuid", dev.uuid},
-            {"device_index", std::to_string(dev.index)},
-            {"pod", inst.pod_key},
-            {"profile", inst.profile_name},
-            {"placement_start", std::to_string(inst.placement.start)},
-            {"placement_size", std::to_string(inst.placement.size)}};
-        mig.metric.push_back(Gauge(std::move(mig_labels), 1));
-      }
-    }
-    if (node->any_mig) {
-      foreign.metric.push_back(
-          Gauge({{"node", node->name}}, static_cast<double>(foreign_instances)));
+}
+
+// One gauge per device of every node, valued by `value(node, device index)`.
+MetricFamily PerDevice(const state::ClusterState& state, std::string name, std::string help,
+                       const std::function<double(const state::NodeState&, size_t)>& value) {
+  MetricFamily family{std::move(name), std::move(help), MetricType::Gauge, {}};
+  for (const auto* node : state.node_list()) {
+    for (size_t d = 0; d < node->devices.size(); ++d) {
+      family.metric.push_back(Gauge(DeviceLabels(*node, node->devices[d]), value(*node, d)));
     }
   }
+  return family;
+}
+
+std::vector<MetricFamily> QuotaFamilies(const state::ClusterState& state) {
   // Quotas as HAMi reports them: per namespace and resource, the use (MiB for memory) and the
   // limit (as written; the tightest when several quotas set it).
   MetricFamily quota_used{"hami_resource_quota_used",
@@ -342,12 +315,126 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
     report(quotas.memory_key(), mem_limit_value, entry.used.mem);
     report(quotas.core_key(), cores_limit_value, entry.used.cores);
   }
-  return {mem_limit, core_limit, mem_used,    shared, core_used,
-          mig,       quota_used, quota_limit, foreign};
+  return {std::move(quota_used), std::move(quota_limit)};
 }
 
-std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
-    const std::vector<prometheus::MetricFamily>& current) {
+// hami_node_gpu_mig_instance_info and tessera_foreign_mig_instances, in one pass.
+std::vector<MetricFamily> MigInstanceFamilies(const state::ClusterState& state) {
+  MetricFamily mig{"hami_node_gpu_mig_instance_info",
+                   "MIG instances reserved on each device",
+                   MetricType::Gauge,
+                   {}};
+  MetricFamily foreign{"tessera_foreign_mig_instances",
+                       "MIG instances tessera did not create on each node's GPUs in MIG mode, as "
+                       "its agent reports them (tessera.io/foreign-mig-instances): their slices "
+                       "are not offered",
+                       MetricType::Gauge,
+                       {}};
+  for (const auto* node : state.node_list()) {
+    int foreign_instances = 0;
+    for (size_t d = 0; d < node->devices.size(); ++d) {
+      const auto& dev = node->devices[d];
+      for (const auto& inst : node->instances[d]) {
+        if (inst.foreign) {  // held by no pod: counted on its own below
+          ++foreign_instances;
+          continue;
+        }
+        Labels mig_labels = {{"zone", "vGPU"},
+                             {"node", node->name},
+                             {"device_uuid", dev.uuid},
+                             {"device_index", std::to_string(dev.index)},
+                             {"pod", inst.pod_key},
+                             {"profile", inst.profile_name},
+                             {"placement_start", std::to_string(inst.placement.start)},
+                             {"placement_size", std::to_string(inst.placement.size)}};
+        mig.metric.push_back(Gauge(std::move(mig_labels), 1));
+      }
+    }
+    if (node->any_mig) {
+      foreign.metric.push_back(
+          Gauge({{"node", node->name}}, static_cast<double>(foreign_instances)));
+    }
+  }
+  return {std::move(mig), std::move(foreign)};
+}
+
+// One family, as a builder's single result.
+StateFamilyBuilder One(std::function<MetricFamily(const state::ClusterState&)> build) {
+  return [build = std::move(build)](const state::ClusterState& state) {
+    std::vector<MetricFamily> out;
+    out.push_back(build(state));
+    return out;
+  };
+}
+
+std::vector<MetricFamily> BuildAll(const std::vector<StateFamilyBuilder>& builders,
+                                   const state::ClusterState& state) {
+  std::vector<MetricFamily> families;
+  for (const auto& build : builders) {
+    for (auto& family : build(state)) families.push_back(std::move(family));
+  }
+  return families;
+}
+
+}  // namespace
+
+std::vector<StateFamilyBuilder> GpuUsageFamilyBuilders() {
+  std::vector<StateFamilyBuilder> builders;
+  builders.push_back(One([](const state::ClusterState& state) {
+    return PerDevice(state, "hami_gpu_memory_limit_bytes", "GPU memory of each device",
+                     [](const state::NodeState& n, size_t d) {
+                       return static_cast<double>(n.devices[d].total_mem_mib) * kMiB;
+                     });
+  }));
+  builders.push_back(One([](const state::ClusterState& state) {
+    return PerDevice(state, "hami_gpu_core_limit_ratio", "GPU cores of each device",
+                     [](const state::NodeState& n, size_t d) {
+                       return static_cast<double>(n.devices[d].total_cores);
+                     });
+  }));
+  builders.push_back(One([](const state::ClusterState& state) {
+    MetricFamily mem_used{"hami_gpu_memory_allocated_bytes",
+                          "GPU memory allocated on each device",
+                          MetricType::Gauge,
+                          {}};
+    for (const auto* node : state.node_list()) {
+      for (size_t d = 0; d < node->devices.size(); ++d) {
+        const auto& use = node->usage[d];
+        Labels labels = DeviceLabels(*node, node->devices[d]);
+        labels.push_back({"device_cores", std::to_string(use.used_cores)});
+        mem_used.metric.push_back(
+            Gauge(std::move(labels), static_cast<double>(use.used_mem) * kMiB));
+      }
+    }
+    return mem_used;
+  }));
+  builders.push_back(One([](const state::ClusterState& state) {
+    return PerDevice(
+        state, "hami_gpu_shared_count", "Tasks sharing each device",
+        [](const state::NodeState& n, size_t d) { return static_cast<double>(n.usage[d].used); });
+  }));
+  builders.push_back(One([](const state::ClusterState& state) {
+    return PerDevice(state, "hami_gpu_core_allocated_ratio", "GPU cores allocated on each device",
+                     [](const state::NodeState& n, size_t d) {
+                       return static_cast<double>(n.usage[d].used_cores);
+                     });
+  }));
+  // The order of the exposition: MIG instances, the quotas, then the foreign instances.
+  builders.push_back([](const state::ClusterState& state) {
+    std::vector<MetricFamily> out = MigInstanceFamilies(state);
+    std::vector<MetricFamily> quotas = QuotaFamilies(state);
+    out.insert(out.begin() + 1, std::make_move_iterator(quotas.begin()),
+               std::make_move_iterator(quotas.end()));
+    return out;
+  });
+  return builders;
+}
+
+std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state) {
+  return BuildAll(GpuUsageFamilyBuilders(), state);
+}
+
+std::optional<prometheus::MetricFamily> LegacyTwin(const prometheus::MetricFamily& family) {
   static const std::map<std::string, std::string> kNames = {
       {"hami_gpu_memory_limit_bytes", "GPUDeviceMemoryLimit"},
       {"hami_gpu_core_limit_ratio", "GPUDeviceCoreLimit"},
@@ -362,88 +449,113 @@ std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
                                                              {"device_index", "deviceidx"},
                                                              {"device_cores", "devicecores"},
                                                              {"device_type", "devicetype"}};
+  auto name = kNames.find(family.name);
+  if (name == kNames.end()) return std::nullopt;
+  prometheus::MetricFamily old = family;
+  old.name = name->second;
+  for (auto& metric : old.metric) {
+    for (auto& label : metric.label) {
+      auto renamed = kLabels.find(label.name);
+      if (renamed != kLabels.end()) label.name = renamed->second;
+    }
+  }
+  return old;
+}
+
+std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
+    const std::vector<prometheus::MetricFamily>& current) {
   std::vector<prometheus::MetricFamily> legacy;
   for (const auto& family : current) {
-    auto name = kNames.find(family.name);
-    if (name == kNames.end()) continue;
-    prometheus::MetricFamily old = family;
-    old.name = name->second;
-    for (auto& metric : old.metric) {
-      for (auto& label : metric.label) {
-        auto renamed = kLabels.find(label.name);
-        if (renamed != kLabels.end()) label.name = renamed->second;
-      }
-    }
-    legacy.push_back(std::move(old));
+    if (auto twin = LegacyTwin(family)) legacy.push_back(std::move(*twin));
   }
   return legacy;
 }
 
-std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterState& state,
-                                                        const sched::MigWeights& weights) {
-  using prometheus::MetricFamily;
-  using prometheus::MetricType;
-  MetricFamily free_slices{"tessera_gpu_free_memory_slices",
-                           "Free MIG memory slices of each MIG GPU",
-                           MetricType::Gauge,
-                           {}};
-  MetricFamily free_run{"tessera_gpu_largest_free_run_slices",
-                        "Longest run of free contiguous MIG memory slices of each MIG GPU",
-                        MetricType::Gauge,
-                        {}};
-  MetricFamily largest{"tessera_gpu_largest_placeable_profile_bytes",
-                       "Memory of the largest MIG profile still placeable on each MIG GPU",
-                       MetricType::Gauge,
-                       {}};
-  MetricFamily placeability{
+std::vector<StateFamilyBuilder> PlacementFamilyBuilders(const sched::MigWeights& weights) {
+  using Value = std::function<double(const mig::GpuMigModel&, const state::DeviceUsage&)>;
+  // One gauge per MIG GPU.
+  auto per_mig_gpu = [](std::string name, std::string help, Value value) {
+    return One([name = std::move(name), help = std::move(help),
+                value = std::move(value)](const state::ClusterState& state) {
+      MetricFamily family{name, help, MetricType::Gauge, {}};
+      for (const auto* node : state.node_list()) {
+        for (size_t d = 0; d < node->devices.size(); ++d) {
+          const auto& dev = node->devices[d];
+          if (!dev.IsMig()) continue;
+          family.metric.push_back(Gauge({{"node", node->name},
+                                         {"device_uuid", dev.uuid},
+                                         {"device_index", std::to_string(dev.index)}},
+                                        value(node->mig_models[d], node->usage[d])));
+        }
+      }
+      return family;
+    });
+  };
+  auto free_slices = [](const mig::GpuMigModel& model, const state::DeviceUsage& use) {
+    return static_cast<double>(model.memory_slices()) -
+           static_cast<double>(std::popcount(use.layout.occupied));
+  };
+  std::vector<StateFamilyBuilder> builders;
+  builders.push_back(per_mig_gpu("tessera_gpu_free_memory_slices",
+                                 "Free MIG memory slices of each MIG GPU", free_slices));
+  builders.push_back(per_mig_gpu("tessera_gpu_largest_free_run_slices",
+                                 "Longest run of free contiguous MIG memory slices of each MIG GPU",
+                                 [](const mig::GpuMigModel& model, const state::DeviceUsage& use) {
+                                   return static_cast<double>(model.LargestFreeRun(use.layout));
+                                 }));
+  builders.push_back(
+      per_mig_gpu("tessera_gpu_largest_placeable_profile_bytes",
+                  "Memory of the largest MIG profile still placeable on each MIG GPU",
+                  [](const mig::GpuMigModel& model, const state::DeviceUsage& use) {
+                    return static_cast<double>(model.LargestPlaceable(use.layout)) * kMiB;
+                  }));
+  builders.push_back(per_mig_gpu(
       "tessera_gpu_placeability",
       "Expected memory slices future requests (the scheduler's MIG demand mix) could still take",
-      MetricType::Gauge,
-      {}};
-  constexpr double kMiB = 1024.0 * 1024.0;
-  double mig_free = 0, mig_outside_run = 0, shared_free = 0, shared_stranded = 0;
-  for (const auto* node : state.node_list()) {
-    for (size_t d = 0; d < node->devices.size(); ++d) {
-      const auto& dev = node->devices[d];
-      const auto& use = node->usage[d];
-      if (!dev.IsMig()) {
-        const double free =
-            static_cast<double>(std::max<int64_t>(0, dev.total_mem_mib - use.used_mem));
-        shared_free += free;
-        if (use.used >= dev.count || (dev.total_cores > 0 && use.used_cores >= dev.total_cores)) {
-          shared_stranded += free;
+      [&weights](const mig::GpuMigModel& model, const state::DeviceUsage& use) {
+        return model.Placeability(use.layout, weights.For(model), weights.Stranded(model));
+      }));
+  // The cluster's two ratios, in one pass.
+  builders.push_back([free_slices](const state::ClusterState& state) {
+    double mig_free = 0, mig_outside_run = 0, shared_free = 0, shared_stranded = 0;
+    for (const auto* node : state.node_list()) {
+      for (size_t d = 0; d < node->devices.size(); ++d) {
+        const auto& dev = node->devices[d];
+        const auto& use = node->usage[d];
+        if (!dev.IsMig()) {
+          const double free =
+              static_cast<double>(std::max<int64_t>(0, dev.total_mem_mib - use.used_mem));
+          shared_free += free;
+          if (use.used >= dev.count || (dev.total_cores > 0 && use.used_cores >= dev.total_cores)) {
+            shared_stranded += free;
+          }
+          continue;
         }
-        continue;
+        const mig::GpuMigModel& model = node->mig_models[d];
+        const double slices = free_slices(model, use);
+        mig_free += slices;
+        mig_outside_run += slices - static_cast<double>(model.LargestFreeRun(use.layout));
       }
-      const mig::GpuMigModel& model = node->mig_models[d];
-      const std::vector<prometheus::ClientMetric::Label> labels = {
-          {"node", node->name},
-          {"device_uuid", dev.uuid},
-          {"device_index", std::to_string(dev.index)}};
-      const auto slices = static_cast<double>(model.memory_slices()) -
-                          static_cast<double>(std::popcount(use.layout.occupied));
-      const auto run = static_cast<double>(model.LargestFreeRun(use.layout));
-      mig_free += slices;
-      mig_outside_run += slices - run;
-      free_slices.metric.push_back(Gauge(labels, slices));
-      free_run.metric.push_back(Gauge(labels, run));
-      largest.metric.push_back(
-          Gauge(labels, static_cast<double>(model.LargestPlaceable(use.layout)) * kMiB));
-      placeability.metric.push_back(Gauge(
-          labels, model.Placeability(use.layout, weights.For(model), weights.Stranded(model))));
     }
-  }
-  MetricFamily mig_frag{"tessera_cluster_mig_fragmentation_ratio",
-                        "Free MIG memory slices outside each GPU's largest free run, over all free",
-                        MetricType::Gauge,
-                        {Gauge({}, mig_free > 0 ? mig_outside_run / mig_free : 0)}};
-  MetricFamily stranded{
-      "tessera_cluster_sharing_stranded_memory_ratio",
-      "Free memory of shared GPUs whose cores or task slots are used up, over all free",
-      MetricType::Gauge,
-      {Gauge({}, shared_free > 0 ? shared_stranded / shared_free : 0)}};
-  return {std::move(free_slices),  std::move(free_run), std::move(largest),
-          std::move(placeability), std::move(mig_frag), std::move(stranded)};
+    std::vector<MetricFamily> out;
+    out.push_back(
+        MetricFamily{"tessera_cluster_mig_fragmentation_ratio",
+                     "Free MIG memory slices outside each GPU's largest free run, over all free",
+                     MetricType::Gauge,
+                     {Gauge({}, mig_free > 0 ? mig_outside_run / mig_free : 0)}});
+    out.push_back(MetricFamily{
+        "tessera_cluster_sharing_stranded_memory_ratio",
+        "Free memory of shared GPUs whose cores or task slots are used up, over all free",
+        MetricType::Gauge,
+        {Gauge({}, shared_free > 0 ? shared_stranded / shared_free : 0)}});
+    return out;
+  });
+  return builders;
+}
+
+std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterState& state,
+                                                        const sched::MigWeights& weights) {
+  return BuildAll(PlacementFamilyBuilders(weights), state);
 }
 
 }  // namespace tessera::scheduler

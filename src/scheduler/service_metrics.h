@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +56,10 @@ class ServiceMetrics {
   std::vector<prometheus::MetricFamily> Collect() const { return registry_->Collect(); }
   // Text exposition of these metrics plus `extra` (the GPU usage families).
   std::string Render(const std::vector<prometheus::MetricFamily>& extra) const;
+  // The same with `state_text` (ReadViews::StateMetricsText, already in the text format) between
+  // these metrics and `extra`.
+  std::string RenderWith(const std::string& state_text,
+                         const std::vector<prometheus::MetricFamily>& extra) const;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -87,10 +93,17 @@ class ServiceMetrics {
 // by filter and bind requests, their node lists), from ClusterView::ClientKeyedEntries.
 prometheus::MetricFamily ClientKeyedFamily(const std::map<std::string, size_t>& entries);
 
+// Builds one or a few of the state's metric families from the state (under the view's lock, so
+// that a scrape can serialize each outside it and drop it before the next is built).
+using StateFamilyBuilder =
+    std::function<std::vector<prometheus::MetricFamily>(const state::ClusterState&)>;
+
 // HAMi-compatible GPU usage gauges (hami-protocol.md 10.3) computed from the state, so that
 // dashboards built for HAMi keep working; and tessera_foreign_mig_instances{node}, per node with
 // GPUs in MIG mode, the instances tessera did not create (not in hami_node_gpu_mig_instance_info).
 std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState& state);
+// The same families by builder, in the same order.
+std::vector<StateFamilyBuilder> GpuUsageFamilyBuilders();
 
 // tessera's own placement gauges (docs/serve.md, Metrics): per MIG GPU the free memory slices,
 // the largest free run, the largest placeable profile's memory and the placeability under
@@ -99,6 +112,8 @@ std::vector<prometheus::MetricFamily> GpuUsageFamilies(const state::ClusterState
 // (free memory on shared GPUs whose cores or task slots are used up, as a share of all free).
 std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterState& state,
                                                         const sched::MigWeights& weights);
+// The same families by builder, in the same order; they refer to `weights`.
+std::vector<StateFamilyBuilder> PlacementFamilyBuilders(const sched::MigWeights& weights);
 
 // HAMi's legacy names (--legacy-metrics, hami-protocol.md 10.3) of the device families among
 // `current` (GpuUsageFamilies' output): GPUDeviceMemoryLimit, GPUDeviceCoreLimit,
@@ -108,5 +123,7 @@ std::vector<prometheus::MetricFamily> PlacementFamilies(const state::ClusterStat
 // legacy twin here.
 std::vector<prometheus::MetricFamily> LegacyGpuUsageFamilies(
     const std::vector<prometheus::MetricFamily>& current);
+// One family's legacy twin (nullopt when it has none).
+std::optional<prometheus::MetricFamily> LegacyTwin(const prometheus::MetricFamily& family);
 
 }  // namespace tessera::scheduler

@@ -220,15 +220,11 @@ std::vector<http::Route> Routes(scheduler::SchedulerService& svc, const HttpOpti
     routes.push_back(
         {"GET", "/metrics", Lane::kProbe, Gate::kAnyone,
          Guarded(options.read_access, [&svc, legacy, server, flag](const http::Request&) {
-           std::vector<prometheus::MetricFamily> usage = svc.reads.StateFamilies();
-           if (legacy) {
-             auto old_names = scheduler::LegacyGpuUsageFamilies(usage);
-             usage.insert(usage.end(), old_names.begin(), old_names.end());
-           }
-           const auto own = ListenerFamilies(server->counters(), flag);
-           usage.insert(usage.end(), own.begin(), own.end());
-           usage.push_back(HeapFamily());
-           http::Response response = http::Response::Text(200, svc.view.metrics().Render(usage));
+           const std::string state_text = svc.reads.StateMetricsText(legacy);
+           std::vector<prometheus::MetricFamily> own = ListenerFamilies(server->counters(), flag);
+           own.push_back(HeapFamily());
+           http::Response response =
+               http::Response::Text(200, svc.view.metrics().RenderWith(state_text, own));
            response.content_type = "text/plain; version=0.0.4";
            return response;
          })});

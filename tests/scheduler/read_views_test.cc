@@ -3,6 +3,7 @@
 #include "scheduler/read_views.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
 #include <cctype>
 #include <chrono>
@@ -85,6 +86,35 @@ TEST_F(ServiceTest, PlacementMetricsDescribeSlicesStrandingReasonsAndReservation
   has("tessera_oldest_pending_reservation_age_seconds 7\n");
   EXPECT_EQ(text.find("tessera_gpu_free_memory_slices{node=\"s1\""), std::string::npos)
       << "shared GPUs have no slices";
+}
+
+// What /metrics serves (the families serialized one at a time, each HAMi legacy twin after them)
+// is, line for line, what serializing every family at once gives: the same families, the same
+// values, the same legacy names.
+TEST_F(ServiceTest, TheStateMetricsTextIsEveryFamilySerializedOneAtATime) {
+  auto& s =
+      MakeSynced({NodeWith("m1", {A100Mig("GPU-m")}), NodeWith("s1", {SharingGpu("GPU-s", 8000)}),
+                  NodeWith("s2", {SharingGpu("GPU-t", 16000), SharingGpu("GPU-u", 16000)})});
+  s.view.UpsertQuota(QuotaJson("ns", "gpu", {{"limits.nvidia.com/gpumem", 100000}}));
+  ASSERT_EQ(
+      Filter(PodBuilder("ns/mig").MigMode().Container(1, 4000).Build(), {"m1"})["NodeNames"][0],
+      "m1");
+  ASSERT_EQ(Filter(PodBuilder("ns/shared").Container(2, 2000, 10).Build(), {"s2"})["NodeNames"][0],
+            "s2");
+  clock.now += std::chrono::seconds(3);
+  std::vector<prometheus::MetricFamily> families = s.reads.StateFamilies();
+  const auto legacy = LegacyGpuUsageFamilies(families);
+  families.insert(families.end(), legacy.begin(), legacy.end());
+  const std::string all_at_once = prometheus::TextSerializer().Serialize(families);
+  const std::string streamed = s.reads.StateMetricsText(true);
+  EXPECT_EQ(streamed, all_at_once);
+  EXPECT_NE(streamed.find("GPUDeviceMemoryAllocated{zone=\"vGPU\",nodeid=\"s2\""),
+            std::string::npos)
+      << streamed;
+  EXPECT_NE(streamed.find("QuotaUsed{zone=\"vGPU\",quotanamespace=\"ns\""), std::string::npos);
+  EXPECT_EQ(s.reads.StateMetricsText(false).find("GPUDevice"), std::string::npos);
+  // Around it, the registry's own metrics and the extra families, as Render puts them.
+  EXPECT_EQ(s.view.metrics().RenderWith(streamed, {}), s.view.metrics().Render(families));
 }
 
 // The Grafana dashboard in deploy/ is built on metrics tessera exports: every tessera_* and hami_*
