@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/model/annotations.h"
+#include "core/sched/cycle_state.h"
 #include "core/sched/preemption.h"
 #include "core/sched/scheduler.h"
 
@@ -60,6 +61,24 @@ std::vector<GrantedDevice> DevicesOf(const Decision& decision) {
 // How far a measure's change goes towards its threshold (1 = exactly the threshold).
 double Progress(double change, double threshold) {
   return change / std::max(threshold, kMeasureTolerance);
+}
+
+// kube-scheduler's own resource fit, for host CPU: the nodes of `state` whose allocatable CPU
+// (when the Node says it) leaves `cpu_milli`, but `except`. The extender only ever sees the
+// nodes that pass it, so a plan must not place a pod where they would not.
+std::vector<std::string> NodesWithCpuFor(const state::ClusterState& state, int64_t cpu_milli,
+                                         const std::string& except = "") {
+  std::vector<std::string> nodes;
+  nodes.reserve(state.node_list().size());
+  for (const state::NodeState* node : state.node_list()) {
+    if (node->name == except) continue;
+    if (node->cpu_allocatable_milli &&
+        *node->cpu_allocatable_milli - node->cpu_used_milli < cpu_milli) {
+      continue;
+    }
+    nodes.push_back(node->name);
+  }
+  return nodes;
 }
 
 class Planner {
@@ -176,11 +195,16 @@ class Planner {
     return !moved_.contains(r.key) && WhyNot(r).empty();
   }
 
+  int64_t CpuOf(const model::Pod& pod) const {
+    return ParsePod(pod, work_.config().nvidia, defaults_).cpu_milli;
+  }
+
   // (a): the cheapest set of movable pods on one node whose departure admits `pod`.
   void AdmitPending(const model::Pod& pod) {
     const std::string key = pod.Key();
     Scheduler live(work_, defaults_);
-    const Decision now = live.Evaluate(pod, nullptr, kNoTime);
+    const std::vector<std::string> with_cpu = NodesWithCpuFor(work_, CpuOf(pod));
+    const Decision now = live.Evaluate(pod, &with_cpu, kNoTime);
     if (now.passthrough()) {
       plan_.not_admitted[key] = "asks for no GPU";
       return;
@@ -191,7 +215,7 @@ class Planner {
     }
     if (now.scheduled()) {
       // Earlier steps left room for it: it needs no eviction of its own.
-      const Decision placed = live.Schedule(pod, nullptr, kNoTime);
+      const Decision placed = live.Schedule(pod, &with_cpu, kNoTime);
       plan_.admitted.push_back({key, placed.node, DevicesOf(placed), {}, placed.reservation});
       moved_.insert(key);
       return;
@@ -302,14 +326,18 @@ class Planner {
       if (auto r = trial.state.RemovePod(c->key)) trial.evicted.push_back(std::move(*r));
     }
     Scheduler scheduler(trial.state, defaults_);
-    const std::vector<std::string> only{node};
     // The pending pod first, so the evicted pods cannot take back the room freed for it.
+    const std::vector<std::string> only = NodesWithCpuFor(trial.state, CpuOf(pod));
+    if (std::find(only.begin(), only.end(), node) == only.end()) return std::nullopt;
+    const std::vector<std::string> just{node};
     ++plan_.evaluations;
-    trial.admitted = scheduler.Schedule(pod, &only, kNoTime);
+    trial.admitted = scheduler.Schedule(pod, &just, kNoTime);
     if (!trial.admitted.scheduled()) return std::nullopt;
     for (const state::PodReservation& r : trial.evicted) {
       ++plan_.evaluations;
-      Decision again = scheduler.Schedule(*SpecOf(r.key), nullptr, kNoTime);
+      const model::Pod& spec = *SpecOf(r.key);
+      const std::vector<std::string> with_cpu = NodesWithCpuFor(trial.state, CpuOf(spec));
+      Decision again = scheduler.Schedule(spec, &with_cpu, kNoTime);
       if (!again.scheduled()) return std::nullopt;
       trial.replaced.push_back(std::move(again));
     }
@@ -404,11 +432,7 @@ class Planner {
     const std::string source = work_.pod(key)->node;
     const state::NodeState* source_node = work_.node(source);
     if (source_node == nullptr) return std::nullopt;
-    std::vector<std::string> others;
-    others.reserve(work_.node_list().size());
-    for (const state::NodeState* node : work_.node_list()) {
-      if (node->name != source) others.push_back(node->name);
-    }
+    const std::vector<std::string> others = NodesWithCpuFor(work_, CpuOf(*SpecOf(key)), source);
     const ClusterMeasures before_source = measure_.Node(*source_node);
     state::PodReservation original = *work_.RemovePod(key);
     const ClusterMeasures after_source = measure_.Node(*work_.node(source));

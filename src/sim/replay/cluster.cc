@@ -143,6 +143,7 @@ Status ReplayCluster::Allocate(int node, const TracePod& pod, std::span<const in
   state::PodReservation r;
   r.key = key.empty() ? "replay/pod-" + std::to_string(allocations_) : key;
   r.uid = r.key;
+  r.controller_kind = "ReplicaSet";  // as TesseraReplayPod says of every replayed pod
   r.node = StateNodeName(node);
   r.cpu_milli = pod.cpu_milli;
   if (!gpus.empty()) {
@@ -167,6 +168,49 @@ Status ReplayCluster::Record(const std::string& key, const TracePod& pod) {
   }
   Take(placed->node, pod, placed->gpus);
   return Status::Ok();
+}
+
+Result<state::PodReservation> ReplayCluster::Release(const std::string& key, const TracePod& pod) {
+  std::optional<Choice> placed = PlacementOf(key);
+  if (!placed) return Error{"release " + pod.name + ": no reservation " + key};
+  state::PodReservation was = *placement_->state().pod(key);
+  placement_->Release(key);
+  Give(placed->node, pod, placed->gpus);
+  return was;
+}
+
+Status ReplayCluster::Adopt(const TracePod& pod, state::PodReservation reservation) {
+  Choice choice;
+  choice.node = placement_->NodeIndex(reservation.node);
+  if (choice.node < 0) return Error{"adopt " + pod.name + ": no node " + reservation.node};
+  for (const auto& slot : reservation.devices) {
+    for (const auto& device : slot) {
+      choice.gpus.push_back(std::stoi(device.uuid.substr(device.uuid.rfind('-') + 1)));
+    }
+  }
+  if (Status allowed = CheckAllowed(choice.node, pod, choice.gpus); !allowed.ok()) return allowed;
+  placement_->Reserve(std::move(reservation));
+  Take(choice.node, pod, choice.gpus);
+  return Status::Ok();
+}
+
+void ReplayCluster::Give(int node, const TracePod& pod, std::span<const int> gpus) {
+  NodeState& n = nodes_[node];
+  n.cpu_free += pod.cpu_milli;
+  n.memory_free += pod.memory_mib;
+  for (int gpu : gpus) {
+    int32_t& free = gpu_free_[n.gpu_offset + gpu];
+    free += static_cast<int32_t>(pod.gpu_milli);
+    if (free == kMilliPerGpu) ++n.fully_free_gpus;
+  }
+  n.gpu_free_total += pod.TotalGpuMilli();
+  allocated_gpu_milli_ -= pod.TotalGpuMilli();
+  if (int tag = GpuAffinityOf(pod); tag != kNoAffinity) {
+    auto it = std::find_if(n.affinities.begin(), n.affinities.end(),
+                           [tag](const auto& entry) { return entry.first == tag; });
+    if (it != n.affinities.end() && --it->second == 0) n.affinities.erase(it);
+  }
+  ++n.version;
 }
 
 std::optional<Choice> ReplayCluster::PlacementOf(const std::string& key) const {

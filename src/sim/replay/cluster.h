@@ -120,6 +120,13 @@ class ReplayCluster {
   // takes its node and GPUs from there and updates the free resources; refuses, and releases
   // the reservation, anything the filters would not allow.
   Status Record(const std::string& key, const TracePod& pod);
+  // The placed pod `key` leaves (an eviction): its reservation is released and what it took is
+  // free again. Returns the reservation as it was.
+  Result<state::PodReservation> Release(const std::string& key, const TracePod& pod);
+  // Places pod `key` as `reservation` says (one the scheduler made on a copy of the state, as a
+  // defragmentation plan carries it); refuses, changing nothing, what the filters would not
+  // allow (host CPU and memory, which the plan's copy does not see whole).
+  Status Adopt(const TracePod& pod, state::PodReservation reservation);
   // Where the placed pod `key` is, read from the PlacementState; nullopt when it is not there.
   std::optional<Choice> PlacementOf(const std::string& key) const;
 
@@ -143,6 +150,8 @@ class ReplayCluster {
   Status CheckAllowed(int node, const TracePod& pod, std::span<const int> gpus) const;
   // The free resources after the pod took `gpus` of `node` (CheckAllowed passed).
   void Take(int node, const TracePod& pod, std::span<const int> gpus);
+  // What Take took, given back.
+  void Give(int node, const TracePod& pod, std::span<const int> gpus);
   std::vector<model::Node> StateNodes() const;
 
   TieBreak tie_break_;

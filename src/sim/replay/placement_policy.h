@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/common/result.h"
 
@@ -27,6 +28,11 @@ class PlacementPolicy {
   // error is the policy's own mistake (a choice the cluster refuses): the run stops with it.
   virtual Result<PlaceOutcome> Place(Cluster& cluster, const Request& request,
                                      const std::string& key, std::mt19937_64& rng) = 0;
+  // Nodes the last Place changed besides the placed pod's own (a policy that moves running
+  // pods), each once; the replay refreshes their per-node metrics.
+  virtual std::vector<int> TakeOtherChangedNodes() { return {}; }
+  // Running pods the policy has evicted and placed again so far (defragmentation).
+  virtual int64_t evictions() const { return 0; }
 };
 
 }  // namespace tessera::sim::replay

@@ -77,10 +77,16 @@ Result<SeedResult> RunSeed(const std::vector<TraceNode>& nodes, const TargetWork
                      " placed but not reserved"};
       }
       ++result.scheduled;
-      // Only the chosen node changed: refresh its F_n(M) alone.
-      const double updated = frag.NodeFrag(cluster, placed->node);
-      cluster_frag += updated - node_frag[placed->node];
-      node_frag[placed->node] = updated;
+      // Only the chosen node changed, and those a move changed: refresh their F_n(M) alone.
+      std::vector<int> changed = policy.TakeOtherChangedNodes();
+      changed.push_back(placed->node);
+      std::sort(changed.begin(), changed.end());
+      changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+      for (int node : changed) {
+        const double updated = frag.NodeFrag(cluster, node);
+        cluster_frag += updated - node_frag[node];
+        node_frag[node] = updated;
+      }
     } else {
       ++result.failed_by_kind[static_cast<int>(KindOf(pod))];
     }
@@ -98,6 +104,7 @@ Result<SeedResult> RunSeed(const std::vector<TraceNode>& nodes, const TargetWork
     while (percent_reported < 100) on_percent(++percent_reported);
   }
   result.series = recorder.Finish();
+  result.evictions = policy.evictions();
   result.decision_p50_us = Percentile(latencies_us, 50);
   result.decision_p99_us = Percentile(latencies_us, 99);
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -32,6 +32,7 @@ struct SeedResult {
   double wall_seconds = 0;     // the whole run: inflation, placement, metrics
   double decision_p50_us = 0;  // median of one pod's decision (Choose + Allocate + metrics)
   double decision_p99_us = 0;  // its 99th percentile
+  int64_t evictions = 0;       // running pods a defragmenting policy moved
 
   int64_t failed() const {
     int64_t total = 0;

@@ -56,10 +56,7 @@ class TesseraPolicy : public Policy {
 
  private:
   static sched::PolicyDefaults Defaults(const sched::NodePolicy& node_policy) {
-    sched::PolicyDefaults d;
-    d.node = node_policy;
-    d.gpu = "tessera,binpack";  // among GPUs that fragment alike, the fullest
-    return d;
+    return TesseraReplayDefaults(node_policy);
   }
   // Schedules into the cluster's own state, with the prior observed before its first pod.
   void Bind(ReplayCluster& cluster) {
@@ -77,20 +74,7 @@ class TesseraPolicy : public Policy {
   }
 
   static model::Pod ToPod(const TracePod& tp, const std::string& key) {
-    model::Pod p = ReplayPod(key);
-    model::Container c;
-    c.name = "main";
-    c.requests["cpu"] = std::to_string(tp.cpu_milli) + "m";
-    c.limits["nvidia.com/gpu"] = std::to_string(tp.num_gpu);
-    c.limits["nvidia.com/gpumem"] = std::to_string(tp.gpu_milli);
-    c.limits["nvidia.com/gpucores"] = "0";
-    p.containers.push_back(std::move(c));
-    if (!tp.gpu_spec.empty()) {
-      std::string types;
-      for (const auto& t : tp.gpu_spec) types += (types.empty() ? "" : ",") + t;
-      p.annotations[std::string(model::annotations::kUseGpuType)] = types;
-    }
-    return p;
+    return TesseraReplayPod(tp, key);
   }
 
   // CPU-only pods: the node where the pod strands the least GPU capacity for the demand mix;
@@ -180,6 +164,33 @@ class TesseraPolicy : public Policy {
 };
 
 }  // namespace
+
+sched::PolicyDefaults TesseraReplayDefaults(const sched::NodePolicy& node_policy) {
+  sched::PolicyDefaults d;
+  d.node = node_policy;
+  d.gpu = "tessera,binpack";  // among GPUs that fragment alike, the fullest
+  return d;
+}
+
+model::Pod TesseraReplayPod(const TracePod& tp, const std::string& key) {
+  model::Pod p = ReplayPod(key);
+  // Every replayed pod stands for a Deployment's: defragmentation may move it (the
+  // tessera+defrag policies); scheduling does not read the owner.
+  p.controller_kind = "ReplicaSet";
+  model::Container c;
+  c.name = "main";
+  c.requests["cpu"] = std::to_string(tp.cpu_milli) + "m";
+  c.limits["nvidia.com/gpu"] = std::to_string(tp.num_gpu);
+  c.limits["nvidia.com/gpumem"] = std::to_string(tp.gpu_milli);
+  c.limits["nvidia.com/gpucores"] = "0";
+  p.containers.push_back(std::move(c));
+  if (!tp.gpu_spec.empty()) {
+    std::string types;
+    for (const auto& t : tp.gpu_spec) types += (types.empty() ? "" : ",") + t;
+    p.annotations[std::string(model::annotations::kUseGpuType)] = types;
+  }
+  return p;
+}
 
 std::unique_ptr<Policy> MakeTesseraPolicy(const TargetWorkload* prior,
                                           const sched::NodePolicy& node_policy) {

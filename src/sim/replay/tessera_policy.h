@@ -3,8 +3,10 @@
 #include <memory>
 #include <string>
 
+#include "core/model/pod.h"
 #include "core/sched/fragmentation.h"
 #include "core/sched/node_policy.h"
+#include "core/sched/preferences.h"
 
 #include "sim/replay/policy.h"
 
@@ -26,6 +28,11 @@ namespace tessera::sim::replay {
 std::unique_ptr<Policy> MakeTesseraPolicy(
     const TargetWorkload* prior = nullptr,
     const sched::NodePolicy& node_policy = sched::NodePolicy::Tessera());
+
+// The scheduler's settings of the tessera replay policies under an operator's node policy.
+sched::PolicyDefaults TesseraReplayDefaults(const sched::NodePolicy& node_policy);
+// The Pod a trace pod becomes (see MakeTesseraPolicy), named `key`, owned by a ReplicaSet.
+model::Pod TesseraReplayPod(const TracePod& pod, const std::string& key);
 
 // A trace pod shape as the scheduler's demand mix records the pod it becomes: its GPUs, its
 // milli-GPU per GPU as MiB of GPU memory, its host CPU and its models as a use-gputype list.

@@ -1,4 +1,5 @@
 #include "sim/replay/trace_replay.h"
+#include "sim/replay/defrag_policy.h"
 #include "sim/replay/report_kit.h"
 
 #include <unistd.h>
@@ -97,6 +98,11 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
       return MakeTesseraPolicy(nullptr, node_policy);
     };
   }
+  for (const std::string& policy : o.policies) {
+    if (const int n = TesseraDefragEvictionsOf(policy); n > 0) {
+      extra[policy] = [n](const TargetWorkload&) { return MakeTesseraDefragPolicy(n); };
+    }
+  }
   const std::string workload = WorkloadName(pods_csv);
   const bool tty = isatty(STDERR_FILENO) != 0;
 
@@ -144,6 +150,11 @@ Result<TraceRow> ReplayOneTrace(const TraceReplayOptions& o, const std::vector<T
     std::printf("%-*s %8zu %9.2f ± %4.2f %9.2f ± %4.2f %10.0f %10.3f %10.0f %9.1f %9.1f\n",
                 name_width, policy.c_str(), runs->size(), m100, s100, m130, s130, failed / n,
                 wall / n, wall > 0 ? pods_total / wall : 0.0, p50, p99);
+    if (TesseraDefragEvictionsOf(policy) > 0) {
+      double evictions = 0;
+      for (const auto& r : runs.value()) evictions += static_cast<double>(r.evictions);
+      std::printf("%-*s %8s evictions per run: %.0f\n", name_width, "", "", evictions / n);
+    }
     row.policies.push_back({policy, m130, s130});
     all_rows.insert(all_rows.end(), rows.begin(), rows.end());
     html.policies.push_back(PolicyRuns{policy, std::move(runs.value())});

@@ -435,6 +435,29 @@ TEST_F(DefragTest, OneJobsRetriesBoundEveryEvictionOfItsPodsTogether) {
   EXPECT_THAT(plan.admitted, ::testing::SizeIs(1));
 }
 
+// kube-scheduler's own resource fit comes before the extender: a pod is never planned onto a
+// node whose allocatable CPU it does not fit in.
+TEST_F(DefragTest, AnEvictedPodIsNotPlacedAgainWhereItsCpuDoesNotFit) {
+  for (const char* cpu : {"500m", "2"}) {
+    state_ = state::ClusterState(config::SchedulerConfig{});
+    running_.clear();
+    MigClusterWhereOneMoveAdmits();
+    model::Node b = NodeWith("node-b", {RtxPro6000Mig("GPU-b")});
+    b.allocatable["cpu"] = cpu;
+    state_.UpsertNode(b);
+    for (model::Pod& spec : running_) {
+      if (spec.Key() == "default/x") spec.containers[0].requests["cpu"] = "1";
+    }
+    const DefragPlan plan = Plan({TwoSlicePod("default/big")});
+    if (std::string(cpu) == "500m") {
+      EXPECT_THAT(plan.steps, IsEmpty()) << FormatDefragPlan(plan);
+    } else {
+      ASSERT_EQ(plan.steps.size(), 1U) << FormatDefragPlan(plan);
+      EXPECT_EQ(plan.steps[0].replaced_node, "node-b");
+    }
+  }
+}
+
 TEST(DefragMovable, OnlyPodsAControllerRecreatesMayMove) {
   state::PodReservation r;
   r.key = "default/p";
