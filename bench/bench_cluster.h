@@ -109,4 +109,22 @@ inline std::string NodeName(int i) {
   return buf;
 }
 
+// The k-th of the pods bound one per GPU across `nodes` sharing nodes (node k % nodes, GPU
+// k / nodes): 8000 MiB and 20% of one GPU, with HAMi's placement annotations, as the informer
+// shows a running pod.
+inline model::Pod BoundSharingPod(int k, int nodes) {
+  model::Pod pod = MakePod("pod-" + std::to_string(k), Kind::kSharing);
+  const int node = k % nodes;
+  const int gpu = (k / nodes) % kGpusPerNode;
+  char uuid[64];
+  std::snprintf(uuid, sizeof(uuid), "GPU-%s-%02d", NodeName(node).c_str(), gpu);
+  pod.node_name = NodeName(node);
+  pod.phase = "Running";
+  pod.annotations[std::string(model::annotations::kAssignedNode)] = pod.node_name;
+  pod.annotations[std::string(model::annotations::kBindPhase)] = "success";
+  pod.annotations[std::string(model::annotations::kDevicesAllocated)] =
+      std::string(uuid) + ",NVIDIA,8000,20:;";
+  return pod;
+}
+
 }  // namespace tessera

@@ -16,26 +16,11 @@
 #include <string>
 
 #include "bench_cluster.h"
+#include "no_writes.h"
 #include "scheduler/scheduler_service.h"
 
 namespace tessera {
 namespace {
-
-class NoWrites : public scheduler::ClusterWriter {
- public:
-  Status PatchPodAnnotations(const scheduler::PodRef&,
-                             const scheduler::AnnotationChanges&) override {
-    return Status::Ok();
-  }
-  Status BindPod(const scheduler::PodRef&, const std::string&,
-                 const scheduler::BindingAnnotations&) override {
-    return Status::Ok();
-  }
-  void RecordEvent(const scheduler::PodRef&, bool, const std::string&,
-                   const std::string&) override {}
-  Status LockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
-  Status UnlockNode(const std::string&, const scheduler::PodRef&) override { return Status::Ok(); }
-};
 
 size_t HeapInUse() { return mallinfo2().uordblks; }
 
@@ -54,19 +39,9 @@ Reading Measure(int nodes, int pods, const std::string& controller) {
   service->view.SetSynced(true);
   const size_t with_nodes = HeapInUse();
   for (int k = 0; k < pods; ++k) {
-    model::Pod pod = MakePod("pod-" + std::to_string(k), Kind::kSharing);
-    const int node = k % nodes;
-    const int gpu = (k / nodes) % kGpusPerNode;
-    char uuid[64];
-    std::snprintf(uuid, sizeof(uuid), "GPU-%s-%02d", NodeName(node).c_str(), gpu);
-    pod.node_name = NodeName(node);
-    pod.phase = "Running";
+    model::Pod pod = BoundSharingPod(k, nodes);
     pod.controller_kind = controller;
     pod.labels["app"] = "web-" + std::to_string(k % 50);
-    pod.annotations[std::string(model::annotations::kAssignedNode)] = pod.node_name;
-    pod.annotations[std::string(model::annotations::kBindPhase)] = "success";
-    pod.annotations[std::string(model::annotations::kDevicesAllocated)] =
-        std::string(uuid) + ",NVIDIA,8000,20:;";
     service->view.UpsertPodModel(pod);
   }
   const size_t with_pods = HeapInUse();

@@ -167,21 +167,26 @@ std::optional<Replacement> ReplacementOf(const Evictee& e,
 
 std::string Seconds(std::chrono::milliseconds d) { return std::to_string(d.count() / 1000); }
 
+// The outcome so far, stopped for `why`.
+DefragOutcome Stopped(DefragOutcome outcome, std::string why) {
+  outcome.stopped = std::move(why);
+  return outcome;
+}
+
+// Why a run stops at an error: as it says when it says so itself.
+std::string StopReason(const Error& error) {
+  return error.message.rfind("stopped", 0) == 0 ? error.message : "stopped: " + error.message;
+}
+
 // Mode (b): each step evicts one pod and delivers when its replacement is bound on the planned
 // node (the move is what raises placeability).
 DefragOutcome ExecuteMoves(kube::Client& client, const sched::DefragPlan& plan,
                            const DefragExecution& options, std::ostream& out) {
   DefragOutcome outcome;
-  auto stop = [&outcome](std::string why) {
-    outcome.stopped = std::move(why);
-    return outcome;
-  };
+  auto stop = [&outcome](std::string why) { return Stopped(outcome, std::move(why)); };
   for (const sched::DefragStep& step : plan.steps) {
     auto evictee = ReadEvictee(client, step);
-    if (!evictee.ok()) {
-      const std::string& why = evictee.error().message;
-      return stop(why.rfind("stopped", 0) == 0 ? why : "stopped: " + why);
-    }
+    if (!evictee.ok()) return stop(StopReason(evictee.error()));
     const Evictee& e = *evictee;
     if (Status s = MarkAndEvict(client, e, step, "to raise placeability", options, out); !s.ok()) {
       return stop("stopped: " + s.message());
@@ -232,10 +237,7 @@ Result<int> EvictionsInTheLastHour(kube::Client& client) {
 DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& plan,
                                 const DefragExecution& options, std::ostream& out) {
   DefragOutcome outcome;
-  auto stop = [&outcome](std::string why) {
-    outcome.stopped = std::move(why);
-    return outcome;
-  };
+  auto stop = [&outcome](std::string why) { return Stopped(outcome, std::move(why)); };
   if (plan.mode == sched::DefragPlan::Mode::kNothing) {
     out << "nothing executed: this plan has no step\n";
     return outcome;
@@ -259,10 +261,7 @@ DefragOutcome ExecuteDefragPlan(kube::Client& client, const sched::DefragPlan& p
       const sched::DefragStep* step = step_of[key];
       if (step == nullptr) return stop("stopped: the plan has no step for " + key);
       auto evictee = ReadEvictee(client, *step);
-      if (!evictee.ok()) {
-        const std::string& why = evictee.error().message;
-        return stop(why.rfind("stopped", 0) == 0 ? why : "stopped: " + why);
-      }
+      if (!evictee.ok()) return stop(StopReason(evictee.error()));
       evictees.push_back(std::move(*evictee));
     }
     if (Status s =

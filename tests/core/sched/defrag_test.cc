@@ -70,6 +70,27 @@ class DefragTest : public ::testing::Test {
     RunMig("default/w", "node-b", "GPU-b", 6, "");
   }
 
+  // node-a: the Job train's pods at the given starts, the unmovable z1 and z2 at 6 and 9;
+  // node-b: the unmovable y and w at 3 and 6 (0 and 9 free for 1g.24gb).
+  void ClusterWithJobPods(const std::vector<std::pair<std::string, uint32_t>>& job_pods) {
+    AddNode("node-a", {RtxPro6000Mig("GPU-a")});
+    AddNode("node-b", {RtxPro6000Mig("GPU-b")});
+    for (const auto& [key, start] : job_pods) {
+      RunMig(key, "node-a", "GPU-a", start, "Job", {{model::kJobControllerUidLabel, "job-x"}});
+    }
+    RunMig("default/z1", "node-a", "GPU-a", 6, "");
+    RunMig("default/z2", "node-a", "GPU-a", 9, "");
+    RunMig("default/y", "node-b", "GPU-b", 3, "");
+    RunMig("default/w", "node-b", "GPU-b", 6, "");
+  }
+  static model::JobRetries TrainJob() {
+    model::JobRetries job;
+    job.ns = "default";
+    job.name = "train";
+    job.uid = "job-x";
+    return job;
+  }
+
   state::ClusterState state_;
   std::vector<model::Pod> running_;
 
@@ -367,18 +388,8 @@ TEST_F(DefragTest, ModeBMeasuresForTheObservedDemandWhenGiven) {
 // A Job's pod counts against its backoffLimit when evicted: it moves only while the Job keeps a
 // retry for its own failures, or when its podFailurePolicy ignores evictions.
 TEST_F(DefragTest, JobPodMovesOnlyWhileItsJobCanSpareARetry) {
-  AddNode("node-a", {RtxPro6000Mig("GPU-a")});
-  AddNode("node-b", {RtxPro6000Mig("GPU-b")});
-  RunMig("default/x", "node-a", "GPU-a", 0, "Job", {{model::kJobControllerUidLabel, "job-x"}});
-  RunMig("default/z1", "node-a", "GPU-a", 6, "");
-  RunMig("default/z2", "node-a", "GPU-a", 9, "");
-  RunMig("default/y", "node-b", "GPU-b", 3, "");
-  RunMig("default/w", "node-b", "GPU-b", 6, "");
-  model::JobRetries job;
-  job.ns = "default";
-  job.name = "train";
-  job.uid = "job-x";
-
+  ClusterWithJobPods({{"default/x", 0}});
+  model::JobRetries job = TrainJob();
   job.backoff_limit = 0;  // the usual setting of a training Job: no retry at all
   DefragPlan plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
   EXPECT_THAT(plan.steps, IsEmpty());
@@ -413,19 +424,8 @@ TEST_F(DefragTest, JobPodMovesOnlyWhileItsJobCanSpareARetry) {
 
 // Two pods of one Job in one set: the retries the Job can spare bound the whole set.
 TEST_F(DefragTest, OneJobsRetriesBoundEveryEvictionOfItsPodsTogether) {
-  AddNode("node-a", {RtxPro6000Mig("GPU-a")});
-  AddNode("node-b", {RtxPro6000Mig("GPU-b")});
-  const std::map<std::string, std::string> of_job{{model::kJobControllerUidLabel, "job-x"}};
-  RunMig("default/x1", "node-a", "GPU-a", 0, "Job", of_job);
-  RunMig("default/x2", "node-a", "GPU-a", 3, "Job", of_job);
-  RunMig("default/z1", "node-a", "GPU-a", 6, "");
-  RunMig("default/z2", "node-a", "GPU-a", 9, "");
-  RunMig("default/y", "node-b", "GPU-b", 3, "");
-  RunMig("default/w", "node-b", "GPU-b", 6, "");
-  model::JobRetries job;
-  job.ns = "default";
-  job.name = "train";
-  job.uid = "job-x";
+  ClusterWithJobPods({{"default/x1", 0}, {"default/x2", 3}});
+  model::JobRetries job = TrainJob();
   job.backoff_limit = 2;  // one eviction to spare
   DefragPlan plan = Plan({TwoSlicePod("default/big")}, {}, {}, {job});
   EXPECT_THAT(plan.steps, IsEmpty()) << FormatDefragPlan(plan);
