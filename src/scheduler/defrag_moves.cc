@@ -11,6 +11,10 @@ void DefragMoves::Expire(Clock::time_point now) {
 void DefragMoves::Leaving(const std::string& evicted_uid, const std::string& controller_uid,
                           const std::string& node, Clock::time_point now) {
   if (evicted_uid.empty() || controller_uid.empty() || node.empty()) return;
+  if (node.size() > kMaxNodeName || evicted_uid.size() > kMaxNodeName ||
+      controller_uid.size() > kMaxNodeName) {
+    return;  // not a node name or a uid the API server makes
+  }
   Expire(now);
   if (moves_.contains(evicted_uid)) return;
   while (moves_.size() >= max_moves_) {

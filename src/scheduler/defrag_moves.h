@@ -21,6 +21,9 @@ class DefragMoves {
   using Clock = std::chrono::steady_clock;
   static constexpr size_t kMaxMoves = 1024;
   static constexpr Clock::duration kTtl = std::chrono::minutes(10);
+  // A node name is a DNS subdomain: longer annotation values name no node and are ignored, so
+  // that a move never holds more than this of what a pod wrote.
+  static constexpr size_t kMaxNodeName = 253;
 
   explicit DefragMoves(size_t max_moves = kMaxMoves, Clock::duration ttl = kTtl)
       : max_moves_(max_moves), ttl_(ttl) {}

@@ -47,6 +47,12 @@ TEST(DefragMovesTest, IncompleteMovesAreIgnored) {
   moves.Leaving("pod", "", "n1", {});
   moves.Leaving("pod", "rs", "", {});
   EXPECT_EQ(moves.size(), 0U);
+  // What a pod wrote is kept only when it can name a node: 1024 moves hold at most 253 bytes each.
+  moves.Leaving("pod", "rs", std::string(DefragMoves::kMaxNodeName + 1, 'n'), {});
+  moves.Leaving("pod", std::string(300, 'u'), "n1", {});
+  EXPECT_EQ(moves.size(), 0U);
+  moves.Leaving("pod", "rs", std::string(DefragMoves::kMaxNodeName, 'n'), {});
+  EXPECT_EQ(moves.size(), 1U);
 }
 
 }  // namespace
