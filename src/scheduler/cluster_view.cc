@@ -338,6 +338,9 @@ ClusterView::DefragInputs ClusterView::CopyForDefrag() const {
   // here has seen yet (a one-shot view, or a replica that just started), that hold nothing.
   const std::string& ours = options_.webhook.scheduler_name;
   for (const auto& [key, pod] : unbound_) {
+    // A pod only a filter request named is not known to exist: it may have been deleted while
+    // kube-scheduler still filtered it. Only the feed's pods are planned for.
+    if (filter_only_.Contains(key)) continue;
     const bool waiting = waiting_.contains(key);
     const bool unseen_ours =
         !ours.empty() && pod.scheduler_name == ours && !pod.deleting && state_.pod(key) == nullptr;
