@@ -43,8 +43,10 @@ import urllib.parse
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import gpu, procs  # noqa: E402
+from lib import gpu, hami, procs  # noqa: E402
+from lib.procs import free_port  # noqa: E402
 from lib.cluster import SCHEDULER_NAME, Cluster, Tessera, wait_until  # noqa: E402
+from lib.kube import ApiError  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -72,10 +74,11 @@ class BenchCluster(Cluster):
     and optionally with a different client QPS/burst."""
 
     def __init__(self, *, sched_qps: float | None, sched_burst: int | None,
-                 tessera_args: list[str] | None = None, **kw):
+                 tessera_args: list[str] | None = None, extender: str = "loopback", **kw):
         super().__init__(node_lock="none", **kw)
         self.sched_qps, self.sched_burst = sched_qps, sched_burst
         self.tessera_args = tessera_args or []
+        self.extender = extender
         self.main: Tessera | None = None
 
     def _start_scheduler(self) -> None:
@@ -83,8 +86,16 @@ class BenchCluster(Cluster):
             self.proxy.close()
             self.proxy = None
         # The Tessera object picks its port now; it is started once the nodes exist.
-        self.main = self.new_tessera("tessera", self.tessera_args)
-        self.proxy_port = self.main.port
+        if self.extender == "loopback":
+            # As deploy/ ships it: kube-scheduler in tessera's pod calls --extender-bind,
+            # plain HTTP on 127.0.0.1.
+            port = free_port()
+            self.main = self.new_tessera("tessera", self.tessera_args +
+                                         ["--extender-bind", f"127.0.0.1:{port}"])
+            self.proxy_port, self.extender_tls = port, False
+        else:  # HTTPS to tessera's main port, verified with the harness's CA
+            self.main = self.new_tessera("tessera", self.tessera_args)
+            self.proxy_port = self.main.port
         super()._start_scheduler()
 
     def _scheduler_config(self) -> str:
@@ -170,17 +181,20 @@ def metric_sum(m: dict[str, float], prefix: str) -> float:
     return sum(v for k, v in m.items() if k == prefix or k.startswith(prefix + "{"))
 
 
-def tessera_metrics(t: Tessera) -> dict[str, float]:
+def tessera_metrics(t: Tessera | None) -> dict[str, float]:
+    """tessera's /metrics; {} while it is stopped (the HAMi phase)."""
+    if t is None or not t.proc.running():
+        return {}
     status, text = t.get_text("/metrics")
     if status != 200:
         raise RuntimeError(f"tessera /metrics: HTTP {status}")
     return parse_metrics(text)
 
 
-def scheduler_metrics(cluster: BenchCluster) -> dict[str, float]:
+def scheduler_metrics(cluster: BenchCluster, proc: str = "kube-scheduler") -> dict[str, float]:
     """kube-scheduler's /metrics with the admin certificate (delegated authn/authz); {} when it
     cannot be read."""
-    p = cluster.procs["kube-scheduler"]
+    p = cluster.procs[proc]
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -230,8 +244,9 @@ class BindWatch:
     """Watches the pods of one namespace and records when each is first seen with
     spec.nodeName (monotonic clock)."""
 
-    def __init__(self, cluster: BenchCluster, ns: str):
-        self.cluster, self.ns = cluster, ns
+    def __init__(self, cluster: BenchCluster, ns: str, on_bound=None):
+        """on_bound(name, node): called on the watch's thread when a pod is first seen bound."""
+        self.cluster, self.ns, self.on_bound = cluster, ns, on_bound
         self.bound: dict[str, float] = {}
         self.nodes: dict[str, str] = {}
         self.error: str | None = None
@@ -268,11 +283,14 @@ class BindWatch:
                 node = obj.get("spec", {}).get("nodeName")
                 if name and node:
                     with self._lock:
-                        if name not in self.bound:
+                        first = name not in self.bound
+                        if first:
                             self.bound[name] = now
                             self.nodes[name] = node
                             if self.want and len(self.bound) >= self.want:
                                 self._done.set()
+                    if first and self.on_bound:
+                        self.on_bound(name, node)
         except Exception as e:  # noqa: BLE001 - reported by wait()
             if not self._stop:
                 self.error = f"{type(e).__name__}: {e}"
@@ -298,7 +316,7 @@ class BindWatch:
         self._conn.close()
 
 
-def make_pod(ns: str, name: str, kind: str) -> dict:
+def make_pod(ns: str, name: str, kind: str, scheduler: str = SCHEDULER_NAME) -> dict:
     annotations = {}
     if kind == "gpu" and MODE == "mig":
         res = {"limits": dict(MIG_LIMITS)}
@@ -310,7 +328,7 @@ def make_pod(ns: str, name: str, kind: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": ns, "labels": {"tessera-bench": kind},
                          "annotations": annotations},
-            "spec": {"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": 0,
+            "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0,
                      "nodeSelector": {"tessera-e2e/group": GROUP},
                      "containers": [{"name": "c0", "image": "registry.k8s.io/pause:3.10",
                                      "resources": res}]}}
@@ -322,13 +340,16 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
-              timeout: float) -> dict:
-    ns = f"bench-{kind}"
+              timeout: float, *, ns: str | None = None, scheduler: str = SCHEDULER_NAME,
+              sched_proc: str = "kube-scheduler", on_bound=None) -> dict:
+    """Creates n pods of `kind` for `scheduler` at once and waits until all are bound; ns
+    defaults to bench-<kind>, sched_proc is the kube-scheduler process whose metrics count."""
+    ns = ns or f"bench-{kind}"
     cluster.kube.ensure_namespace(ns)
-    pods = [make_pod(ns, f"{kind}-{i:05d}", kind) for i in range(n)]
-    watch = BindWatch(cluster, ns)
+    pods = [make_pod(ns, f"{kind}-{i:05d}", kind, scheduler) for i in range(n)]
+    watch = BindWatch(cluster, ns, on_bound)
     t_metrics0 = tessera_metrics(cluster.main)
-    s_metrics0 = scheduler_metrics(cluster)
+    s_metrics0 = scheduler_metrics(cluster, sched_proc)
     a_metrics0 = apiserver_metrics(cluster)
     cpu0 = cpu_snapshot(cluster)
     created: dict[str, float] = {}
@@ -349,7 +370,7 @@ def run_phase(cluster: BenchCluster, kind: str, n: int, workers: int,
     cpu1 = cpu_snapshot(cluster)
     time.sleep(0.5)  # let the last bind's metric land
     t_metrics1 = tessera_metrics(cluster.main)
-    s_metrics1 = scheduler_metrics(cluster)
+    s_metrics1 = scheduler_metrics(cluster, sched_proc)
     a_metrics1 = apiserver_metrics(cluster)
     watch.close()
     bound = dict(watch.bound)
@@ -539,6 +560,79 @@ def wait_tessera_sees(cluster: BenchCluster, gpus: int, timeout: float) -> None:
     wait_until(seen, timeout, 0.5, f"tessera to report {gpus} GPUs")
 
 
+# --- HAMi's scheduler on the same cluster (--hami) ----------------------------------------------
+HAMI_NS = "bench-hami"
+HAMI_LOCK = gpu.NODE_LOCK
+
+
+class DevicePluginStandIn:
+    """What HAMi's device plugin does once a pod it scheduled reaches the node (kubelet Allocate):
+    release the node's hami.io/mutex.lock that the pod's bind took (resourceVersion-guarded
+    merge patch, as HAMi's ReleaseNodeLock). Without it every node stays locked for 5 minutes
+    after its first pod. Runs on a pool, fed by the phase's watch."""
+
+    def __init__(self, cluster: BenchCluster, ns: str, workers: int = 8):
+        self.kube, self.ns = cluster.kube, ns
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers)
+        self.released = 0
+        self._lock = threading.Lock()
+
+    def on_bound(self, name: str, node: str) -> None:
+        self.pool.submit(self._release, name, node)
+
+    def _release(self, name: str, node: str) -> None:
+        path = f"/api/v1/nodes/{node}"
+        for _ in range(10):
+            md = self.kube.get(path)["metadata"]
+            if not md.get("annotations", {}).get(HAMI_LOCK, "").endswith(f",{self.ns},{name}"):
+                return
+            try:
+                self.kube.merge_patch(path, {"metadata": {"annotations": {HAMI_LOCK: None},
+                                                          "resourceVersion":
+                                                              md["resourceVersion"]}})
+            except ApiError as e:
+                if e.status == 409:
+                    continue
+                raise
+            with self._lock:
+                self.released += 1
+            return
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def hami_phase(cluster: BenchCluster, args, pods: int, gpus: int) -> dict:
+    """The GPU phase again, on the same nodes, with HAMi's scheduler as the extender of a second
+    kube-scheduler; tessera is stopped first so that both get the machine alone."""
+    if cluster.main:
+        cluster.main.stop()
+    # By default HAMi's extender gets kube-scheduler's client limits of this run: the chart
+    # leaves it at 5 QPS / burst 10, and registering a node takes it three GET+PATCH pairs, so
+    # 1 000 nodes would take about 10 minutes before the first pod.
+    chart_limits = args.hami_chart_client_limits
+    running = hami.start(
+        cluster, args.hami,
+        lambda text: sum(1 for ln in text.splitlines()
+                         if ln.startswith("hami_gpu_memory_limit_bytes{")) >= gpus,
+        qps=None if chart_limits else args.scheduler_qps,
+        burst=None if chart_limits else args.scheduler_burst,
+        scheduler_qps=args.scheduler_qps, scheduler_burst=args.scheduler_burst,
+        ready_timeout=120 + gpus / 4)
+    profile = running.profile
+    say(f"HAMi's scheduler is up and sees every GPU (profile {profile})")
+    stand_in = DevicePluginStandIn(cluster, HAMI_NS)
+    try:
+        r = run_phase(cluster, "gpu", pods, args.workers, max(120.0, pods / 3.0), ns=HAMI_NS,
+                      scheduler=profile, sched_proc="kube-scheduler-hami",
+                      on_bound=stand_in.on_bound)
+    finally:
+        stand_in.close()
+    r["node_locks_released"] = stand_in.released
+    del r["tessera"]
+    return r
+
+
 def patch_latency(cluster: BenchCluster, n: int = 100) -> dict:
     """Sequential annotation merge patches of one pod (keep-alive, like tessera's filter write)
     on the otherwise idle cluster: what one pod write costs on this machine."""
@@ -562,7 +656,7 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
     say(f"=== {nodes} nodes x {GPUS_PER_NODE} GPUs ({MODE}), {pods} pods per phase")
     cluster = BenchCluster(work=work, bins=args.bins, repo=REPO, tessera_bin=args.tessera,
                            sched_qps=args.scheduler_qps, sched_burst=args.scheduler_burst,
-                           tessera_args=args.tessera_arg)
+                           tessera_args=args.tessera_arg, extender=args.extender)
     result: dict = {"nodes": nodes, "pods": pods, "mode": MODE}
     try:
         cluster.start()
@@ -604,6 +698,17 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
                 f"(p50 {r['delay_p50_s']} s, max {r['delay_max_s']} s; pending {r['pending_s']} s "
                 f"first; {r['requeue_nudges']} requeue nudges from tessera); a quota raised -> "
                 f"bound after {r['quota_raise_delay_s']} s")
+        if args.hami:
+            r = hami_phase(cluster, args, pods, nodes * GPUS_PER_NODE)
+            result["hami"] = r
+            say(f"  HAMi gpu: {r['bound']}/{pods} bound in {r['wall_s']}s -> {r['pods_per_s']} "
+                f"pods/s (created in {r['create_s']}s; latency p50 {r['latency_p50_s']}s p99 "
+                f"{r['latency_p99_s']}s; {r['nodes_used']} nodes used; "
+                f"{r['node_locks_released']} node locks released by the device-plugin stand-in)")
+            say(f"     kube-scheduler: {r.get('kube_scheduler')}")
+            say(f"     CPU seconds during the phase: {r['cpu_s']}")
+            say(f"     peak RSS so far, MiB: {r['peak_rss_mib']}")
+            say(f"     apiserver pod writes (server-side mean): {r.get('apiserver_pod_writes')}")
     finally:
         cluster.stop()
         procs.kill_all()
@@ -611,17 +716,22 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
 
 
 def print_table(results: list[dict]) -> None:
-    print("\n| nodes | pods | GPU pods/s | CPU-only pods/s | tessera mean filter ms | "
-          "mean bind ms | share of wall time in tessera (filter only) |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| nodes | pods | GPU pods/s | CPU-only pods/s | HAMi GPU pods/s | "
+          "p50 / p99 create->bound (HAMi) | tessera mean filter ms | mean bind ms | "
+          "share of wall time in tessera (filter only) |")
+    print("| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for r in results:
-        g, c = r.get("gpu"), r.get("cpu")
+        g, c, h = r.get("gpu"), r.get("cpu"), r.get("hami")
         if not g or not c:
-            print(f"| {r['nodes']} | {r['pods']} | (incomplete) | | | | |")
+            print(f"| {r['nodes']} | {r['pods']} | (incomplete) | | | | | | |")
             continue
         t = g["tessera"]
-        print(f"| {r['nodes']} | {r['pods']} | {g['pods_per_s']} | {c['pods_per_s']} | "
-              f"{t['filter_mean_ms']} | {t['bind_mean_ms']} | {t['share_of_wall']:.1%} "
+        hami = f"{h['pods_per_s']} ({h['bound']}/{h['pods']} bound)" if h else "-"
+        lat = f"{g['latency_p50_s']} s / {g['latency_p99_s']} s"
+        if h:
+            lat += f" ({h['latency_p50_s']} s / {h['latency_p99_s']} s)"
+        print(f"| {r['nodes']} | {r['pods']} | {g['pods_per_s']} | {c['pods_per_s']} | {hami} | "
+              f"{lat} | {t['filter_mean_ms']} | {t['bind_mean_ms']} | {t['share_of_wall']:.1%} "
               f"({t['filter_share_of_wall']:.1%}) |")
 
 
@@ -645,6 +755,19 @@ def main() -> int:
     ap.add_argument("--mode", choices=("sharing", "mig"), default="sharing",
                     help="GPU pods share GPUs (gpumem 4000, gpucores 20) or take one 1g.5gb MIG "
                          "instance of an A100-40GB each")
+    ap.add_argument("--hami", metavar="DIR",
+                    help="also run the GPU phase with HAMi's scheduler as the extender: DIR is "
+                         "what e2e/hami-bins/build.sh printed (HAMi's scheduler and its rendered "
+                         "chart)")
+    ap.add_argument("--hami-chart-client-limits", action="store_true",
+                    help="keep HAMi's client at the chart's 5 QPS / burst 10 (default: the same "
+                         "--scheduler-qps/--scheduler-burst as kube-scheduler)")
+    ap.add_argument("--hami-src", metavar="SRC",
+                    help="build --hami from this HAMi checkout first (e2e/hami-bins/build.sh)")
+    ap.add_argument("--extender", choices=("loopback", "https"), default="loopback",
+                    help="how kube-scheduler reaches tessera: plain HTTP to --extender-bind on "
+                         "127.0.0.1 as deploy/ ships it (default), or HTTPS to the main port "
+                         "(the runs before 2026-12-06 evening)")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the work dirs (logs)")
     ap.add_argument("--bins", default=os.environ.get("TESSERA_K8S_BINS"))
@@ -660,6 +783,17 @@ def main() -> int:
             print(f"bench: building Kubernetes binaries failed:\n{r.stderr[-2000:]}")
             return 2
         args.bins = r.stdout.strip().splitlines()[-1]
+    if args.hami_src and not args.hami:
+        r = subprocess.run(["bash", os.path.join(HERE, "hami-bins", "build.sh"), args.hami_src],
+                           capture_output=True, text=True,
+                           env=dict(os.environ, HELM=os.path.join(args.bins, "helm")))
+        if r.returncode != 0:
+            print(f"bench: building HAMi's scheduler failed:\n{r.stderr[-2000:]}")
+            return 2
+        args.hami = r.stdout.strip().splitlines()[-1]
+    if args.hami and not os.access(os.path.join(args.hami, "scheduler"), os.X_OK):
+        print(f"bench: {args.hami}/scheduler is not executable (run e2e/hami-bins/build.sh)")
+        return 2
     if not os.access(args.tessera, os.X_OK):
         print(f"bench: {args.tessera} is not executable (build tessera first)")
         return 2

@@ -28,7 +28,7 @@ import traceback
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import gpu, procs, walk  # noqa: E402
+from lib import gpu, hami, procs, walk  # noqa: E402
 from lib.cluster import (LEASE_NAME, NAMESPACE, SCHEDULER_NAME, Abort,  # noqa: E402
                          Cluster, Tessera, wait_until)
 from lib.kube import ApiError  # noqa: E402
@@ -38,6 +38,11 @@ LEASE_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{LEASE
 
 class Fail(Abort):
     """A scenario's expectation did not hold (also ends any wait_until at once)."""
+
+
+class Skip(Exception):
+    """A scenario cannot run on this machine (a part it needs is not there); reported as
+    SKIP with the reason and counted apart from passed and failed."""
 
 
 def write_token_kubeconfig(c, path, token):
@@ -1883,6 +1888,86 @@ def s_agent(env: Env, ns: str, group: str):
         agent.stop()
 
 
+@scenario("u", "HAMi's own scheduler (built from a HAMi checkout, configured by its chart) with "
+               "tessera's agent: a MIG gpu:2 pod on an RTX PRO 6000 and a shared pod realised at "
+               "HAMi's placements, UUIDs recorded, HAMi-core env, node lock released, reclaim", 180)
+def s_hami_scheduler_tessera_agent(env: Env, ns: str, group: str):
+    why = hami.available(env.args.hami)
+    if why:
+        raise Skip(why)
+    if os.geteuid() != 0:
+        raise Fail("needs root: kubelet-dm serves /var/lib/kubelet/device-plugins")
+    os.makedirs(DEVICE_PLUGIN_DIR, exist_ok=True)
+    node = f"{group}-n1"
+    env.cluster.create_node(node, [], group)
+    agent = Agent(env, node)
+    running = None
+    try:
+        agent.dm.start()
+        agent.start_agent()
+
+        def registered():
+            n = env.kube.get(f"/api/v1/nodes/{node}")
+            devs = json.loads(n["metadata"]["annotations"].get(gpu.REGISTER, "[]"))
+            alloc = n.get("status", {}).get("allocatable", {}).get("nvidia.com/gpu", "0")
+            return len(devs) == 2 and int(alloc) > 0
+        wait_until(registered, 30, 0.3, "register annotation and kubelet capacity")
+        running = hami.start(
+            env.cluster, env.args.hami,
+            lambda text: sum(1 for ln in text.splitlines()
+                             if ln.startswith("hami_gpu_memory_limit_bytes{")
+                             and f'node="{node}"' in ln) == 2)
+        say(f"HAMi's scheduler registered {node}'s two GPUs (profile {running.profile})")
+
+        mig = {"nvidia.com/vgpu-mode": "mig"}
+        env.kube.create_pod(gpu_pod(ns, "p1", {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 8000},
+                                    group=group, annotations=mig, scheduler=running.profile))
+        p1 = wait_phase(env, ns, ["p1"], "Running", 60)["p1"]
+        ann = p1["metadata"]["annotations"]
+        migs = gpu.decode_mig(ann[gpu.MIG_ALLOCATIONS])
+        check(len(migs) == 2 and all(m["gpuUUID"] == RTX_UUID and m["profile"] == "1g.24gb"
+                                     for m in migs), f"HAMi's MIG allocations {migs}")
+        placed = sorted((m["placement"]["start"], m["placement"]["size"], m.get("migUUID"))
+                        for m in migs)
+        inst = agent.instances()
+        check([(i["start"], i["size"], i["uuid"]) for i in inst] == placed,
+              f"driver instances {inst} differ from HAMi's placements {placed}")
+        check(all(u for _, _, u in placed), f"MIG UUIDs not recorded: {placed}")
+        seen = device_env(p1).get("c0", {}).get("NVIDIA_VISIBLE_DEVICES", "")
+        check(sorted(seen.split(",")) == sorted(u for _, _, u in placed),
+              f"p1 container env {seen!r}, want the UUIDs {placed}")
+        check(ann.get(gpu.BIND_PHASE) == "success", f"p1 bind-phase {ann.get(gpu.BIND_PHASE)}")
+        say(f"p1 (HAMi's placement) realised: {placed}")
+
+        env.kube.create_pod(gpu_pod(ns, "s1", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000,
+                                               "nvidia.com/gpucores": 30},
+                                    group=group, scheduler=running.profile))
+        s1 = wait_phase(env, ns, ["s1"], "Running", 60)["s1"]
+        e = device_env(s1).get("c0", {})
+        check(e.get("NVIDIA_VISIBLE_DEVICES") == T4_UUID and
+              e.get("CUDA_DEVICE_MEMORY_LIMIT_0") == "3000m" and
+              e.get("CUDA_DEVICE_SM_LIMIT") == "30", f"s1 env {e}")
+        check(s1["metadata"]["annotations"].get(gpu.BIND_PHASE) == "success",
+              f"s1 bind-phase {s1['metadata']['annotations'].get(gpu.BIND_PHASE)}")
+        lock = env.kube.get(f"/api/v1/nodes/{node}")["metadata"].get("annotations", {}).get(
+            gpu.NODE_LOCK)
+        check(lock is None, f"HAMi's node lock not released after Allocate: {lock!r}")
+        say(f"s1 env {e}; node lock released")
+
+        env.kube.delete_pod(ns, "p1")
+        wait_until(lambda: not agent.instances() or None, 30, 0.3,
+                   "p1's instances destroyed after its delete")
+        say("delete p1 -> its instances destroyed")
+    except Exception:
+        for p in (agent.proc, agent.dm, *((running.extender,) if running else ())):
+            print(f"  --- {p.name} log (last 30 lines, {p.log_path}):\n{p.log_tail(30)}")
+        raise
+    finally:
+        if running:
+            running.stop()
+        agent.stop()
+
+
 @scenario("k", "a running pod with an unreadable hami.io/vgpu-mig-allocations holds its GPU: "
                "the next pod waits with CardNotHealth until it is deleted", 90)
 def s_unreadable_running_pod(env: Env, ns: str, group: str):
@@ -2584,6 +2669,9 @@ def main() -> int:
     ap.add_argument("--work", default="", help="work dir (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir")
     ap.add_argument("--node-lock", default="hami", choices=["hami", "none"])
+    ap.add_argument("--hami", default=os.environ.get("TESSERA_HAMI_DIR"),
+                    help="what e2e/hami-bins/build.sh printed: HAMi's scheduler and its rendered "
+                         "chart, for scenario u (skipped without it)")
     args = ap.parse_args()
 
     procs.install_cleanup()
@@ -2592,7 +2680,7 @@ def main() -> int:
     print(f"e2e-real: work dir {work}", flush=True)
     only = {k.strip() for k in args.only.split(",") if k.strip()}
     selected = [s for s in SCENARIOS if not only or s[0] in only]
-    passed = failed = 0
+    passed = failed = skipped = 0
     t_all = time.monotonic()
     cluster = Cluster(work=work, bins=args.bins, repo=args.repo, tessera_bin=args.tessera,
                       node_lock=args.node_lock)
@@ -2643,6 +2731,11 @@ def main() -> int:
             finally:
                 timer.cancel()
             elapsed = time.monotonic() - t0
+            if isinstance(err, Skip):
+                skipped += 1
+                print(f"SKIP [{key}] {title}: {err}", flush=True)
+                cleanup(env, ns, f"g{key}")
+                continue
             if err is not None:
                 ok = False
                 if isinstance(err, (Abort, TimeoutError)):
@@ -2667,7 +2760,8 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"e2e-real: logs kept in {work}", flush=True)
-    print(f"e2e-real: {passed} passed, {failed} failed", flush=True)
+    tail = f", {skipped} skipped" if skipped else ""
+    print(f"e2e-real: {passed} passed, {failed} failed{tail}", flush=True)
     return 1 if failed else 0
 
 

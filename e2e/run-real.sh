@@ -5,8 +5,9 @@
 #   e2e/run-real.sh [--only a,b,...] [--keep] [--work DIR] [--node-lock hami|none]
 #
 # Env: TESSERA_BIN (default build/release/src/tessera), TESSERA_K8S_BINS (skip build.sh and use
-# this directory), PYTHON (default python3).
-# Last line of output: `e2e-real: N passed, N failed` (or `e2e-real: SKIPPED (...)`).
+# this directory), PYTHON (default python3), TESSERA_HAMI_DIR (HAMi's scheduler and chart as
+# e2e/hami-bins/build.sh makes them from a HAMi checkout; scenario u is skipped without it).
+# Last line of output: `e2e-real: N passed, N failed[, N skipped]` (or `e2e-real: SKIPPED (...)`).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
