@@ -164,6 +164,7 @@ Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
                  ": want a positive duration such as 5m"};
   }
   setup.node_lock_timeout = lock_timeout.value();
+  so.node_lock_timeout = lock_timeout.value();
   auto retry_timeout = SecondsFlag("--node-lock-retry-timeout", options.node_lock_retry_timeout);
   if (!retry_timeout.ok()) return retry_timeout.error();
   // HAMi retries a PodGroup member's node lock for this long; tessera takes no PodGroup locks.

@@ -19,7 +19,8 @@ ClusterView::ClusterView(config::SchedulerConfig config, ServiceOptions options,
       scheduler_(state_, options_.policy),
       reservations_(state_, options_.reservation_timeout),
       filter_only_(options_.max_filter_only_pods),
-      liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace) {
+      liveness_(config_.nvidia.resource_count_name, options_.node_liveness_grace),
+      node_locks_(options_.node_lock_timeout, options_.reservation_timeout) {
   scheduler_.set_filter_runner(options_.filter_runner);
 }
 
@@ -106,6 +107,7 @@ ClusterView::Scheduled ClusterView::Schedule(const model::Pod& pod,
   if (decision.passthrough()) {
     reservations_.AssumePassthrough(pod.Key());
   } else if (decision.scheduled()) {
+    if (options_.hami_node_lock) node_locks_.Placed(decision.node, pod.Key(), clocks_.steady());
     out.serial = reservations_.Assume(pod, decision.node, clocks_.steady(),
                                       options_.write_placement_in_bind
                                           ? PlacementAnnotationsFor(decision, pod)
@@ -131,6 +133,28 @@ sched::Decision ClusterView::ScheduleLocked(const model::Pod& pod,
       defrag_moves_.Used(pod.controller_uid, node);
       metrics_.DefragMoveSteered();
       return decision;
+    }
+  }
+  if (options_.hami_node_lock && candidates != nullptr && node_locks_.size() > 0) {
+    // A bind on a node locked for another pod fails with node lock contention and the pod waits
+    // for kube-scheduler's backoff: in a burst, where the best node is locked until the device
+    // plugin's Allocate, the pod goes to the best node that is not, if one fits
+    // (docs/serve.md, "Node lock"; the same decision as before when none is locked).
+    const std::string key = pod.Key();
+    const auto now = clocks_.steady();
+    std::vector<std::string> unlocked;
+    unlocked.reserve(candidates->size());
+    for (const std::string& node : *candidates) {
+      if (!node_locks_.HeldForOther(node, key, now)) unlocked.push_back(node);
+    }
+    // Asked first, so that a refusal among the unlocked nodes leaves no trace of the attempt.
+    if (!unlocked.empty() && unlocked.size() < candidates->size() &&
+        scheduler_.WouldPlace(pod, &unlocked)) {
+      sched::Decision decision = scheduler_.Schedule(pod, &unlocked, clocks_.unix_seconds());
+      if (decision.scheduled()) {
+        metrics_.LockedNodesAvoided();
+        return decision;
+      }
     }
   }
   return scheduler_.Schedule(pod, candidates, clocks_.unix_seconds());
@@ -170,6 +194,7 @@ void ClusterView::RecordAnswerLocked(const model::Pod& pod, const sched::Decisio
 
 void ClusterView::ReleaseReservation(const std::string& key, uint64_t serial) {
   std::lock_guard lock(mu_);
+  node_locks_.Released(key);
   if (reservations_.Undo(key, serial)) {
     filter_answers_.Forget(key);  // the placement it offered is gone: filter again
     metrics_.SetPending(reservations_.awaiting_bind());

@@ -29,6 +29,7 @@
 #include "scheduler/filter_answers.h"
 #include "scheduler/filter_only_pods.h"
 #include "scheduler/gpu_usage_table.h"
+#include "scheduler/node_locks.h"
 #include "scheduler/refused_pods.h"
 #include "scheduler/service_metrics.h"
 #include "scheduler/service_options.h"
@@ -301,6 +302,8 @@ class ClusterView {
   std::map<std::string, model::Pod> movable_;
   // Where replacements of pods evicted by defragmentation runs are wanted.
   DefragMoves defrag_moves_;
+  // HAMi's node locks as the feed and this replica's binds show them (--node-lock=hami).
+  NodeLocks node_locks_;
   // Unbound pods with status.nominatedNodeName, by key (the feed's pods only).
   std::map<std::string, Nomination> nominations_;
   bool holds_deferred_ = false;  // a relist is being applied (ReplacePods)

@@ -10,6 +10,7 @@
 
 #include "core/codec/job.h"
 #include "core/codec/k8s_objects.h"
+#include "core/codec/node_lock.h"
 #include "core/model/annotations.h"
 #include "core/sched/defrag.h"
 #include "scheduler/object_name.h"
@@ -83,6 +84,14 @@ void ClusterView::UpsertNodeLocked(const model::Node& given) {
     unselected_.insert(node.name);
   }
   liveness_.Observe(node, clocks_.steady());
+  if (options_.hami_node_lock) {
+    // An unreadable lock is taken over by a bind (stale), so it does not count.
+    const std::string* text = node.Annotation(std::string(model::annotations::kNodeLock));
+    const auto lock = text != nullptr ? codec::ParseNodeLock(*text) : std::nullopt;
+    node_locks_.Observe(node.name, lock.has_value(),
+                        lock && !lock->legacy() ? lock->ns + "/" + lock->name : "",
+                        clocks_.steady());
+  }
   // A node whose plugin came back is live at once; one that went away waits for the next pass.
   if (!liveness_.ZeroSince(node.name)) not_live_.erase(node.name);
   const state::NodeState* before = state_.node(node.name);
@@ -151,6 +160,7 @@ void ClusterView::RemoveNodeLocked(const std::string& name) {
   known_nodes_ = state_.nodes().size();
   state_.SetNodeBlocked(name, "");
   liveness_.Forget(name);
+  node_locks_.Forget(name);
   unselected_.erase(name);
   not_live_.erase(name);
 }

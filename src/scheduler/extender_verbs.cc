@@ -287,6 +287,9 @@ std::string ExtenderVerbs::Bind(std::string_view body) {
   if (lock_node) {
     if (Status s = writer_.LockNode(args->node, ref); !s.ok()) return fail(s.message());
   }
+  auto unlock = [&] {
+    if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+  };
   BindingAnnotations on_binding;
   if (reserved) {
     AnnotationChanges phase = std::move(placement);
@@ -299,7 +302,7 @@ std::string ExtenderVerbs::Bind(std::string_view body) {
         std::any_of(phase.begin(), phase.end(), [](const auto& change) { return !change.second; });
     if (removes) {
       if (Status s = writer_.PatchPodAnnotations(ref, phase); !s.ok()) {
-        if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+        unlock();
         return fail(s.message());
       }
     } else {
@@ -307,7 +310,7 @@ std::string ExtenderVerbs::Bind(std::string_view body) {
     }
   }
   if (Status s = writer_.BindPod(ref, args->node, on_binding); !s.ok()) {
-    if (lock_node) (void)writer_.UnlockNode(args->node, ref);
+    unlock();
     return fail(s.message());
   }
   view_.FinishBind(key, args->pod_uid, args->node, serial);

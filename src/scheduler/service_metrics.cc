@@ -105,6 +105,14 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                              "replacing a pod it evicted (annotation tessera.io/defrag-moving-to)")
                          .Register(*registry_)
                          .Add({});
+  locked_nodes_avoided_ = &prometheus::BuildCounter()
+                               .Name("tessera_filter_locked_nodes_avoided_total")
+                               .Help(
+                                   "Filters (with --node-lock=hami) that chose a node no other "
+                                   "pod's node lock holds over a better one that is locked, "
+                                   "where the bind would have failed with node lock contention")
+                               .Register(*registry_)
+                               .Add({});
   defrag_plans_ = &prometheus::BuildCounter()
                        .Name("tessera_defrag_plans_total")
                        .Help(
@@ -198,6 +206,8 @@ void ServiceMetrics::BindPlacedHere() { placed_in_bind_->Increment(); }
 
 void ServiceMetrics::NominatedPodHeld() { nominated_held_->Increment(); }
 void ServiceMetrics::DefragMoveSteered() { defrag_steered_->Increment(); }
+
+void ServiceMetrics::LockedNodesAvoided() { locked_nodes_avoided_->Increment(); }
 
 void ServiceMetrics::DefragExecuted(int evictions, int admitted, bool delivered) {
   defrag_runs_->Add({{"result", delivered ? "delivered" : "stopped"}}).Increment();

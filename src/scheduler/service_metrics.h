@@ -43,6 +43,8 @@ class ServiceMetrics {
   void NominatedPodHeld();
   // A replacement placed on the node a defragmentation move planned for it (DefragMoves).
   void DefragMoveSteered();
+  // A filter chose a node no other pod's node lock holds over a better one that is locked.
+  void LockedNodesAvoided();
   void SetPending(size_t n);
   // A /defrag plan (a dry run): counted by mode, with its evictions and the pending pods it
   // admits; the last plan's measures before and after.
@@ -77,6 +79,7 @@ class ServiceMetrics {
   prometheus::Counter* requeued_;
   prometheus::Counter* nominated_held_;
   prometheus::Counter* defrag_steered_;
+  prometheus::Counter* locked_nodes_avoided_;
   prometheus::Counter* placed_in_bind_;
   prometheus::Gauge* pending_;
   prometheus::Family<prometheus::Counter>* defrag_plans_;

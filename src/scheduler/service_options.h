@@ -24,6 +24,8 @@ struct ServiceOptions {
   // How long filter waits for the first sync before answering with an Error.
   std::chrono::milliseconds ready_wait{std::chrono::seconds(10)};
   bool hami_node_lock = false;
+  // --node-lock-timeout: a node lock held this long counts as stale (NodeLocks).
+  std::chrono::seconds node_lock_timeout{300};
   // Where the placement annotations are written. In bind (the default) filter answers from
   // memory and one merge patch carries placement and bind-phase together, taking an API round
   // trip off kube-scheduler's one-pod-at-a-time cycle; a restart (or a new leader) between filter
