@@ -74,8 +74,11 @@ class BenchCluster(Cluster):
     and optionally with a different client QPS/burst."""
 
     def __init__(self, *, sched_qps: float | None, sched_burst: int | None,
-                 tessera_args: list[str] | None = None, extender: str = "loopback", **kw):
-        super().__init__(node_lock="none", **kw)
+                 tessera_args: list[str] | None = None, extender: str = "loopback",
+                 node_lock: str = "hami", **kw):
+        # No NodeLockReleaser thread (it lists every node 7 times a second): with the node lock,
+        # the phases release it from their watch (DevicePluginStandIn).
+        super().__init__(node_lock=node_lock, lock_releaser=False, **kw)
         self.sched_qps, self.sched_burst = sched_qps, sched_burst
         self.tessera_args = tessera_args or []
         self.extender = extender
@@ -257,7 +260,7 @@ class BindWatch:
         self._conn = http.client.HTTPSConnection("127.0.0.1", cluster.api_port,
                                                  context=cluster.kube.ctx, timeout=600)
         q = urllib.parse.urlencode({"watch": "1", "resourceVersion": rv,
-                                    "timeoutSeconds": "900"})
+                                    "timeoutSeconds": "3600"})
         self._conn.request("GET", f"/api/v1/namespaces/{ns}/pods?{q}",
                            headers={"Accept": "application/json"})
         self._resp = self._conn.getresponse()
@@ -450,27 +453,40 @@ def refused_by_scheduler(pod: dict) -> bool:
                for c in pod.get("status", {}).get("conditions", []))
 
 
-def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float) -> dict:
+def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float, *,
+                hami_run: "hami.Running | None" = None, quota: bool = True) -> dict:
     """How soon a pending GPU pod is bound once a GPU frees (HAMi #1368: about 5 minutes there).
     One node of its own (8 GPUs, each taken whole by a blocker pod); per round a probe pod that
     needs a whole GPU is created, refused, left pending `pending_s`, then one blocker is deleted:
-    the delay is from that delete until a watch sees the probe bound."""
-    ns = "bench-retry"
+    the delay is from that delete until a watch sees the probe bound. Then, with `quota`, the
+    same after a ResourceQuota is raised. With hami_run the pods are HAMi's scheduler's (on a
+    node and in namespaces of their own), and nothing reads tessera's metrics."""
+    suffix = "-hami" if hami_run else ""
+    group = RETRY_GROUP + suffix
+    ns = "bench-retry" + suffix
+    scheduler = hami_run.profile if hami_run else SCHEDULER_NAME
     cluster.kube.ensure_namespace(ns)
-    name = f"{RETRY_GROUP}-n0"
-    devs = [gpu.sharing_gpu(f"GPU-{RETRY_GROUP}-{j}", j, devmem=24576, count=10)
+    name = f"{group}-n0"
+    devs = [gpu.sharing_gpu(f"GPU-{group}-{j}", j, devmem=24576, count=10)
             for j in range(GPUS_PER_NODE)]
-    gpus_before = cluster_gpus(cluster)
-    cluster.create_node(name, devs, RETRY_GROUP)
-    wait_tessera_sees(cluster, gpus_before + GPUS_PER_NODE, 60)
+    if hami_run:
+        cluster.create_node(name, devs, group)
+        wait_until(lambda: f'node="{name}"' in (hami_run.metrics() or ""), 60, 0.2,
+                   f"HAMi's scheduler to register {name}")
+    else:
+        gpus_before = cluster_gpus(cluster)
+        cluster.create_node(name, devs, group)
+        wait_tessera_sees(cluster, gpus_before + GPUS_PER_NODE, 60)
 
     def pod(pod_name: str) -> dict:
-        p = make_pod(ns, pod_name, "gpu")
-        p["spec"]["nodeSelector"] = {"tessera-e2e/group": RETRY_GROUP}
+        p = make_pod(ns, pod_name, "gpu", scheduler)
+        p["spec"]["nodeSelector"] = {"tessera-e2e/group": group}
         p["spec"]["containers"][0]["resources"] = {"limits": dict(WHOLE_GPU)}
         return p
 
-    watch = BindWatch(cluster, ns)
+    locks = hami_run is not None or cluster.node_lock == "hami"
+    stand_in = DevicePluginStandIn(cluster, ns) if locks else None
+    watch = BindWatch(cluster, ns, stand_in.on_bound if stand_in else None)
     for i in range(GPUS_PER_NODE):
         cluster.kube.create_pod(pod(f"blocker-{i}"))
     if not watch.wait(GPUS_PER_NODE, 120):
@@ -491,19 +507,33 @@ def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float) -> dict:
     m1 = tessera_metrics(cluster.main)
     requeued = (m1.get("tessera_requeued_pods_total", 0.0) -
                 m0.get("tessera_requeued_pods_total", 0.0))
+    result = {"rounds": rounds, "pending_s": pending_s,
+              "delay_s": [round(d, 2) for d in delays],
+              "delay_p50_s": round(pct(delays, 0.5), 2), "delay_max_s": round(max(delays), 2),
+              "requeue_nudges": int(requeued), "quota_raise_delay_s": None}
+    if not quota:
+        watch.close()
+        if stand_in:
+            stand_in.close()
+        cluster.kube.delete_all_pods(ns)
+        return result
 
     # A quota raised: kube-scheduler watches no ResourceQuota, so only tessera's nudge
     # (--requeue-after) tries the pod again. A GPU is freed first; the quota keeps the probe out.
-    qns = "bench-retry-quota"
+    qns = "bench-retry-quota" + suffix
     cluster.kube.ensure_namespace(qns)
     quotas = f"/api/v1/namespaces/{qns}/resourcequotas"
     cluster.kube.create(quotas, {"apiVersion": "v1", "kind": "ResourceQuota",
                                  "metadata": {"name": "gpu", "namespace": qns},
                                  "spec": {"hard": {"limits.nvidia.com/gpumem": "1000"}}})
-    wait_until(lambda: f'namespace="{qns}"' in cluster.main.get_text("/metrics")[1], 60, 0.2,
-               "tessera to see the ResourceQuota")
+    if hami_run:
+        time.sleep(2)  # HAMi's quota informer; it exposes nothing to wait on
+    else:
+        wait_until(lambda: f'namespace="{qns}"' in cluster.main.get_text("/metrics")[1], 60,
+                   0.2, "tessera to see the ResourceQuota")
     cluster.kube.delete_pod(ns, f"blocker-{rounds}")
-    qwatch = BindWatch(cluster, qns)
+    q_stand_in = DevicePluginStandIn(cluster, qns) if locks else None
+    qwatch = BindWatch(cluster, qns, q_stand_in.on_bound if q_stand_in else None)
     probe = pod("probe-quota")
     probe["metadata"]["namespace"] = qns
     cluster.kube.create_pod(probe)
@@ -518,12 +548,13 @@ def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float) -> dict:
     quota_delay = qwatch.bound["probe-quota"] - t
     qwatch.close()
     watch.close()
+    for si in (stand_in, q_stand_in):
+        if si:
+            si.close()
     cluster.kube.delete_all_pods(qns)
     cluster.kube.delete_all_pods(ns)
-    return {"rounds": rounds, "pending_s": pending_s,
-            "delay_s": [round(d, 2) for d in delays],
-            "delay_p50_s": round(pct(delays, 0.5), 2), "delay_max_s": round(max(delays), 2),
-            "requeue_nudges": int(requeued), "quota_raise_delay_s": round(quota_delay, 2)}
+    result["quota_raise_delay_s"] = round(quota_delay, 2)
+    return result
 
 
 def cluster_gpus(cluster: BenchCluster) -> int:
@@ -563,6 +594,14 @@ def wait_tessera_sees(cluster: BenchCluster, gpus: int, timeout: float) -> None:
 # --- HAMi's scheduler on the same cluster (--hami) ----------------------------------------------
 HAMI_NS = "bench-hami"
 HAMI_LOCK = gpu.NODE_LOCK
+
+
+def hami_overrides(flags: list[str]):
+    """--hami-arg values: `-v=2` sets a flag of the chart's, `--debug=` (nothing after `=`) drops
+    it."""
+    for f in flags:
+        key, _, value = f.partition("=")
+        yield key, (value or None)
 
 
 class DevicePluginStandIn:
@@ -618,7 +657,7 @@ def hami_phase(cluster: BenchCluster, args, pods: int, gpus: int) -> dict:
         qps=None if chart_limits else args.scheduler_qps,
         burst=None if chart_limits else args.scheduler_burst,
         scheduler_qps=args.scheduler_qps, scheduler_burst=args.scheduler_burst,
-        ready_timeout=120 + gpus / 4)
+        ready_timeout=120 + gpus / 4, overrides=dict(hami_overrides(args.hami_arg)))
     profile = running.profile
     say(f"HAMi's scheduler is up and sees every GPU (profile {profile})")
     stand_in = DevicePluginStandIn(cluster, HAMI_NS)
@@ -630,6 +669,13 @@ def hami_phase(cluster: BenchCluster, args, pods: int, gpus: int) -> dict:
         stand_in.close()
     r["node_locks_released"] = stand_in.released
     del r["tessera"]
+    if args.retry_rounds > 0:
+        cluster.kube.delete_all_pods(HAMI_NS)
+        r["retry"] = retry_phase(cluster, args.retry_rounds, args.retry_pending,
+                                 hami_run=running, quota=args.hami_retry_quota)
+        say(f"  HAMi pending-retry: a GPU freed -> the pending pod bound after "
+            f"{r['retry']['delay_s']} s; a quota raised -> after "
+            f"{r['retry']['quota_raise_delay_s']} s")
     return r
 
 
@@ -656,7 +702,8 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
     say(f"=== {nodes} nodes x {GPUS_PER_NODE} GPUs ({MODE}), {pods} pods per phase")
     cluster = BenchCluster(work=work, bins=args.bins, repo=REPO, tessera_bin=args.tessera,
                            sched_qps=args.scheduler_qps, sched_burst=args.scheduler_burst,
-                           tessera_args=args.tessera_arg, extender=args.extender)
+                           tessera_args=args.tessera_arg, extender=args.extender,
+                           node_lock=args.node_lock)
     result: dict = {"nodes": nodes, "pods": pods, "mode": MODE}
     try:
         cluster.start()
@@ -674,7 +721,16 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
         say(f"one pod annotation PATCH from the harness (idle cluster): {result['pod_patch']}")
         for kind in ("gpu", "cpu"):
             timeout = max(120.0, pods / 3.0)
-            r = run_phase(cluster, kind, pods, args.workers, timeout)
+            stand_in = (DevicePluginStandIn(cluster, f"bench-{kind}")
+                        if kind == "gpu" and args.node_lock == "hami" else None)
+            try:
+                r = run_phase(cluster, kind, pods, args.workers, timeout,
+                              on_bound=stand_in.on_bound if stand_in else None)
+            finally:
+                if stand_in:
+                    stand_in.close()
+            if stand_in:
+                r["node_locks_released"] = stand_in.released
             result[kind] = r
             tm = r["tessera"]
             say(f"  {kind}: {r['bound']}/{pods} bound in {r['wall_s']}s -> {r['pods_per_s']} "
@@ -762,12 +818,22 @@ def main() -> int:
     ap.add_argument("--hami-chart-client-limits", action="store_true",
                     help="keep HAMi's client at the chart's 5 QPS / burst 10 (default: the same "
                          "--scheduler-qps/--scheduler-burst as kube-scheduler)")
+    ap.add_argument("--hami-arg", action="append", default=[],
+                    help="change a flag of the chart's for HAMi's extender (repeatable): -v=2 "
+                         "sets it, --debug= drops it (the chart runs it with --debug -v=4)")
+    ap.add_argument("--hami-retry-quota", action="store_true",
+                    help="with --hami and retry rounds, also time HAMi's pending pod after a quota "
+                         "is raised (kube-scheduler retries it only after its 5-minute flush)")
     ap.add_argument("--hami-src", metavar="SRC",
                     help="build --hami from this HAMi checkout first (e2e/hami-bins/build.sh)")
     ap.add_argument("--extender", choices=("loopback", "https"), default="loopback",
                     help="how kube-scheduler reaches tessera: plain HTTP to --extender-bind on "
                          "127.0.0.1 as deploy/ ships it (default), or HTTPS to the main port "
                          "(the runs before 2026-12-06 evening)")
+    ap.add_argument("--node-lock", choices=("hami", "none"), default="hami",
+                    help="tessera's --node-lock: hami as deploy/ ships it (default; the harness "
+                         "releases the lock as the device plugin would once the pod is bound), "
+                         "or none (the runs before 2026-12-06 evening)")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the work dirs (logs)")
     ap.add_argument("--bins", default=os.environ.get("TESSERA_K8S_BINS"))

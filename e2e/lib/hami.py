@@ -87,11 +87,13 @@ def chart(cluster: Cluster, hami_dir: str) -> Chart:
 
 def start(cluster: Cluster, hami_dir: str, ready, *, qps: float | None = None,
           burst: int | None = None, scheduler_qps: float | None = None,
-          scheduler_burst: int | None = None, ready_timeout: float = 120) -> Running:
+          scheduler_burst: int | None = None, ready_timeout: float = 120,
+          overrides: dict[str, str | None] | None = None) -> Running:
     """Starts HAMi's extender and a second kube-scheduler for its profile. ready(metrics_text)
     says when the extender has registered the nodes the caller needs (HAMi registers nodes on
     a 15 s loop). qps/burst: the extender's client limits (None: the chart's, 5 QPS / burst
-    10); scheduler_qps/scheduler_burst: kube-scheduler's (None: its own defaults)."""
+    10); scheduler_qps/scheduler_burst: kube-scheduler's (None: its own defaults). overrides:
+    more of the extender's flags to change (`-v`: "2"), add, or drop (None)."""
     spec = chart(cluster, hami_dir)
     port, metrics_port = free_port(), free_port()
     dev_cfg = os.path.join(cluster.work, "hami-device-config.yaml")
@@ -105,13 +107,16 @@ def start(cluster: Cluster, hami_dir: str, ready, *, qps: float | None = None,
         replaced["--kube-qps"] = str(qps)
     if burst is not None:
         replaced["--kube-burst"] = str(burst)
+    extra = dict(overrides or {})
+    replaced.update({k: v for k, v in extra.items() if v is not None})
     argv = [os.path.join(hami_dir, "scheduler")]
     for a in spec.args:
         key = a.split("=", 1)[0]
-        if key.startswith("--leader-elect-resource"):
+        if key.startswith("--leader-elect-resource") or (key in extra and extra[key] is None):
             continue
         argv.append(f"{key}={replaced.pop(key)}" if key in replaced else a)
-    argv += [f"{k}={v}" for k, v in replaced.items() if k in ("--kube-qps", "--kube-burst")]
+    argv += [f"{k}={v}" for k, v in replaced.items()
+             if k in ("--kube-qps", "--kube-burst") or k in extra]
     env = dict(os.environ, KUBECONFIG=cluster.kubeconfigs["admin"], **spec.env)
     extender = Proc("hami-scheduler", argv, os.path.join(cluster.work, "hami-scheduler.log"), env)
     cluster.procs["hami-scheduler"] = extender
