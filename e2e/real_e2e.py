@@ -1682,6 +1682,20 @@ class Agent:
         check(status == 200, f"agent /metrics as tessera-e2e-reader: HTTP {status} {text[:200]}")
         return text
 
+    def start_registered(self) -> list[dict]:
+        """Starts kubelet-dm and the agent; returns the node's registered devices once both GPUs
+        are in the register annotation and the kubelet's capacity."""
+        self.dm.start()
+        self.start_agent()
+        kube, node = self.env.kube, self.node
+
+        def registered():
+            n = kube.get(f"/api/v1/nodes/{node}")
+            devs = json.loads(n["metadata"]["annotations"].get(gpu.REGISTER, "[]"))
+            alloc = n.get("status", {}).get("allocatable", {}).get("nvidia.com/gpu", "0")
+            return len(devs) == 2 and int(alloc) > 0 and devs
+        return wait_until(registered, 30, 0.3, "register annotation and kubelet capacity")
+
     def start_agent(self, timeout: float = 60) -> None:
         self.proc.start()
 
@@ -1762,15 +1776,7 @@ def s_agent(env: Env, ns: str, group: str):
     env.cluster.create_node(node, [], group)  # no GPUs until the agent registers them
     agent = Agent(env, node)
     try:
-        agent.dm.start()
-        agent.start_agent()
-
-        def registered():
-            n = env.kube.get(f"/api/v1/nodes/{node}")
-            devs = json.loads(n["metadata"]["annotations"].get(gpu.REGISTER, "[]"))
-            alloc = n.get("status", {}).get("allocatable", {}).get("nvidia.com/gpu", "0")
-            return len(devs) == 2 and int(alloc) > 0 and devs
-        devs = wait_until(registered, 30, 0.3, "register annotation and kubelet capacity")
+        devs = agent.start_registered()
         check(devs[0]["mode"] == "mig" and devs[1]["mode"] == "hami-core",
               f"registered modes: {[d['mode'] for d in devs]}")
         say(f"agent registered {[d['id'][:12] + '/' + d['mode'] for d in devs]}, "
@@ -1903,15 +1909,7 @@ def s_hami_scheduler_tessera_agent(env: Env, ns: str, group: str):
     agent = Agent(env, node)
     running = None
     try:
-        agent.dm.start()
-        agent.start_agent()
-
-        def registered():
-            n = env.kube.get(f"/api/v1/nodes/{node}")
-            devs = json.loads(n["metadata"]["annotations"].get(gpu.REGISTER, "[]"))
-            alloc = n.get("status", {}).get("allocatable", {}).get("nvidia.com/gpu", "0")
-            return len(devs) == 2 and int(alloc) > 0
-        wait_until(registered, 30, 0.3, "register annotation and kubelet capacity")
+        agent.start_registered()
         running = hami.start(
             env.cluster, env.args.hami,
             lambda text: sum(1 for ln in text.splitlines()

@@ -485,8 +485,12 @@ current-context: e2e
 
     def manifest_objects(self, name: str) -> list[dict]:
         """The objects of a deploy/ file as kubectl parses them (client side)."""
-        text = self.kubectl("create", "--dry-run=client", "-o", "json", "-f",
-                            self.deploy_path(name)).stdout
+        return self.objects_of(self.deploy_path(name))
+
+    def objects_of(self, path: str, *kubectl_args: str) -> list[dict]:
+        """The objects of a YAML file as kubectl parses them (client side), Lists flattened."""
+        text = self.kubectl("create", "--dry-run=client", *kubectl_args, "-o", "json", "-f",
+                            path).stdout
         objs, pos, dec = [], 0, json.JSONDecoder()
         while True:
             while pos < len(text) and text[pos].isspace():

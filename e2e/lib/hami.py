@@ -5,7 +5,6 @@ changing only addresses, certificate paths, leader election (one replica) and, w
 client limits. Used by e2e/bench_throughput.py --hami and scenario u of e2e/real_e2e.py."""
 
 import http.client
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -56,16 +55,7 @@ def available(hami_dir: str | None) -> str | None:
 
 
 def chart(cluster: Cluster, hami_dir: str) -> Chart:
-    r = cluster.kubectl("create", "--dry-run=client", "--validate=false", "-o", "json", "-f",
-                        os.path.join(hami_dir, "rendered.yaml"))
-    objs, pos, dec, text = [], 0, json.JSONDecoder(), r.stdout
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            break
-        obj, pos = dec.raw_decode(text, pos)
-        objs.extend(obj["items"] if obj.get("kind") == "List" else [obj])
+    objs = cluster.objects_of(os.path.join(hami_dir, "rendered.yaml"), "--validate=false")
 
     def config_map_key(key: str) -> str:
         found = [o["data"][key] for o in objs
