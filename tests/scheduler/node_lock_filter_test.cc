@@ -94,5 +94,18 @@ TEST_F(ServiceTest, AFailedBindGivesUpTheNodeItWouldHaveLocked) {
   EXPECT_EQ(OnlyNode(Filter(PodBuilder("ns/b").Container(1, 4000).Build(), {"n1", "n2"})), first);
 }
 
+TEST_F(ServiceTest, APodFilteredAgainHoldsOnlyItsNewNode) {
+  options.hami_node_lock = true;
+  MakeSynced({NodeWith("n1", {SharingGpu("GPU-1")}), NodeWith("n2", {SharingGpu("GPU-2")})});
+  auto a = PodBuilder("ns/a").Container(1, 4000).Build();
+  const std::string first = OnlyNode(Filter(a, {"n1", "n2"}));
+  ASSERT_FALSE(first.empty());
+  const std::string other = first == "n1" ? "n2" : "n1";
+  // kube-scheduler asks again, offering only the other node (its own plugins changed their
+  // mind): the pod's first node is not held for it any more.
+  ASSERT_EQ(OnlyNode(Filter(a, {other})), other);
+  EXPECT_EQ(OnlyNode(Filter(PodBuilder("ns/b").Container(1, 4000).Build(), {"n1", "n2"})), first);
+}
+
 }  // namespace
 }  // namespace tessera::scheduler
