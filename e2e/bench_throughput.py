@@ -812,9 +812,9 @@ def main() -> int:
                     help="GPU pods share GPUs (gpumem 4000, gpucores 20) or take one 1g.5gb MIG "
                          "instance of an A100-40GB each")
     ap.add_argument("--hami", metavar="DIR",
-                    help="also run the GPU phase with HAMi's scheduler as the extender: DIR is "
-                         "what e2e/hami-bins/build.sh printed (HAMi's scheduler and its rendered "
-                         "chart)")
+                    help="also run the GPU phase with HAMi's scheduler as the extender: DIR holds "
+                         "HAMi's scheduler binary `scheduler` and HAMi's chart rendered as "
+                         "`rendered.yaml` (e2e/README.md; not built by this repository)")
     ap.add_argument("--hami-chart-client-limits", action="store_true",
                     help="keep HAMi's client at the chart's 5 QPS / burst 10 (default: the same "
                          "--scheduler-qps/--scheduler-burst as kube-scheduler)")
@@ -824,8 +824,6 @@ def main() -> int:
     ap.add_argument("--hami-retry-quota", action="store_true",
                     help="with --hami and retry rounds, also time HAMi's pending pod after a quota "
                          "is raised (kube-scheduler retries it only after its 5-minute flush)")
-    ap.add_argument("--hami-src", metavar="SRC",
-                    help="build --hami from this HAMi checkout first (e2e/hami-bins/build.sh)")
     ap.add_argument("--extender", choices=("loopback", "https"), default="loopback",
                     help="how kube-scheduler reaches tessera: plain HTTP to --extender-bind on "
                          "127.0.0.1 as deploy/ ships it (default), or HTTPS to the main port "
@@ -849,16 +847,8 @@ def main() -> int:
             print(f"bench: building Kubernetes binaries failed:\n{r.stderr[-2000:]}")
             return 2
         args.bins = r.stdout.strip().splitlines()[-1]
-    if args.hami_src and not args.hami:
-        r = subprocess.run(["bash", os.path.join(HERE, "hami-bins", "build.sh"), args.hami_src],
-                           capture_output=True, text=True,
-                           env=dict(os.environ, HELM=os.path.join(args.bins, "helm")))
-        if r.returncode != 0:
-            print(f"bench: building HAMi's scheduler failed:\n{r.stderr[-2000:]}")
-            return 2
-        args.hami = r.stdout.strip().splitlines()[-1]
     if args.hami and not os.access(os.path.join(args.hami, "scheduler"), os.X_OK):
-        print(f"bench: {args.hami}/scheduler is not executable (run e2e/hami-bins/build.sh)")
+        print(f"bench: {args.hami}/scheduler is not executable (see e2e/README.md)")
         return 2
     if not os.access(args.tessera, os.X_OK):
         print(f"bench: {args.tessera} is not executable (build tessera first)")

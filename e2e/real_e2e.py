@@ -2668,8 +2668,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work dir")
     ap.add_argument("--node-lock", default="hami", choices=["hami", "none"])
     ap.add_argument("--hami", default=os.environ.get("TESSERA_HAMI_DIR"),
-                    help="what e2e/hami-bins/build.sh printed: HAMi's scheduler and its rendered "
-                         "chart, for scenario u (skipped without it)")
+                    help="a directory with HAMi's scheduler binary and its rendered chart "
+                         "(e2e/README.md), for scenario u (skipped without it)")
     args = ap.parse_args()
 
     procs.install_cleanup()

@@ -5,8 +5,8 @@
 #   e2e/run-real.sh [--only a,b,...] [--keep] [--work DIR] [--node-lock hami|none]
 #
 # Env: TESSERA_BIN (default build/release/src/tessera), TESSERA_K8S_BINS (skip build.sh and use
-# this directory), PYTHON (default python3), TESSERA_HAMI_DIR (HAMi's scheduler and chart as
-# e2e/hami-bins/build.sh makes them from a HAMi checkout; scenario u is skipped without it).
+# this directory), PYTHON (default python3), TESSERA_HAMI_DIR (a directory with HAMi's
+# scheduler binary and rendered chart, see e2e/README.md; scenario u is skipped without it).
 # Last line of output: `e2e-real: N passed, N failed[, N skipped]` (or `e2e-real: SKIPPED (...)`).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

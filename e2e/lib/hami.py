@@ -1,6 +1,7 @@
 """HAMi's own scheduler (extender + its kube-scheduler) on the harness's control plane, configured
-from HAMi's Helm chart: e2e/hami-bins/build.sh builds the extender from a HAMi checkout and
-renders the chart; start() runs both with the chart's flags and KubeSchedulerConfiguration,
+from HAMi's Helm chart. The directory given holds HAMi's `scheduler` binary and its chart
+rendered as `rendered.yaml`; this repository neither builds nor ships them (e2e/README.md).
+start() runs both with the chart's flags and KubeSchedulerConfiguration,
 changing only addresses, certificate paths, leader election (one replica) and, when asked, the
 client limits. Used by e2e/bench_throughput.py --hami and scenario u of e2e/real_e2e.py."""
 
@@ -44,13 +45,13 @@ class Running:
 
 
 def available(hami_dir: str | None) -> str | None:
-    """None when hami_dir holds what build.sh makes, else why not."""
+    """None when hami_dir holds HAMi's scheduler and rendered chart, else why not."""
     if not hami_dir:
-        return ("no HAMi build given (--hami DIR, or TESSERA_HAMI_DIR; e2e/hami-bins/build.sh "
-                "makes one from a HAMi checkout: the Go module proxy refuses HAMi's module)")
+        return ("no HAMi scheduler given (--hami DIR, or TESSERA_HAMI_DIR): the Go module proxy "
+                "refuses HAMi's module and this repository does not build HAMi")
     for name in ("scheduler", "rendered.yaml"):
         if not os.path.isfile(os.path.join(hami_dir, name)):
-            return f"{hami_dir}/{name} is missing (run e2e/hami-bins/build.sh)"
+            return f"{hami_dir}/{name} is missing (see e2e/README.md)"
     return None
 
 
