@@ -66,7 +66,6 @@ struct ServeSetup {
   scheduler::ServiceOptions service;
   config::SchedulerConfig config;
   std::optional<sim::Scenario> scenario;  // --cluster
-  std::chrono::seconds node_lock_timeout{};
   std::chrono::seconds kube_timeout{};
   DefragControllerOptions defrag;  // interval 0: off
 };
@@ -163,7 +162,6 @@ Status ResolveServiceFlags(const ServeOptions& options, ServeSetup& setup) {
     return Error{"--node-lock-timeout " + options.node_lock_timeout +
                  ": want a positive duration such as 5m"};
   }
-  setup.node_lock_timeout = lock_timeout.value();
   so.node_lock_timeout = lock_timeout.value();
   auto retry_timeout = SecondsFlag("--node-lock-retry-timeout", options.node_lock_retry_timeout);
   if (!retry_timeout.ok()) return retry_timeout.error();
@@ -234,7 +232,7 @@ Result<ClusterSource> OpenClusterSource(const ServeOptions& options, const Serve
   scheduler_runtime::KubeClusterOptions ko;
   ko.kubeconfig = options.kubeconfig;
   ko.scheduler_name = options.scheduler_name;
-  ko.node_lock_timeout = setup.node_lock_timeout;
+  ko.node_lock_timeout = setup.service.node_lock_timeout;
   ko.client.qps = options.kube_qps;
   ko.client.burst = options.kube_burst;
   if (setup.kube_timeout.count() > 0) ko.client.request_timeout = setup.kube_timeout;

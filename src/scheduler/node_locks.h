@@ -35,7 +35,7 @@ class NodeLocks {
   // That placement was given up (its reservation released, its bind failed): the node is
   // `holder`'s no more, unless the feed shows the lock.
   void Released(const std::string& holder);
-  void Forget(const std::string& node) { held_.erase(node); }
+  void Forget(const std::string& node);
 
   // Whether a bind of pod `pod` ("ns/name") on `node` would meet another pod's lock now.
   bool HeldForOther(const std::string& node, const std::string& pod, Clock::time_point now) const;
@@ -47,9 +47,15 @@ class NodeLocks {
     Clock::time_point since;
     bool confirmed = false;  // seen on the node (else only a filter's placement)
   };
+  // Drops `holder`'s index entry when it points at `node` (its entry there is going away).
+  void Unindex(const std::string& node, const Holder& holder);
+
   Clock::duration stale_after_;
   Clock::duration unconfirmed_after_;
   std::map<std::string, Holder> held_;  // by node
+  // The node of each pod's unconfirmed placement (its latest filter's), so that Released does
+  // not walk every held node: no larger than held_.
+  std::map<std::string, std::string> placed_node_of_;
 };
 
 }  // namespace tessera::scheduler

@@ -80,5 +80,22 @@ TEST(NodeLocksTest, ForgettingANodeDropsItsEntry) {
   EXPECT_EQ(locks.size(), 0u);
 }
 
+// A pod filtered again holds only the node of its latest filter; releasing it frees that node
+// and leaves another pod's placement, made after the first one's node was forgotten, alone.
+TEST(NodeLocksTest, APodHoldsOnlyItsLatestPlacement) {
+  NodeLocks locks(minutes(5), seconds(60));
+  locks.Placed("n1", "ns/a", kT0);
+  locks.Placed("n2", "ns/a", kT0 + seconds(1));
+  EXPECT_FALSE(locks.HeldForOther("n1", "ns/b", kT0 + seconds(1)));
+  EXPECT_TRUE(locks.HeldForOther("n2", "ns/b", kT0 + seconds(1)));
+  EXPECT_EQ(locks.size(), 1u);
+  locks.Forget("n2");
+  locks.Placed("n2", "ns/b", kT0 + seconds(2));
+  locks.Released("ns/a");  // a's placement went with the node: b's stays
+  EXPECT_TRUE(locks.HeldForOther("n2", "ns/a", kT0 + seconds(2)));
+  locks.Released("ns/b");
+  EXPECT_EQ(locks.size(), 0u);
+}
+
 }  // namespace
 }  // namespace tessera::scheduler
