@@ -25,6 +25,8 @@ struct ServeOptions {
   int max_connections = 10000;
   int http_workers = 8;
   int http_queue = 64;
+  int bind_workers = 32;
+  int bind_queue = 512;
   std::string scheduler_name = "tessera-scheduler";
   std::string device_config;  // HAMi device-config.yaml
   std::string node_policy;    // empty: the scenario's, else tessera

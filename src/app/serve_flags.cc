@@ -147,6 +147,17 @@ void AddServeFlags(CLI::App& serve, ServeOptions& so) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   serve
+      .add_option("--bind-workers", so.bind_workers,
+                  "Threads that answer kube-scheduler's binds (apart from --http-workers, so "
+                  "that a filter never waits behind binds)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  serve
+      .add_option("--bind-queue", so.bind_queue,
+                  "Binds waiting for a bind worker at most (more: 503)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  serve
       .add_option("--scheduler-name", so.scheduler_name,
                   "Scheduler name the webhook sets and events carry")
       ->capture_default_str();

@@ -63,6 +63,8 @@ Result<http::ListenerLimits> ResolveLimits(const ServeOptions& options) {
   limits.max_connections = ConnectionLimit(static_cast<size_t>(options.max_connections));
   limits.work_threads = static_cast<size_t>(options.http_workers);
   limits.work_queue = static_cast<size_t>(options.http_queue);
+  limits.bind_threads = static_cast<size_t>(options.bind_workers);
+  limits.bind_queue = static_cast<size_t>(options.bind_queue);
   return limits;
 }
 

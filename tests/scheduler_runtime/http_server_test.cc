@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -36,13 +39,17 @@ nodes:
 // A server on a free loopback port, serving an embedded cluster.
 class ServerFixture {
  public:
-  explicit ServerFixture(HttpOptions options = {}) {
+  explicit ServerFixture(HttpOptions options = {},
+                         std::unique_ptr<EmbeddedCluster> cluster = nullptr,
+                         bool hami_node_lock = false)
+      : cluster_(cluster ? std::move(cluster) : std::make_unique<EmbeddedCluster>()) {
     auto catalog = mig::GpuModelCatalog::Builtin();
     auto scenario = sim::LoadScenarioText(kScenario, catalog.value(), "test.yaml");
     EXPECT_TRUE(scenario.ok()) << scenario.error().message;
     scheduler::ServiceOptions so;
     so.ready_wait = std::chrono::milliseconds(10);
-    service_ = std::make_unique<scheduler::SchedulerService>(scenario->config, so, cluster_);
+    so.hami_node_lock = hami_node_lock;
+    service_ = std::make_unique<scheduler::SchedulerService>(scenario->config, so, *cluster_);
     EmbeddedCluster::Load(*scenario, service_->view);
     options.bind = "127.0.0.1:0";
     server_ = std::make_unique<HttpServer>(*service_, options);
@@ -56,10 +63,10 @@ class ServerFixture {
   int port() const { return server_->port(); }
   const Status& listen_status() const { return listen_status_; }
   HttpServer& server() { return *server_; }
-  EmbeddedCluster& cluster() { return cluster_; }
+  EmbeddedCluster& cluster() { return *cluster_; }
 
  private:
-  EmbeddedCluster cluster_;
+  std::unique_ptr<EmbeddedCluster> cluster_;
   std::unique_ptr<scheduler::SchedulerService> service_;
   std::unique_ptr<HttpServer> server_;
   Status listen_status_;
@@ -90,6 +97,104 @@ TEST(HttpServer, FilterAndBindOverHttpUpdateTheEmbeddedCluster) {
   EXPECT_EQ(Json::parse(bind->body)["Error"], "");
   EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
   EXPECT_FALSE(f.cluster().Annotations("default/p1")["hami.io/vgpu-mig-allocations"].empty());
+}
+
+// A cluster whose binds wait until the test lets them go: an API server slow to bind.
+class SlowBindCluster : public EmbeddedCluster {
+ public:
+  Status BindPod(const scheduler::PodRef& pod, const std::string& node,
+                 const scheduler::BindingAnnotations& annotations) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++binding_;
+      changed_.notify_all();
+      changed_.wait(lock, [this] { return released_; });
+    }
+    return EmbeddedCluster::BindPod(pod, node, annotations);
+  }
+  bool WaitForBinds(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(5), [&] { return binding_ >= n; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int binding_ = 0;
+  bool released_ = false;
+};
+
+// kube-scheduler binds concurrently, each bind waiting on the API server, while its filters come
+// one at a time on its serial path: binds holding every bind worker leave the filter's worker
+// free (before binds had a lane of their own, this filter waited for them).
+TEST(HttpServer, AFilterIsAnsweredWhileBindsWaitOnTheApiServer) {
+  HttpOptions options;
+  options.limits.work_threads = 1;
+  options.limits.bind_threads = 1;
+  auto owned = std::make_unique<SlowBindCluster>();
+  SlowBindCluster& cluster = *owned;
+  ServerFixture f(options, std::move(owned));
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto first = testing::PodBuilder("default/p1").Container(1, 4000).MigMode().Build();
+  ASSERT_TRUE(client.Post("/filter", FilterBody(first), "application/json"));
+  std::thread bind([&f] {
+    httplib::Client binder("127.0.0.1", f.port());
+    auto res = binder.Post(
+        "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
+        "application/json");
+    EXPECT_TRUE(res && Json::parse(res->body)["Error"] == "");
+  });
+  ASSERT_TRUE(cluster.WaitForBinds(1));
+  httplib::Client filter("127.0.0.1", f.port());
+  filter.set_read_timeout(3, 0);
+  auto second = testing::PodBuilder("default/p2").Container(1, 4000).MigMode().Build();
+  auto res = filter.Post("/filter", FilterBody(second), "application/json");
+  const bool answered = res && res->status == 200;
+  cluster.Release();
+  bind.join();
+  EXPECT_TRUE(answered) << "the filter waited behind a bind";
+  EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
+}
+
+// With HAMi's node lock a bind keeps the filter's worker while it runs: the filter waits for
+// it, so it cannot run ahead and spread a burst past every node whose bind is under way.
+TEST(HttpServer, WithTheNodeLockAFilterWaitsForTheBindsOnItsWorkers) {
+  HttpOptions options;
+  options.limits.work_threads = 1;
+  auto owned = std::make_unique<SlowBindCluster>();
+  SlowBindCluster& cluster = *owned;
+  ServerFixture f(options, std::move(owned), /*hami_node_lock=*/true);
+  ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
+  httplib::Client client("127.0.0.1", f.port());
+  auto first = testing::PodBuilder("default/p1").Container(1, 4000).MigMode().Build();
+  ASSERT_TRUE(client.Post("/filter", FilterBody(first), "application/json"));
+  std::thread bind([&f] {
+    httplib::Client binder("127.0.0.1", f.port());
+    auto res = binder.Post(
+        "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
+        "application/json");
+    EXPECT_TRUE(res && Json::parse(res->body)["Error"] == "");
+  });
+  ASSERT_TRUE(cluster.WaitForBinds(1));
+  std::atomic<bool> answered{false};
+  std::thread filter([&f, &answered] {
+    httplib::Client c("127.0.0.1", f.port());
+    auto second = testing::PodBuilder("default/p2").Container(1, 4000).MigMode().Build();
+    auto res = c.Post("/filter", FilterBody(second), "application/json");
+    answered = res && res->status == 200;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(answered.load()) << "the filter ran while the bind held the worker";
+  cluster.Release();
+  bind.join();
+  filter.join();
+  EXPECT_TRUE(answered.load());
 }
 
 // kube-scheduler's preemptVerb: the victims by uid; a malformed body is a failed call (the

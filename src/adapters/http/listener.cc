@@ -111,6 +111,7 @@ struct Listener::Impl {
   std::unique_ptr<WorkQueue> work;
   std::unique_ptr<WorkQueue> probes;
   std::unique_ptr<WorkQueue> open_work;
+  std::unique_ptr<WorkQueue> bind_work;
   int port = 0;
   std::atomic<bool> stopped{false};
 
@@ -408,6 +409,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     WorkQueue& queue = route->lane == Lane::kProbe  ? *listener_.probes
                        : route->lane == Lane::kOpen ? *listener_.open_work
+                       : route->lane == Lane::kBind ? *listener_.bind_work
                                                     : *listener_.work;
     auto self = this->shared_from_this();
     const bool queued = queue.TryPost([self, request, route, keep_alive, version]() mutable {
@@ -572,6 +574,7 @@ Listener::~Listener() {
   if (impl_->work) impl_->work->Stop();
   if (impl_->probes) impl_->probes->Stop();
   if (impl_->open_work) impl_->open_work->Stop();
+  if (impl_->bind_work) impl_->bind_work->Stop();
   impl_->acceptor.reset();
   impl_->io.reset();
 }
@@ -623,6 +626,14 @@ Status Listener::Listen() {
   impl_->work = std::make_unique<WorkQueue>(o.limits.work_threads, o.limits.work_queue);
   impl_->probes = std::make_unique<WorkQueue>(o.limits.probe_threads, o.limits.probe_queue);
   impl_->open_work = std::make_unique<WorkQueue>(o.limits.open_threads, o.limits.open_queue);
+  // The bind lane's threads only where a route uses it (not in the agent).
+  bool any_bind_route = false;
+  for (const auto& [path, by_method] : impl_->routes) {
+    for (const Route& route : by_method) any_bind_route |= route.lane == Lane::kBind;
+  }
+  if (any_bind_route) {
+    impl_->bind_work = std::make_unique<WorkQueue>(o.limits.bind_threads, o.limits.bind_queue);
+  }
   impl_->Accept();
   return Status::Ok();
 }

@@ -16,10 +16,12 @@ namespace tessera::http {
 // Where a route's handler runs. kInline: on the I/O thread, for answers that take microseconds
 // and must never wait behind work (liveness). kProbe: a small queue of its own (readiness,
 // metrics), so a flood of verbs cannot starve the probes. kWork: the main workers, for the
-// trusted callers' requests (kube-scheduler's verbs). kOpen: workers of their own for what any
-// client may send (the webhook, the read endpoints), so such a client cannot take the workers
-// kube-scheduler waits for.
-enum class Lane { kInline, kProbe, kWork, kOpen };
+// trusted callers' requests on kube-scheduler's serial path (filter). kBind: workers of their
+// own for requests that wait on the API server and arrive many at once (kube-scheduler binds
+// concurrently), so they never hold the workers a filter waits for. kOpen: workers of their own
+// for what any client may send (the webhook, the read endpoints), so such a client cannot take
+// the workers kube-scheduler waits for.
+enum class Lane { kInline, kProbe, kWork, kBind, kOpen };
 
 // Who may send a request, checked once its header is read and before its body is: a refusal
 // costs neither the body's memory nor a worker.
@@ -63,6 +65,10 @@ struct ListenerLimits {
   size_t io_threads = 1;
   size_t work_threads = 8;
   size_t work_queue = 64;  // requests waiting for a worker; beyond: 503
+  // Mostly waiting on the API server, so many threads cost little CPU; the queue holds a burst
+  // of kube-scheduler's concurrent binds.
+  size_t bind_threads = 32;
+  size_t bind_queue = 512;
   size_t probe_threads = 1;
   size_t probe_queue = 16;
   size_t open_threads = 4;

@@ -41,7 +41,8 @@ class Gate {
 };
 
 // A listener on a free port serving /healthz (inline), /echo (the body back, on a worker),
-// /hold (waits for the gate) and /local (only for callers on this host).
+// /hold, /open-hold and /bind-hold (wait for the gate on their lanes) and /local (only for
+// callers on this host).
 class ListenerFixture {
  public:
   explicit ListenerFixture(ListenerLimits limits = {}, const std::string& bind = "127.0.0.1:0") {
@@ -57,6 +58,12 @@ class ListenerFixture {
                       }});
     routes.push_back(
         {"GET", "/open-hold", Lane::kOpen, http::Gate::kAnyone, [this](const Request&) {
+           started_.fetch_add(1);
+           gate_.Wait();
+           return Response::Text(200, "released");
+         }});
+    routes.push_back(
+        {"GET", "/bind-hold", Lane::kBind, http::Gate::kAnyone, [this](const Request&) {
            started_.fetch_add(1);
            gate_.Wait();
            return Response::Text(200, "released");
@@ -305,6 +312,31 @@ TEST(Listener, RequestsAnyoneMaySendCannotTakeTheTrustedCallersWorkers) {
   EXPECT_NE(echo.ReadUntil("\r\n\r\nok").find("\r\n\r\nok"), std::string::npos);
   f.gate().Open();
   EXPECT_NE(held.ReadUntil("released").find("released"), std::string::npos);
+}
+
+// Binds wait on the API server and kube-scheduler sends many at once; its filter is on the
+// serial path: binds holding every bind worker, with more queued, leave the filter's worker free.
+TEST(Listener, BindsHoldingEveryBindWorkerDoNotDelayAFilter) {
+  ListenerLimits limits;
+  limits.bind_threads = 2;
+  limits.bind_queue = 8;
+  limits.work_threads = 1;
+  ListenerFixture f(limits);
+  ASSERT_TRUE(f.status().ok());
+  std::vector<std::unique_ptr<RawClient>> binds;
+  for (int i = 0; i < 4; ++i) {  // two running, the others queued
+    binds.push_back(std::make_unique<RawClient>("127.0.0.1", f.port()));
+    binds.back()->Send(Get("/bind-hold"));
+  }
+  for (int i = 0; i < 500 && f.started() < 2; ++i) std::this_thread::sleep_for(milliseconds(2));
+  ASSERT_EQ(f.started(), 2);
+  RawClient filter("127.0.0.1", f.port());
+  filter.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok");
+  EXPECT_NE(filter.ReadUntil("\r\n\r\nok").find("\r\n\r\nok"), std::string::npos);
+  f.gate().Open();
+  for (auto& bind : binds)
+    EXPECT_NE(bind->ReadUntil("released").find("released"), std::string::npos)
+        << bind->ReadUntil("released");
 }
 
 // Parsing a few large bodies takes the cores: more at once than allowed are refused unread.
