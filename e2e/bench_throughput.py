@@ -306,9 +306,40 @@ class BindWatch:
                 return True
             if self.error is None:
                 self._done.clear()  # set by an earlier, smaller want
-        self._done.wait(timeout)
+        # The API server closes a watcher it finds too slow ("Forcing ... watcher close due to
+        # unresponsiveness") on saturated cores, and the stream can then stall rather than end:
+        # when 20 s pass with no pod newly seen bound, a LIST counts the bound pods instead (their
+        # time is when the LIST saw them, later than the bind: it can only lower the rate).
+        deadline = time.monotonic() + timeout
+        seen, last_progress = -1, time.monotonic()
+        while not self._done.wait(min(5.0, max(0.0, deadline - time.monotonic()))):
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            with self._lock:
+                count = len(self.bound)
+            if count != seen:
+                seen, last_progress = count, now
+            elif now - last_progress >= 20:
+                self._catch_up_by_list()
+                last_progress = now
         with self._lock:
             return len(self.bound) >= want
+
+    def _catch_up_by_list(self) -> None:
+        pods = self.cluster.kube.get(f"/api/v1/namespaces/{self.ns}/pods")["items"]
+        now, missed = time.monotonic(), 0
+        with self._lock:
+            for p in pods:
+                name, node = p["metadata"]["name"], p.get("spec", {}).get("nodeName")
+                if node and name not in self.bound:
+                    self.bound[name], self.nodes[name] = now, node
+                    missed += 1
+            if self.want and len(self.bound) >= self.want:
+                self._done.set()
+        if missed:
+            self.listed = getattr(self, "listed", 0) + missed
+            say(f"  watch {self.ns} stalled: {missed} bound pods found by LIST")
 
     def close(self) -> None:
         self._stop = True
