@@ -129,6 +129,38 @@ class SlowBindCluster : public EmbeddedCluster {
   bool released_ = false;
 };
 
+// Pod default/p1 filtered onto node-a, and its bind sent from a thread of its own, where it
+// waits in the slow cluster until Finish (or the destructor) lets it go.
+class BindInFlight {
+ public:
+  BindInFlight(ServerFixture& f, SlowBindCluster& cluster) : cluster_(cluster) {
+    httplib::Client client("127.0.0.1", f.port());
+    auto pod = testing::PodBuilder("default/p1").Container(1, 4000).MigMode().Build();
+    filtered_ = static_cast<bool>(client.Post("/filter", FilterBody(pod), "application/json"));
+    thread_ = std::thread([port = f.port()] {
+      httplib::Client binder("127.0.0.1", port);
+      auto res = binder.Post(
+          "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
+          "application/json");
+      EXPECT_TRUE(res && Json::parse(res->body)["Error"] == "");
+    });
+  }
+  ~BindInFlight() { Finish(); }
+  BindInFlight(const BindInFlight&) = delete;
+  BindInFlight& operator=(const BindInFlight&) = delete;
+  // Whether the bind reached the cluster (and waits there).
+  bool Waiting() { return filtered_ && cluster_.WaitForBinds(1); }
+  void Finish() {
+    cluster_.Release();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  SlowBindCluster& cluster_;
+  bool filtered_ = false;
+  std::thread thread_;
+};
+
 // kube-scheduler binds concurrently, each bind waiting on the API server, while its filters come
 // one at a time on its serial path: binds holding every bind worker leave the filter's worker
 // free (before binds had a lane of their own, this filter waited for them).
@@ -140,24 +172,14 @@ TEST(HttpServer, AFilterIsAnsweredWhileBindsWaitOnTheApiServer) {
   SlowBindCluster& cluster = *owned;
   ServerFixture f(options, std::move(owned));
   ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
-  httplib::Client client("127.0.0.1", f.port());
-  auto first = testing::PodBuilder("default/p1").Container(1, 4000).MigMode().Build();
-  ASSERT_TRUE(client.Post("/filter", FilterBody(first), "application/json"));
-  std::thread bind([&f] {
-    httplib::Client binder("127.0.0.1", f.port());
-    auto res = binder.Post(
-        "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
-        "application/json");
-    EXPECT_TRUE(res && Json::parse(res->body)["Error"] == "");
-  });
-  ASSERT_TRUE(cluster.WaitForBinds(1));
+  BindInFlight bind(f, cluster);
+  ASSERT_TRUE(bind.Waiting());
   httplib::Client filter("127.0.0.1", f.port());
   filter.set_read_timeout(3, 0);
   auto second = testing::PodBuilder("default/p2").Container(1, 4000).MigMode().Build();
   auto res = filter.Post("/filter", FilterBody(second), "application/json");
   const bool answered = res && res->status == 200;
-  cluster.Release();
-  bind.join();
+  bind.Finish();
   EXPECT_TRUE(answered) << "the filter waited behind a bind";
   EXPECT_EQ(f.cluster().BoundNode("default/p1"), "node-a");
 }
@@ -171,17 +193,8 @@ TEST(HttpServer, WithTheNodeLockAFilterWaitsForTheBindsOnItsWorkers) {
   SlowBindCluster& cluster = *owned;
   ServerFixture f(options, std::move(owned), /*hami_node_lock=*/true);
   ASSERT_TRUE(f.listen_status().ok()) << f.listen_status().message();
-  httplib::Client client("127.0.0.1", f.port());
-  auto first = testing::PodBuilder("default/p1").Container(1, 4000).MigMode().Build();
-  ASSERT_TRUE(client.Post("/filter", FilterBody(first), "application/json"));
-  std::thread bind([&f] {
-    httplib::Client binder("127.0.0.1", f.port());
-    auto res = binder.Post(
-        "/bind", R"({"PodName":"p1","PodNamespace":"default","PodUID":"uid-p1","Node":"node-a"})",
-        "application/json");
-    EXPECT_TRUE(res && Json::parse(res->body)["Error"] == "");
-  });
-  ASSERT_TRUE(cluster.WaitForBinds(1));
+  BindInFlight bind(f, cluster);
+  ASSERT_TRUE(bind.Waiting());
   std::atomic<bool> answered{false};
   std::thread filter([&f, &answered] {
     httplib::Client c("127.0.0.1", f.port());
@@ -191,8 +204,7 @@ TEST(HttpServer, WithTheNodeLockAFilterWaitsForTheBindsOnItsWorkers) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_FALSE(answered.load()) << "the filter ran while the bind held the worker";
-  cluster.Release();
-  bind.join();
+  bind.Finish();
   filter.join();
   EXPECT_TRUE(answered.load());
 }
