@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -224,6 +227,40 @@ TEST(ClientTest, ConcurrentCallersAllGetTheirAnswers) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(correct.load(), 90);
+}
+
+// tessera serve sends up to 32 binds at once: every caller's connection is kept for the next
+// request, so a second burst opens no new connection (a pool of 16 closed the rest, and each
+// next request paid a TCP and TLS handshake).
+TEST(ClientTest, ConnectionsOfAsManyConcurrentCallersAsBindWorkersAreKept) {
+  constexpr int kCallers = 20;  // more than the old pool, within the fake server's threads
+  FakeApiServer server;
+  std::mutex mu;
+  std::condition_variable all_in;
+  int in_flight = 0;
+  server.On("GET", "/api/v1/nodes", [&](const RecordedRequest&, httplib::Response& res) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++in_flight;
+    all_in.notify_all();
+    // The first burst overlaps whole, so that each caller holds a connection of its own.
+    all_in.wait_for(lock, std::chrono::seconds(5), [&] { return in_flight >= kCallers; });
+    ReplyJson(res, 200, {{"kind", "NodeList"}});
+  });
+  Client client(ConfigFor(server));
+  for (int burst = 0; burst < 2; ++burst) {
+    std::vector<std::thread> threads;
+    threads.reserve(kCallers);
+    for (int t = 0; t < kCallers; ++t) {
+      threads.emplace_back([&client] { EXPECT_TRUE(client.Get("/api/v1/nodes").ok()); });
+    }
+    for (auto& thread : threads) thread.join();
+  }
+  std::set<int> connections;
+  for (const RecordedRequest& r : server.Requests("GET", "/api/v1/nodes")) {
+    connections.insert(r.remote_port);
+  }
+  EXPECT_EQ(server.Count("GET", "/api/v1/nodes"), 2U * kCallers);
+  EXPECT_EQ(connections.size(), static_cast<size_t>(kCallers));
 }
 
 TEST(ClientTest, SendStopsWaitingForARetryWhenAsked) {

@@ -91,6 +91,7 @@ void FakeApiServer::Dispatch(const httplib::Request& request, httplib::Response&
   recorded.method = request.method;
   recorded.path = request.path;
   recorded.body = request.body;
+  recorded.remote_port = request.remote_port;
   for (const auto& [key, value] : request.params) recorded.params.emplace(key, value);
   for (const auto& [name, value] : request.headers) recorded.headers[ToLower(name)] = value;
   Handler handler;

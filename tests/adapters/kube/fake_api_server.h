@@ -23,6 +23,7 @@ struct RecordedRequest {
   std::string method, path, body;
   std::multimap<std::string, std::string> params;  // decoded query parameters
   std::map<std::string, std::string> headers;      // lower-case names
+  int remote_port = 0;                             // the client's end: one per connection
 
   std::string Param(const std::string& key) const;  // "" when absent
   bool HasParam(const std::string& key) const { return params.count(key) > 0; }
