@@ -490,7 +490,8 @@ def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float, *,
     One node of its own (8 GPUs, each taken whole by a blocker pod); per round a probe pod that
     needs a whole GPU is created, refused, left pending `pending_s`, then one blocker is deleted:
     the delay is from that delete until a watch sees the probe bound. Then, with `quota`, the
-    same after a ResourceQuota is raised. With hami_run the pods are HAMi's scheduler's (on a
+    same after a ResourceQuota is raised, and (tessera only) after a node joins the group
+    (node_added_delay). With hami_run the pods are HAMi's scheduler's (on a
     node and in namespaces of their own), and nothing reads tessera's metrics."""
     suffix = "-hami" if hami_run else ""
     group = RETRY_GROUP + suffix
@@ -578,14 +579,40 @@ def retry_phase(cluster: BenchCluster, rounds: int, pending_s: float, *,
         raise RuntimeError(f"retry phase: probe-quota not bound within 600s ({qwatch.error})")
     quota_delay = qwatch.bound["probe-quota"] - t
     qwatch.close()
+    result["quota_raise_delay_s"] = round(quota_delay, 2)
+    result["node_add_delay_s"] = None if hami_run else node_added_delay(
+        cluster, group, devs, pod, watch, pending_s)
     watch.close()
     for si in (stand_in, q_stand_in):
         if si:
             si.close()
     cluster.kube.delete_all_pods(qns)
     cluster.kube.delete_all_pods(ns)
-    result["quota_raise_delay_s"] = round(quota_delay, 2)
     return result
+
+
+def node_added_delay(cluster: BenchCluster, group: str, devs: list, pod, watch: "BindWatch",
+                     pending_s: float) -> float:
+    """A node added: the group's node is full, a probe that needs a whole GPU there is refused
+    and left pending, then a second node of the group registers with free GPUs; the delay is from
+    its creation until the probe is bound (kube-scheduler's own requeue on the node's arrival, and
+    tessera's nudge once its node feed shows room)."""
+    ns = watch.ns
+    probe = "probe-node-added"
+    want = len(watch.bound) + 1
+    cluster.kube.create_pod(pod(probe))
+    wait_until(lambda: refused_by_scheduler(cluster.kube.pod(ns, probe)), 60, 0.1,
+               f"{probe} refused")
+    time.sleep(pending_s)
+    added = f"{group}-n1"
+    t = time.monotonic()
+    cluster.create_node(added, [dict(d, id=d["id"] + "-added") for d in devs], group)
+    if not watch.wait(want, 600):
+        raise RuntimeError(f"retry phase: {probe} not bound within 600s ({watch.error})")
+    delay = watch.bound[probe] - t
+    if watch.nodes.get(probe) != added:
+        raise RuntimeError(f"retry phase: {probe} bound to {watch.nodes.get(probe)}, not {added}")
+    return round(delay, 2)
 
 
 def cluster_gpus(cluster: BenchCluster) -> int:
@@ -784,7 +811,8 @@ def bench_size(args, nodes: int, pods: int, work: str) -> dict:
             say(f"  pending-retry: a GPU freed -> the pending pod bound after {r['delay_s']} s "
                 f"(p50 {r['delay_p50_s']} s, max {r['delay_max_s']} s; pending {r['pending_s']} s "
                 f"first; {r['requeue_nudges']} requeue nudges from tessera); a quota raised -> "
-                f"bound after {r['quota_raise_delay_s']} s")
+                f"bound after {r['quota_raise_delay_s']} s; a node added -> bound after "
+                f"{r['node_add_delay_s']} s")
         if args.hami:
             r = hami_phase(cluster, args, pods, nodes * GPUS_PER_NODE)
             result["hami"] = r
