@@ -12,7 +12,8 @@ annotation, 8 GPUs each, as e2e/real_e2e.py makes them), then:
      the extender for them) on the same nodes: kube-scheduler alone.
   3. Pending-retry delay: on a node of its own whose GPUs are all taken, a pod that needs a
      whole GPU is refused and left pending; one GPU is freed (a pod deleted); the time until the
-     pending pod is bound (kube-scheduler's own requeue, and tessera's --requeue-after nudge).
+     pending pod is bound (kube-scheduler's own requeue, and tessera's --requeue-after nudge);
+     then the same after a ResourceQuota is raised and after a node joins with free GPUs.
   4. tessera's /metrics (tessera_filter_duration_seconds, tessera_bind_duration_seconds, deltas
      over phase 1): mean time tessera spent per pod and its share of the wall time; plus CPU
      seconds used by each process during each phase (/proc/PID/stat) and each process's peak
