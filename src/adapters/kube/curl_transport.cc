@@ -12,7 +12,7 @@ namespace {
 // At least as many as transfers run at once (serve: 32 bind workers, 8 verb workers, the
 // watches, the event sender): a handle dropped on release closes its connection, and the next
 // transfer pays a new TCP and TLS handshake (building the TLS context and decoding the keys took
-// 8 % of serve's CPU in a burst of binds while this was 16).
+// 4 % of serve's CPU in a burst of binds while this was 16).
 constexpr size_t kMaxIdleHandles = 64;
 constexpr int kStopPollMillis = 100;
 
