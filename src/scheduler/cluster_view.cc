@@ -107,10 +107,8 @@ ClusterView::Scheduled ClusterView::Schedule(const model::Pod& pod,
   if (decision.passthrough()) {
     reservations_.AssumePassthrough(pod.Key());
   } else if (decision.scheduled()) {
-    if (options_.hami_node_lock) {
-      node_locks_.Released(pod.Key());  // a placement of an earlier filter of the pod
-      node_locks_.Placed(decision.node, pod.Key(), clocks_.steady());
-    }
+    // Placed also gives up the node of an earlier filter of the pod.
+    if (options_.hami_node_lock) node_locks_.Placed(decision.node, pod.Key(), clocks_.steady());
     out.serial = reservations_.Assume(pod, decision.node, clocks_.steady(),
                                       options_.write_placement_in_bind
                                           ? PlacementAnnotationsFor(decision, pod)
