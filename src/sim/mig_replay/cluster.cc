@@ -1,5 +1,6 @@
 #include "sim/mig_replay/cluster.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace tessera::sim::mig_replay {
@@ -28,7 +29,31 @@ MigCluster::MigCluster(const std::vector<model::Node>& nodes, const Workload& wo
           uniform_slices_ && sizes == first_sizes && gpu.memory_slices() == first_slices;
       total_memory_slices_ += gpu.memory_slices();
       total_compute_slices_ += gpu.compute_slices();
+      total_memory_mib_ += ns->devices[d].total_mem_mib;
       ++gpu_count_;
+    }
+  }
+  // Known only now whether slices mean the same on every GPU.
+  demand_.assign(intended_.size(), 0);
+  size_t gpu = 0;
+  for (const state::NodeState* ns : placement_.nodes()) {
+    for (size_t d = 0; d < ns->devices.size(); ++d, ++gpu) {
+      const mig::GpuMigModel& model = ns->mig_models[d];
+      for (size_t t = 0; t < type_count_; ++t) {
+        const int profile = intended_[gpu * type_count_ + t];
+        if (profile < 0) continue;
+        const int64_t slices = model.profiles()[profile].placements.front().size;
+        const RequestType& type = workload_.types[t];
+        int64_t& demand = demand_[gpu * type_count_ + t];
+        if (uniform_slices_) {
+          demand = slices;
+        } else if (type.memory_mib > 0) {
+          demand = type.memory_mib;
+        } else {
+          demand =
+              slices * ns->devices[d].total_mem_mib / std::max<int64_t>(1, model.memory_slices());
+        }
+      }
     }
   }
 }
@@ -67,8 +92,7 @@ int64_t MigCluster::ServedSlices(const std::string& key, int type) const {
   for (const codec::MigAllocation& m : pod->mig) {
     for (size_t d = 0; d < ns.devices.size(); ++d) {
       if (ns.devices[d].uuid != m.gpu_uuid) continue;
-      const int profile = Intended(node, static_cast<int>(d), type);
-      if (profile >= 0) total += ns.mig_models[d].profiles()[profile].placements.front().size;
+      total += DemandOf(node, static_cast<int>(d), type);
       break;
     }
   }

@@ -57,12 +57,25 @@ class MigCluster {
   void Reserve(state::PodReservation reservation) { placement_.Reserve(std::move(reservation)); }
   // The pod left: its instances are free (whoever placed it, tessera's scheduler or a baseline).
   void Release(const std::string& key) { placement_.Release(key); }
-  // Memory slices of the intended profiles of type `type` on the GPUs placed pod `key` holds, one
-  // per instance; 0 when it is not placed.
+  // The demand pod `key` (of type `type`) serves on the GPUs it holds, summed over its
+  // instances (DemandOf); 0 when it is not placed.
   int64_t ServedSlices(const std::string& key, int type) const;
   // Whether every GPU has the same memory slices and every request type the same intended size
   // on each (served slices then do not depend on where a pod went).
   bool UniformSlices() const { return uniform_slices_; }
+  // What one instance of type `type` serves on GPU `device` of node `node` (0 when the GPU has no
+  // intended profile for it), in units that do not depend on where a pod went: on a fleet with
+  // UniformSlices, the memory slices of its intended profile; elsewhere MiB, the memory a
+  // request names (a 19000 MiB request is 4 slices of an A100-40GB but 1 of an RTX PRO 6000:
+  // in slices, a pod would serve more where it wastes more), or for a fraction of a GPU its
+  // intended profile's share of that GPU's memory.
+  int64_t DemandOf(int node, int device, int type) const {
+    return demand_[(static_cast<size_t>(first_gpu_[node]) + device) * type_count_ + type];
+  }
+  // What demand served is a share of, in DemandOf's unit: all memory slices, or all MiB.
+  int64_t demand_capacity() const {
+    return uniform_slices_ ? total_memory_slices_ : total_memory_mib_;
+  }
 
   int gpu_count() const { return gpu_count_; }
   int64_t total_memory_slices() const { return total_memory_slices_; }
@@ -73,8 +86,10 @@ class MigCluster {
   Workload workload_;
   std::vector<int> first_gpu_;  // per node: index of its first GPU in the flat GPU order
   size_t type_count_ = 0;
-  std::vector<int> intended_;  // [gpu][type]
+  std::vector<int> intended_;    // [gpu][type]
+  std::vector<int64_t> demand_;  // [gpu][type], DemandOf
   int gpu_count_ = 0;
+  int64_t total_memory_mib_ = 0;
   int64_t total_memory_slices_ = 0;
   int64_t total_compute_slices_ = 0;
   bool uniform_slices_ = true;

@@ -19,6 +19,7 @@ GeometryFreePlacer::GeometryFreePlacer(const MigCluster& cluster)
         need_.push_back(
             profile < 0 ? -1 : static_cast<int>(gpu.profiles()[profile].placements.front().size));
         compute_.push_back(profile < 0 ? 0 : static_cast<int>(gpu.profiles()[profile].slice_count));
+        demand_.push_back(cluster.DemandOf(n, static_cast<int>(d), static_cast<int>(t)));
       }
     }
   }
@@ -54,7 +55,8 @@ bool GeometryFreePlacer::Place(const std::string& key, int type) {
       free_total += free[chosen];
       free[chosen] -= Need(g, type);
       compute_free[chosen] -= Compute(g, type);
-      picks.push_back(Held{g, Need(g, type), Compute(g, type)});
+      picks.push_back(Held{g, Need(g, type), Compute(g, type),
+                           demand_[static_cast<size_t>(g) * types_ + type]});
     }
     if (picks.empty()) continue;
     if (free_total < best_free) {
@@ -122,7 +124,7 @@ int64_t GeometryFreePlacer::ServedSlices(const std::string& key, int /*type*/) c
   const auto it = held_.find(key);
   if (it == held_.end()) return 0;
   int64_t total = 0;
-  for (const Held& h : it->second) total += h.slices;
+  for (const Held& h : it->second) total += h.demand;
   return total;
 }
 

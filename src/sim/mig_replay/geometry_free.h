@@ -27,7 +27,7 @@ class GeometryFreePlacer : public Placer {
   void Release(const std::string& key) override;
   Snapshot Measure() const override;
   int64_t ServedSlices(const std::string& key, int type) const override;
-  int64_t TotalSlices() const override { return cluster_.total_memory_slices(); }
+  int64_t TotalSlices() const override { return cluster_.demand_capacity(); }
 
  private:
   struct Pool {
@@ -41,6 +41,7 @@ class GeometryFreePlacer : public Placer {
     int gpu = -1;
     int slices = 0;
     int compute = 0;
+    int64_t demand = 0;  // MigCluster::DemandOf
   };
   int Need(int gpu, int type) const { return need_[static_cast<size_t>(gpu) * types_ + type]; }
   int Compute(int gpu, int type) const {
@@ -53,6 +54,7 @@ class GeometryFreePlacer : public Placer {
   std::vector<std::vector<int>> node_gpus_;  // per node: flat GPU indices
   std::vector<int> need_;                    // [gpu][type]: memory slices, -1 if no profile
   std::vector<int> compute_;                 // [gpu][type]: compute slices
+  std::vector<int64_t> demand_;              // [gpu][type]: MigCluster::DemandOf
   std::map<std::string, std::vector<Held>> held_;
 };
 

@@ -298,10 +298,14 @@ RunMetrics PlacementBoundSaturation(const MigCluster& cluster,
                                     const std::vector<Arrival>& arrivals) {
   RunMetrics m = UpperBoundSaturation(cluster, arrivals);
   const PlacementLp lp = SaturationPlacementLp(cluster, arrivals);
-  if (lp.served >= 0) m.served_slices = std::min(m.served_slices, Floor(lp.served));
+  // The LP counts slices: where demand counts in MiB (slices differ between GPUs), the upper
+  // bound's served demand stands.
+  if (lp.served >= 0 && cluster.UniformSlices()) {
+    m.served_slices = std::min(m.served_slices, Floor(lp.served));
+  }
   if (lp.accepted >= 0) m.accepted = std::min(m.accepted, Floor(lp.accepted));
   m.served_ratio = static_cast<double>(m.served_slices) /
-                   static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+                   static_cast<double>(std::max<int64_t>(1, cluster.demand_capacity()));
   return m;
 }
 
@@ -311,9 +315,9 @@ RunMetrics PlacementBoundSteadyState(const MigCluster& cluster,
   if (arrivals.size() <= warmup) return m;
   const PlacementLp lp = SteadyPlacementLp(cluster, arrivals, warmup);
   const double scale = static_cast<double>(arrivals.size() - warmup) *
-                       static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
-  // The served sum is whole slices at whole instants.
-  if (lp.served >= 0) {
+                       static_cast<double>(std::max<int64_t>(1, cluster.demand_capacity()));
+  // The served sum is whole slices at whole instants (where demand counts in slices).
+  if (lp.served >= 0 && cluster.UniformSlices()) {
     m.served_ratio = std::min(m.served_ratio, static_cast<double>(Floor(lp.served)) / scale);
   }
   if (lp.accepted >= 0) m.accepted = std::min(m.accepted, Floor(lp.accepted));

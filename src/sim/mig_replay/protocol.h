@@ -24,10 +24,11 @@ class Placer {
   virtual bool Place(const std::string& key, int type) = 0;
   virtual void Release(const std::string& key) = 0;
   virtual Snapshot Measure() const = 0;
-  // Memory slices of the intended profiles of the accepted pod `key` (of `type`) on the GPUs it
-  // got, summed: the demand it serves, whatever profile a policy actually gave it. Asked while
-  // the pod is placed.
+  // The demand the accepted pod `key` (of `type`) serves on the GPUs it got, whatever profile a
+  // policy actually gave it (MigCluster::DemandOf: memory slices of the intended profiles, or
+  // MiB where slices differ between GPUs). Asked while the pod is placed.
   virtual int64_t ServedSlices(const std::string& key, int type) const = 0;
+  // What served demand is a share of, in the same unit (MigCluster::demand_capacity).
   virtual int64_t TotalSlices() const = 0;
   // A policy's mistake, after which it refuses every request: the run is then an error.
   virtual std::optional<Error> error() const { return std::nullopt; }
@@ -45,7 +46,7 @@ class PolicyPlacer : public Placer {
   int64_t ServedSlices(const std::string& key, int type) const override {
     return cluster_.ServedSlices(key, type);
   }
-  int64_t TotalSlices() const override { return cluster_.total_memory_slices(); }
+  int64_t TotalSlices() const override { return cluster_.demand_capacity(); }
 
  private:
   MigCluster& cluster_;
@@ -90,7 +91,7 @@ struct DefragCounts {
   int64_t evictions = 0;     // pods evicted and placed again
   int64_t admitted = 0;      // waiting requests placed by a round
   double measured_time = 0;  // the measured window, in mean lifetimes
-  int64_t total_slices = 0;  // the fleet's memory slices (what served slices are a share of)
+  int64_t total_slices = 0;  // what served demand is a share of (MigCluster::demand_capacity)
 };
 
 // One request type's part of a run's counts (RunMetrics::by_type).

@@ -28,8 +28,10 @@ std::vector<int64_t> SlicesByType(const MigCluster& cluster) {
 struct IntendedCapacity {
   int64_t slices = 0;                // summed per GPU: the most slices intended sizes fill
   int64_t mib = 0;                   // summed per GPU: the most intended MiB its slices hold
+  int64_t demand = 0;                // summed per GPU: the most demand (DemandOf) its slices hold
   std::vector<int64_t> least_mib;    // per type: count x its smallest intended MiB; 0: none
   std::vector<int64_t> most_slices;  // per type: count x its largest intended slices
+  std::vector<int64_t> most_demand;  // per type: count x its largest DemandOf
 };
 
 IntendedCapacity MeasureIntended(const MigCluster& cluster) {
@@ -37,6 +39,7 @@ IntendedCapacity MeasureIntended(const MigCluster& cluster) {
   IntendedCapacity out;
   out.least_mib.assign(w.types.size(), 0);
   out.most_slices.assign(w.types.size(), 0);
+  out.most_demand.assign(w.types.size(), 0);
   for (int n = 0; n < cluster.node_count(); ++n) {
     const state::NodeState& node = *cluster.nodes()[n];
     for (size_t d = 0; d < node.devices.size(); ++d) {
@@ -45,22 +48,27 @@ IntendedCapacity MeasureIntended(const MigCluster& cluster) {
       // The most slices and the most MiB within c slices.
       std::vector<int64_t> by_slices(slices + 1, 0);
       std::vector<int64_t> by_mib(slices + 1, 0);
+      std::vector<int64_t> by_demand(slices + 1, 0);
       for (size_t t = 0; t < w.types.size(); ++t) {
         const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
         if (profile < 0) continue;
         const model::MigProfile& p = gpu.profiles()[profile];
         const auto size = static_cast<size_t>(p.placements.front().size);
+        const int64_t demand = cluster.DemandOf(n, static_cast<int>(d), static_cast<int>(t));
         for (size_t c = size; c <= slices; ++c) {
           by_slices[c] = std::max(by_slices[c], by_slices[c - size] + static_cast<int64_t>(size));
           by_mib[c] = std::max(by_mib[c], by_mib[c - size] + p.memory_mib);
+          by_demand[c] = std::max(by_demand[c], by_demand[c - size] + demand);
         }
         const int64_t count = w.types[t].count;
         int64_t& least = out.least_mib[t];
         if (least == 0 || p.memory_mib * count < least) least = p.memory_mib * count;
         out.most_slices[t] = std::max(out.most_slices[t], static_cast<int64_t>(size) * count);
+        out.most_demand[t] = std::max(out.most_demand[t], demand * count);
       }
       out.slices += by_slices[slices];
       out.mib += by_mib[slices];
+      out.demand += by_demand[slices];
     }
   }
   return out;
@@ -155,28 +163,11 @@ BoundUnits PodCountUnits(const MigCluster& cluster) {
   return cluster.UniformSlices() ? SliceUnits(cluster) : MemoryUnits(cluster);
 }
 
-// The usable capacity as a share of all memory slices: what no policy's demand served exceeds.
+// The most demand the GPUs can hold as a share of the demand capacity: what no policy's demand
+// served exceeds.
 double UsableShare(const MigCluster& cluster) {
-  return static_cast<double>(UsableCapacity(cluster)) /
-         static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
-}
-
-// The most served slices one request of each type can count for, on any GPU of the fleet (its
-// intended profile's slices there, times its instances).
-std::vector<int64_t> MostServedSlicesByType(const MigCluster& cluster) {
-  std::vector<int64_t> out(cluster.workload().types.size(), 0);
-  for (int n = 0; n < cluster.node_count(); ++n) {
-    const state::NodeState& node = *cluster.nodes()[n];
-    for (size_t d = 0; d < node.devices.size(); ++d) {
-      for (size_t t = 0; t < out.size(); ++t) {
-        const int profile = cluster.Intended(n, static_cast<int>(d), static_cast<int>(t));
-        if (profile < 0) continue;
-        const int64_t slices = node.mig_models[d].profiles()[profile].placements.front().size;
-        out[t] = std::max(out[t], slices * cluster.workload().types[t].count);
-      }
-    }
-  }
-  return out;
+  return static_cast<double>(MeasureIntended(cluster).demand) /
+         static_cast<double>(std::max<int64_t>(1, cluster.demand_capacity()));
 }
 
 // Demand served as protocol (b) measures it, just before each measured arrival: then a policy
@@ -184,8 +175,10 @@ std::vector<int64_t> MostServedSlicesByType(const MigCluster& cluster) {
 // capacity. Averaged over the measured arrivals, as a share of all memory slices.
 double SteadyStateServedBound(const MigCluster& cluster, const std::vector<Arrival>& arrivals,
                               size_t warmup) {
-  const std::vector<int64_t> size = MostServedSlicesByType(cluster);
-  const auto usable = static_cast<double>(UsableCapacity(cluster));
+  // The most demand one request of each type can serve, on any GPU of the fleet.
+  const IntendedCapacity intended = MeasureIntended(cluster);
+  const std::vector<int64_t>& size = intended.most_demand;
+  const auto usable = static_cast<double>(intended.demand);
   using Departure = std::pair<double, int64_t>;  // (time, served slices)
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
   int64_t resident = 0;
@@ -202,12 +195,13 @@ double SteadyStateServedBound(const MigCluster& cluster, const std::vector<Arriv
     resident += s;
   }
   const size_t measured = arrivals.size() - warmup;
-  const auto all = static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+  const auto all = static_cast<double>(std::max<int64_t>(1, cluster.demand_capacity()));
   return sum / static_cast<double>(measured) / all;
 }
 
-// Where served slices depend on the GPU (mixed-rtx): the usable capacity, or all the stream
-// could be served if that is less; the most requests that fit in MiB, smallest first.
+// Where slices differ between GPUs (mixed-rtx; demand then counts in MiB): the most demand the
+// GPUs hold, or all the stream could serve if that is less; the most requests that fit in MiB,
+// smallest first.
 RunMetrics SaturationOnMixedSlices(const MigCluster& cluster,
                                    const std::vector<Arrival>& arrivals) {
   RunMetrics m;
@@ -216,14 +210,14 @@ RunMetrics SaturationOnMixedSlices(const MigCluster& cluster,
   int64_t stream = 0;
   std::vector<int64_t> sizes;
   for (const Arrival& a : arrivals) {
-    stream += intended.most_slices[static_cast<size_t>(a.type)];
+    stream += intended.most_demand[static_cast<size_t>(a.type)];
     const int64_t s = intended.least_mib[static_cast<size_t>(a.type)];
     if (s > 0) sizes.push_back(s);
   }
-  m.served_slices = std::min(intended.slices, stream);
+  m.served_slices = std::min(intended.demand, stream);
   m.accepted = CheapestWithin(std::move(sizes), intended.mib).first;
   m.served_ratio = static_cast<double>(m.served_slices) /
-                   static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+                   static_cast<double>(std::max<int64_t>(1, cluster.demand_capacity()));
   return m;
 }
 
@@ -255,7 +249,7 @@ RunMetrics UpperBoundSaturation(const MigCluster& cluster, const std::vector<Arr
   // The most requests that fit: the smallest ones.
   m.accepted = CheapestWithin(std::move(sizes), capacity).first;
   m.served_ratio = static_cast<double>(m.served_slices) /
-                   static_cast<double>(std::max<int64_t>(1, cluster.total_memory_slices()));
+                   static_cast<double>(std::max<int64_t>(1, cluster.demand_capacity()));
   return m;
 }
 

@@ -108,7 +108,7 @@ TEST(MigUpperBound, SaturationBoundsEveryPolicyTheReferenceAndTheOptimum) {
         const std::vector<Arrival> arrivals = SampleArrivals(w, 40, rng);
         MigCluster bound_cluster(nodes, w);
         const RunMetrics bound = UpperBoundSaturation(bound_cluster, arrivals);
-        EXPECT_LE(bound.served_slices, UsableCapacity(bound_cluster));
+        EXPECT_LE(bound.served_slices, bound_cluster.demand_capacity());
         EXPECT_LE(bound.served_ratio, 1.0);
         MigCluster ref_cluster(nodes, w);
         GeometryFreePlacer reference(ref_cluster);
@@ -307,8 +307,8 @@ TEST(MigUpperBound, PendingQueueBoundsEveryPolicyAndTheReference) {
   }
 }
 
-// Where a request's served slices depend on the GPU it gets, the bound counts pods in MiB and
-// the demand served by the usable capacity; it still bounds every policy.
+// Where a request's slices depend on the GPU it gets, demand served counts in MiB and the bound
+// counts pods in MiB too; it still bounds every policy.
 TEST(MigUpperBound, OnMixedRtxBoundsEveryPolicyAtSaturationAndInSteadyState) {
   const Workload w = MakeMemoryMixWorkload();
   const std::vector<model::Node> nodes = MixedRtxNodes(1);
@@ -318,7 +318,7 @@ TEST(MigUpperBound, OnMixedRtxBoundsEveryPolicyAtSaturationAndInSteadyState) {
     std::mt19937_64 rng(seed);
     const std::vector<Arrival> arrivals = SampleArrivals(w, 60, rng);
     const RunMetrics bound = UpperBoundSaturation(bound_cluster, arrivals);
-    EXPECT_LE(bound.served_slices, UsableCapacity(bound_cluster));
+    EXPECT_LE(bound.served_slices, bound_cluster.demand_capacity());
     for (const auto& [name, m] : EveryPolicyAtSaturation(nodes, w, arrivals)) {
       EXPECT_GE(bound.served_slices, m.served_slices) << name << " seed " << seed;
       EXPECT_GE(bound.accepted, m.accepted) << name << " seed " << seed;

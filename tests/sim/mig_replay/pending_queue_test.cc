@@ -107,9 +107,11 @@ TEST(PendingQueue, SkippingFailedTypesChangesNothingForAnyPolicy) {
   }
 }
 
-// A request's served slices are those of its intended profile on the GPU it got: on mixed-rtx a
-// 4000 MiB instance is one A100-40GB slice but three RTX PRO 6000 slices (1g.24gb).
-TEST(PendingQueue, ServedSlicesFollowTheGpuAPodGot) {
+// Where a request's intended profile takes a different number of slices on each GPU (mixed-rtx:
+// a 4000 MiB instance is one A100-40GB slice but three RTX PRO 6000 slices, 1g.24gb), demand
+// served is the memory the request names, wherever it went; in slices, a pod would serve more
+// where it wastes more. On a fleet where slices mean the same everywhere it stays in slices.
+TEST(PendingQueue, DemandServedIsTheRequestsMemoryWhereSlicesDifferBetweenGpus) {
   auto nodes = BuildFleetNodes(*FindFleet("mixed-rtx"), 3, testing::Catalog());
   ASSERT_TRUE(nodes.ok());
   MigCluster cluster(nodes.value(), MakeMemoryMixWorkload());
@@ -121,11 +123,21 @@ TEST(PendingQueue, ServedSlicesFollowTheGpuAPodGot) {
                  {InstancePick{0, cluster.Intended(a100, 0, small), model::Placement{0, 1}}});
   cluster.Commit("mig/r", rtx,
                  {InstancePick{0, cluster.Intended(rtx, 0, small), model::Placement{0, 3}}});
-  EXPECT_EQ(cluster.ServedSlices("mig/a", small), 1);
-  EXPECT_EQ(cluster.ServedSlices("mig/r", small), 3);
+  EXPECT_EQ(cluster.ServedSlices("mig/a", small), 4000);
+  EXPECT_EQ(cluster.ServedSlices("mig/r", small), 4000);
   EXPECT_EQ(cluster.ServedSlices("mig/none", small), 0);
+  int64_t memory = 0;
+  for (const auto* node : cluster.nodes()) {
+    for (const auto& d : node->devices) memory += d.total_mem_mib;
+  }
+  EXPECT_EQ(cluster.demand_capacity(), memory);
+
   MigCluster uniform(testing::Nodes("A100-40GB", 2, 2), MakeMemoryMixWorkload());
   EXPECT_TRUE(uniform.UniformSlices());
+  uniform.Commit("mig/a", 0,
+                 {InstancePick{0, uniform.Intended(0, 0, small), model::Placement{0, 1}}});
+  EXPECT_EQ(uniform.ServedSlices("mig/a", small), 1);
+  EXPECT_EQ(uniform.demand_capacity(), uniform.total_memory_slices());
 }
 
 TEST(PendingQueue, ShareWorkloadsRunOnlyWhereEveryModelHasTheSameComputeSlices) {
