@@ -77,8 +77,16 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength) {
   return prior;
 }
 
-MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior)
-    : entries_(mix.Entries()), total_(mix.total()), prior_(prior) {
+double MigStrandedScale::For(const void* rules) const {
+  if (churn <= 0) return 1;
+  const double stays = 1 - std::min(churn, 1.0);
+  auto it = fullness.find(rules);
+  if (it == fullness.end()) return stays;
+  return stays * std::pow(std::clamp(it->second, 0.0, 1.0), 4 * churn);
+}
+
+MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior, MigStrandedScale scale)
+    : entries_(mix.Entries()), total_(mix.total()), prior_(prior), scale_(std::move(scale)) {
   for (const auto& [key, count] : entries_)
     (key.mem_mib > 0 ? memory_mass_ : fraction_mass_) += count;
 }
@@ -116,7 +124,9 @@ const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model
   // value turns that (weights 1 to 3 measured: docs/placement.md, "Stranded memory counts
   // twice for memory requests"); with no requests seen yet, the unit is GiB and so is this.
   const double memory_share = mass > 0 ? memory_mass_ / mass : 1;
-  const double stranded_unit = unit * (1 + (kStrandedMemoryWeight - 1) * memory_share);
+  // How long it stays lost scales all of it (MigStrandedScale).
+  const double stranded_unit =
+      unit * (1 + (kStrandedMemoryWeight - 1) * memory_share) * scale_.For(key);
   std::vector<double> shares = Shares(model);
   const double discount =
       mass > 0 ? fraction_mass_ / mass * std::pow(WholeGpuShare(model, shares), 2) : 0;

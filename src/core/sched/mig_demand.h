@@ -57,6 +57,22 @@ struct MigPrior {
 // Parses "1g=4,2g=1,7g=0.5" (weights >= 0, at least one > 0). Errors name the entry.
 Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
 
+// How long a stranded slice stays lost, as the cluster shows it (MigWeights::Stranded scales its
+// cost by For). A slice no profile of the mix can cover is lost until an instance beside it
+// leaves: for good where pods do not leave (at saturation the full cost steers instances so
+// that none is stranded), for a while where they do, and then only as far as the model's GPUs
+// are full (free memory elsewhere serves the requests meanwhile). With `churn` the share of the
+// MIG pods placed that have left, the cost is scaled by (1 - churn) x fullness^(4 x churn);
+// measured against the whole cost, half of it, none, fullness alone and churn alone in
+// docs/placement.md, "Stranded slices and churn".
+struct MigStrandedScale {
+  double churn = 0;  // 0 to 1
+  // Per MIG rules (GpuMigModel::RulesIdentity): used / all memory slices of its GPUs.
+  std::map<const void*, double> fullness;
+  // 1 when nothing has left; a model not in `fullness` counts as full.
+  double For(const void* rules) const;
+};
+
 // One scheduling decision's view of the mix: for each MIG model (by its rules), the share of
 // future requests that would take each of its profiles — the prior and the observed mix
 // combined as (strength x prior + counts) / (strength + total) — weighted by the size of the
@@ -74,7 +90,7 @@ class MigWeights {
   // What a stranded slice costs requests that name memory, in units of its value (Lookup).
   static constexpr double kStrandedMemoryWeight = 2.0;
 
-  MigWeights(const MigDemandMix& mix, const MigPrior& prior);
+  MigWeights(const MigDemandMix& mix, const MigPrior& prior, MigStrandedScale scale = {});
   // Per profile of the model: its share of future requests times its size in the units above,
   // the value of one more placeable instance (mig::ArrangeGoal::profile_weights).
   const std::vector<double>& For(const mig::GpuMigModel& model) const {
@@ -83,7 +99,8 @@ class MigWeights {
   // What one free slice that no profile of the mix can cover costs, in the same unit
   // (mig::ArrangeGoal::stranded): twice the unit for requests that name memory; for requests
   // for a fraction of a GPU the unit when it also leaves compute idle, and less when its
-  // compute stays usable and requests for whole GPUs dominate (Lookup).
+  // compute stays usable and requests for whole GPUs dominate (Lookup); both times the
+  // stranded scale of the model (MigStrandedScale).
   const mig::StrandedValue& Stranded(const mig::GpuMigModel& model) const {
     return Lookup(model).stranded;
   }
@@ -104,6 +121,7 @@ class MigWeights {
   double memory_mass_ = 0;    // observed requests naming memory
   double fraction_mass_ = 0;  // observed requests naming a fraction of a GPU
   const MigPrior& prior_;
+  MigStrandedScale scale_;
   mutable std::map<const void*, ModelWeights> cache_;  // by layout table (or model)
 };
 

@@ -57,7 +57,8 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
   if (!PreFilter(pod, state_.quotas(), &parsed, &decision)) return decision;
   const PodRequest& request = parsed.request.value();
   const PodPreferences& prefs = parsed.prefs->value();
-  const CycleState cycle(request, prefs, parsed.cpu_milli, mix_, mig_mix_, defaults_);
+  const CycleState cycle(request, prefs, parsed.cpu_milli, mix_, mig_mix_, defaults_,
+                         StrandedScale());
 
   // Filter and score.
   for (const std::string* name : unregistered) {
@@ -185,7 +186,26 @@ void Scheduler::ObserveParsed(const ParsedPod& parsed) {
   }
 }
 
+MigStrandedScale Scheduler::StrandedScale() const {
+  MigStrandedScale scale;
+  // Pods this scheduler placed that have left: placed ones not among the MIG pods held now
+  // (pods it did not place, such as those listed at start, make it smaller, never larger).
+  const auto resident = static_cast<double>(state_.mig_pods());
+  const auto placed = static_cast<double>(mig_pods_placed_);
+  if (placed <= 0 || resident >= placed) return scale;
+  scale.churn = 1 - resident / placed;
+  for (const auto& [rules, fill] : state_.mig_fill()) {
+    if (fill.slices > 0) {
+      scale.fullness.emplace(
+          rules, static_cast<double>(fill.used_slices) / static_cast<double>(fill.slices));
+    }
+  }
+  return scale;
+}
+
 Decision Scheduler::EndSchedule(Decision decision, std::optional<state::PodReservation> previous) {
+  // A pod placed anew (not one filtered again while it holds its earlier placement).
+  if (decision.scheduled() && !previous && !decision.reservation.mig.empty()) ++mig_pods_placed_;
   if (decision.scheduled()) {
     state_.AddPod(decision.reservation);
   } else if (previous) {

@@ -149,12 +149,15 @@ class Scheduler {
   bool FirstSight(const model::Pod& pod);
   void ObserveParsed(const ParsedPod& parsed);
   Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);
+  // How long a stranded MIG slice stays lost here, from the pods placed and still held.
+  MigStrandedScale StrandedScale() const;
 
   state::ClusterState& state_;
   state::NodeLookup lookup_;  // Schedule's candidate names (filter after filter, the same list)
   PolicyDefaults defaults_;
   DemandMix mix_;
   MigDemandMix mig_mix_;
+  int64_t mig_pods_placed_ = 0;  // MIG pods Schedule placed anew
   bool explain_failures_ = true;
   bool equivalence_cache_ = true;
   bool rank_bound_ = true;

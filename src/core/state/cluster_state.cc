@@ -1,6 +1,7 @@
 #include "core/state/cluster_state.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/codec/node_register.h"
 #include "core/common/strings.h"
@@ -67,10 +68,37 @@ void ClusterState::RefreshSummaries(NodeState& ns) {
   ns.summaries_current = ns.devices.size() == ns.usage.size();
 }
 
+void ClusterState::CountMigFill(NodeState& ns, bool removed) {
+  for (const MigFillPart& part : ns.mig_fill_parts) {
+    auto it = mig_fill_.find(part.rules);
+    if (it == mig_fill_.end()) continue;
+    it->second.used_slices -= part.used_slices;
+    it->second.slices -= part.slices;
+    if (it->second.slices <= 0) mig_fill_.erase(it);
+  }
+  ns.mig_fill_parts.clear();
+  if (removed) return;
+  const size_t n = std::min({ns.devices.size(), ns.usage.size(), ns.mig_models.size()});
+  for (size_t i = 0; i < n; ++i) {
+    const mig::GpuMigModel& model = ns.mig_models[i];
+    // Without a layout table the rules' identity is this object's address: not a key that
+    // outlives the node.
+    if (!ns.devices[i].IsMig() || model.table() == nullptr) continue;
+    const MigFillPart part{model.RulesIdentity(),
+                           static_cast<int32_t>(std::popcount(ns.usage[i].layout.occupied)),
+                           static_cast<int32_t>(model.memory_slices())};
+    MigFill& fill = mig_fill_[part.rules];
+    fill.used_slices += part.used_slices;
+    fill.slices += part.slices;
+    ns.mig_fill_parts.push_back(part);
+  }
+}
+
 void ClusterState::RefreshSignature(NodeState& ns) {
   // Every change to a node ends here.
   ns.change_stamp = ++last_change_stamp_;
   RefreshSummaries(ns);
+  CountMigFill(ns, /*removed=*/false);
   uint64_t h = static_cast<uint64_t>(ns.spec_id);
   for (const auto& u : ns.usage) {
     Mix(h, (static_cast<uint64_t>(u.used) << 32) ^ static_cast<uint32_t>(u.used_cores));
@@ -136,7 +164,10 @@ ClusterState::ClusterState(const ClusterState& other)
       classes_(other.classes_),
       free_classes_(other.free_classes_),
       classes_by_signature_(other.classes_by_signature_),
-      last_change_stamp_(other.last_change_stamp_) {
+      last_change_stamp_(other.last_change_stamp_),
+      mig_kinds_(other.mig_kinds_),
+      mig_fill_(other.mig_fill_),
+      mig_pods_(other.mig_pods_) {
   RebuildNodeList();
 }
 
@@ -159,8 +190,13 @@ ClusterState ClusterState::Subset(const std::vector<std::string>& names) const {
     if (it == nodes_.end() || s.nodes_.count(name) > 0) continue;
     NodeState& ns = s.nodes_.emplace(name, it->second).first->second;
     ns.state_class = -1;
+    ns.mig_fill_parts.clear();  // counted into the subset's own fill below
+    s.CountMigKinds(ns, +1);
     for (const std::string& key : ns.pods) {
-      if (auto p = pods_.find(key); p != pods_.end()) s.pods_.emplace(key, p->second);
+      if (auto p = pods_.find(key); p != pods_.end()) {
+        s.pods_.emplace(key, p->second);
+        if (!p->second.mig.empty()) ++s.mig_pods_;
+      }
       if (auto a = applied_.find(key); a != applied_.end()) s.applied_.emplace(key, a->second);
     }
     s.RefreshSignature(ns);
@@ -401,6 +437,7 @@ void ClusterState::RemoveNode(const std::string& name) {
   // Pods stay known: if the node comes back, their reservations are applied again.
   for (const auto& key : it->second.pods) applied_.erase(key);
   CountMigKinds(it->second, -1);
+  CountMigFill(it->second, /*removed=*/true);
   if (it->second.state_class >= 0) ReleaseClass(it->second.state_class);
   RemoveFromNodeList(it->second);
   by_name_.erase(name);
@@ -436,6 +473,7 @@ void ClusterState::AddPod(PodReservation reservation) {
   std::string key = reservation.key;
   std::string node = reservation.node;
   pods_[key] = std::move(reservation);
+  if (!pods_[key].mig.empty()) ++mig_pods_;
   quotas_.AddUse(NamespaceOf(key), QuotaUseOf(pods_[key].devices, pods_[key].num_init));
   // A pod may arrive before its node registers; it is applied when the node does.
   NodeState& ns = nodes_[node];
@@ -454,6 +492,7 @@ std::optional<PodReservation> ClusterState::RemovePod(const std::string& key) {
   if (it == pods_.end()) return std::nullopt;
   PodReservation r = std::move(it->second);
   pods_.erase(it);
+  if (!r.mig.empty()) --mig_pods_;
   quotas_.RemoveUse(NamespaceOf(key), QuotaUseOf(r.devices, r.num_init));
   auto nit = nodes_.find(r.node);
   if (nit != nodes_.end()) {

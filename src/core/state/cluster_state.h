@@ -100,6 +100,13 @@ struct NodeTotals {
   int32_t smallest_shared_mem = 0;
 };
 
+// What one MIG GPU adds to ClusterState::mig_fill().
+struct MigFillPart {
+  const void* rules = nullptr;  // mig::GpuMigModel::RulesIdentity
+  int32_t used_slices = 0;
+  int32_t slices = 0;
+};
+
 // One registered node and the usage of its GPUs.
 struct NodeState {
   std::string name;
@@ -145,6 +152,9 @@ struct NodeState {
   // so a node removed and added again never repeats a stamp): readers that keep something
   // derived per node (the /ui state) redo only the nodes whose stamp moved.
   uint64_t change_stamp = 0;
+  // What this node's MIG GPUs added to ClusterState::mig_fill() when last counted, so that a
+  // change takes back exactly that.
+  std::vector<MigFillPart> mig_fill_parts;
   std::vector<std::string> types_upper;  // per device, for type filters
   bool any_mig = false;                  // some device is in MIG mode
   bool all_mig = false;                  // it has devices, every one in MIG mode
@@ -242,6 +252,17 @@ class ClusterState {
   };
   const std::map<std::string, MigKind>& mig_kinds() const { return mig_kinds_; }
 
+  // Per MIG rules (GpuMigModel::RulesIdentity; GPUs in MIG mode whose rules have a layout
+  // table): the memory slices and how many of them are taken, by any instance (foreign ones
+  // too). Kept as nodes and pods change: what the MIG plan reads for how full each model is.
+  struct MigFill {
+    int64_t used_slices = 0;
+    int64_t slices = 0;
+  };
+  const std::map<const void*, MigFill>& mig_fill() const { return mig_fill_; }
+  // Pods that hold MIG instances.
+  int64_t mig_pods() const { return mig_pods_; }
+
  private:
   // Bumped on every change of the node set; an assignment also bumps it past both sides, so
   // that no assigned state reads as unchanged.
@@ -311,6 +332,9 @@ class ClusterState {
   void RemoveFromNodeList(const NodeState& node);
   // Counts `node`'s MIG GPUs into mig_kinds_ (`delta` +1) or out of it (-1).
   void CountMigKinds(const NodeState& node, int delta);
+  // Takes `node`'s last counted part out of mig_fill_ and, unless `removed`, counts it again as
+  // its GPUs are now.
+  void CountMigFill(NodeState& node, bool removed);
 
   config::SchedulerConfig config_;
   QuotaBook quotas_;
@@ -329,6 +353,8 @@ class ClusterState {
   uint64_t last_change_stamp_ = 0;  // NodeState::change_stamp's source
   NodeSetVersion node_set_version_;
   std::map<std::string, MigKind> mig_kinds_;  // by GPU type
+  std::map<const void*, MigFill> mig_fill_;
+  int64_t mig_pods_ = 0;
 };
 
 }  // namespace tessera::state

@@ -161,6 +161,40 @@ TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
   EXPECT_DOUBLE_EQ(by_memory.Stranded(h100).idle_compute, 0);
 }
 
+// The stranded-slice cost is whole until pods leave, then scaled by (1 - churn) x
+// fullness^(4 x churn) for the GPU's model; a model the scale does not know counts as full.
+TEST(MigStrandedScaleTest, ScalesByChurnAndHowFullTheModelIs) {
+  int a_rules = 0;
+  int b_rules = 0;
+  MigStrandedScale scale;
+  scale.fullness = {{&a_rules, 0.5}, {&b_rules, 1.0}};
+  EXPECT_DOUBLE_EQ(scale.For(&a_rules), 1);  // nothing has left
+  scale.churn = 0.5;
+  EXPECT_DOUBLE_EQ(scale.For(&a_rules), 0.5 * std::pow(0.5, 2));
+  EXPECT_DOUBLE_EQ(scale.For(&b_rules), 0.5);
+  EXPECT_DOUBLE_EQ(scale.For(nullptr), 0.5);
+  scale.churn = 1;
+  EXPECT_DOUBLE_EQ(scale.For(&b_rules), 0);
+
+  auto catalog = mig::GpuModelCatalog::Builtin();
+  ASSERT_TRUE(catalog.ok());
+  const mig::GpuModelSpec* spec = catalog->Find("H100-SXM5-80GB");
+  ASSERT_NE(spec, nullptr);
+  mig::GpuMigModel h100(testing::MigDeviceOf(*spec, "GPU-h"), nullptr);
+  auto no_prior = ParseMigPrior("", 0);
+  ASSERT_TRUE(no_prior.ok());
+  MigDemandMix memory(1.0);
+  memory.Observe(MigDemandKey{9000, 0, 0}, 1);
+  MigStrandedScale leaving;
+  leaving.churn = 0.5;
+  leaving.fullness = {{h100.RulesIdentity(), 0.5}};
+  const MigWeights whole(memory, *no_prior);
+  const MigWeights scaled(memory, *no_prior, leaving);
+  EXPECT_DOUBLE_EQ(whole.Stranded(h100).memory, 2 * h100.SliceGib());
+  EXPECT_DOUBLE_EQ(scaled.Stranded(h100).memory, 2 * h100.SliceGib() * 0.125);
+  EXPECT_EQ(scaled.For(h100), whole.For(h100));  // the room is worth the same
+}
+
 class MigNodeScoringTest : public ::testing::Test {
  protected:
   MigNodeScoringTest() : state_(config::SchedulerConfig{}) {}
@@ -229,6 +263,46 @@ TEST_F(MigNodeScoringTest, InstancesOfOnePodSpreadOverGpusOnlyWhenThatKeepsMore)
       scheduler.Schedule(PodBuilder("d/whole").MigMode().Container(1, 40000).Build(), nullptr, 0);
   ASSERT_TRUE(whole.scheduled()) << whole.message;
   EXPECT_NE(whole.containers[0][0].uuid, d.containers[0][0].uuid);
+}
+
+// A stranded slice is lost until an instance beside it leaves. Node a-used's GPUs each hold a
+// 4g.20gb (slices 0-3), so a 1g there strands slice 7 (only 3g@4 and 7g cover it). Where no pod
+// has left, the 1g opens an empty GPU of b-empty rather than strand it. Once most pods placed
+// have left (and the A100s are mostly free), the slice is lost only for a while: the 1g fills
+// the used GPU and b-empty's GPUs stay whole (docs/placement.md, "Stranded slices and churn").
+TEST_F(MigNodeScoringTest, AStrandedSliceCostsLessOncePodsLeave) {
+  const auto place_1g_after = [](bool others_leave) -> std::string {
+    state::ClusterState state{config::SchedulerConfig{}};
+    for (const std::string name : {"a-used", "b-empty", "c-others"}) {
+      state.UpsertNode(NodeWith(name, {A100Mig(name + "-GPU-0", 0), A100Mig(name + "-GPU-1", 1)}));
+    }
+    PolicyDefaults defaults;
+    defaults.mig_prior = *ParseMigPrior("1g=1,3g=1", 8);
+    Scheduler scheduler(state, defaults);
+    const std::vector<std::string> a = {"a-used"};
+    const std::vector<std::string> c = {"c-others"};
+    for (const std::string gpu : {"0", "1"}) {
+      // Half the compute and 19000 MiB: 4g.20gb, whose one placement is slices 0-3.
+      const Decision four = scheduler.Schedule(
+          PodBuilder("d/4g-" + gpu).MigMode().Container(1, 19000, 50).Build(), &a, 0);
+      EXPECT_TRUE(four.scheduled()) << four.message;
+      EXPECT_EQ(four.reservation.mig.size() == 1 ? four.reservation.mig[0].profile : "", "4g.20gb");
+    }
+    for (int i = 0; i < 6; ++i) {
+      const std::string key = "d/other-" + std::to_string(i);
+      const Decision other =
+          scheduler.Schedule(PodBuilder(key).MigMode().Container(1, 4000).Build(), &c, 0);
+      EXPECT_TRUE(other.scheduled()) << other.message;
+      if (others_leave) state.RemovePod(key);
+    }
+    const std::vector<std::string> a_or_b = {"a-used", "b-empty"};
+    const Decision d =
+        scheduler.Schedule(PodBuilder("d/1g").MigMode().Container(1, 4000).Build(), &a_or_b, 0);
+    EXPECT_TRUE(d.scheduled()) << d.message;
+    return d.node;
+  };
+  EXPECT_EQ(place_1g_after(/*others_leave=*/false), "b-empty");
+  EXPECT_EQ(place_1g_after(/*others_leave=*/true), "a-used");
 }
 
 // With larger profiles allowed the plan never keeps less placeability than the smallest-profile

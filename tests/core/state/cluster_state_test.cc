@@ -109,6 +109,58 @@ TEST(ClusterStateTest, MigInstancesRebuildTheLayout) {
   EXPECT_EQ(s.node("n")->usage[0], DeviceUsage{});
 }
 
+// How full each MIG model is (what the stranded-slice cost reads) and how many pods hold MIG
+// instances follow pods, nodes, re-registration, copies and subsets.
+TEST(ClusterStateTest, MigFillFollowsPodsNodesCopiesAndSubsets) {
+  ClusterState s{config::SchedulerConfig{}};
+  s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r")}));
+  s.UpsertNode(NodeWith("m", {RtxPro6000Mig("GPU-s")}));
+  const int64_t per_gpu = s.node("n")->mig_models[0].memory_slices();
+  ASSERT_GT(per_gpu, 0);
+  using Fill = std::pair<int64_t, int64_t>;
+  const auto fill = [](const ClusterState& state) {
+    if (state.mig_fill().size() != 1)
+      return Fill{-1, static_cast<int64_t>(state.mig_fill().size())};
+    const ClusterState::MigFill& f = state.mig_fill().begin()->second;
+    return Fill{f.used_slices, f.slices};
+  };
+  EXPECT_EQ(fill(s), (Fill{0, 2 * per_gpu}));
+  const PodReservation r{"ns/p",
+                         "u",
+                         "n",
+                         0,
+                         {{{"GPU-r", "NVIDIA", 24192, 25}, {"GPU-r", "NVIDIA", 24192, 25}}},
+                         {{0, 0, "GPU-r", "1g.24gb", {0, 3}, std::nullopt},
+                          {0, 1, "GPU-r", "1g.24gb", {9, 3}, std::nullopt}}};
+  s.AddPod(r);
+  EXPECT_EQ(fill(s), (Fill{6, 2 * per_gpu}));
+  EXPECT_EQ(s.mig_pods(), 1);
+  s.AddPod(r);  // the same pod again replaces itself
+  EXPECT_EQ(fill(s), (Fill{6, 2 * per_gpu}));
+  EXPECT_EQ(s.mig_pods(), 1);
+  s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r")}));  // re-registered: its pod re-applied
+  EXPECT_EQ(fill(s), (Fill{6, 2 * per_gpu}));
+
+  const ClusterState copy(s);
+  EXPECT_EQ(fill(copy), (Fill{6, 2 * per_gpu}));
+  EXPECT_EQ(copy.mig_pods(), 1);
+  const ClusterState with_pod = s.Subset({"n"});
+  EXPECT_EQ(fill(with_pod), (Fill{6, per_gpu}));
+  EXPECT_EQ(with_pod.mig_pods(), 1);
+  const ClusterState without = s.Subset({"m"});
+  EXPECT_EQ(fill(without), (Fill{0, per_gpu}));
+  EXPECT_EQ(without.mig_pods(), 0);
+
+  s.RemovePod("ns/p");
+  EXPECT_EQ(fill(s), (Fill{0, 2 * per_gpu}));
+  EXPECT_EQ(s.mig_pods(), 0);
+  s.RemoveNode("m");
+  EXPECT_EQ(fill(s), (Fill{0, per_gpu}));
+  s.RemoveNode("n");
+  EXPECT_TRUE(s.mig_fill().empty());
+  EXPECT_EQ(fill(copy), (Fill{6, 2 * per_gpu}));  // the copy is its own
+}
+
 TEST(ClusterStateTest, ContradictoryAnnotationsFailClosedUntilRemoved) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r"), SharingGpu("GPU-s", 32768, 0, 1)}));
