@@ -390,8 +390,8 @@ UiStateEncoder::Snapshot ClusterView::CollectUiState() const {
 
 void ClusterView::ReadForMetrics(const std::function<void(const MetricsReading&)>& fn) const {
   std::lock_guard lock(mu_);
-  fn(MetricsReading{state_, scheduler_.mig_demand_mix(), reservations_.OldestWait(clocks_.steady()),
-                    ClientKeyedEntriesLocked()});
+  fn(MetricsReading{state_, scheduler_.mig_demand_mix(), scheduler_.StrandedScale(),
+                    reservations_.OldestWait(clocks_.steady()), ClientKeyedEntriesLocked()});
 }
 
 void ClusterView::WithState(const std::function<void(const state::ClusterState&)>& fn) const {

@@ -84,7 +84,8 @@ std::vector<prometheus::MetricFamily> ReadViews::StateFamilies() const {
   std::vector<prometheus::MetricFamily> families;
   view_.ReadForMetrics([&](const ClusterView::MetricsReading& r) {
     families = GpuUsageFamilies(r.state);
-    const sched::MigWeights weights(r.mig_demand_mix, view_.options().policy.mig_prior);
+    const sched::MigWeights weights(r.mig_demand_mix, view_.options().policy.mig_prior,
+                                    r.mig_stranded_scale);
     auto placement = PlacementFamilies(r.state, weights);
     families.insert(families.end(), std::make_move_iterator(placement.begin()),
                     std::make_move_iterator(placement.end()));
@@ -118,10 +119,12 @@ std::string ReadViews::StateMetricsText(bool legacy) const {
   };
   // The demand mix first (a small copy), so that the placeability weights are built outside.
   std::optional<sched::MigDemandMix> mix;
+  sched::MigStrandedScale stranded_scale;
   std::optional<prometheus::MetricFamily> age_family;
   std::optional<prometheus::MetricFamily> keyed_family;
   view_.ReadForMetrics([&](const ClusterView::MetricsReading& r) {
     mix = r.mig_demand_mix;
+    stranded_scale = r.mig_stranded_scale;
     prometheus::ClientMetric age;
     age.gauge.value = r.oldest_reservation_wait.count();
     age_family = prometheus::MetricFamily{
@@ -131,7 +134,7 @@ std::string ReadViews::StateMetricsText(bool legacy) const {
         {age}};
     keyed_family = ClientKeyedFamily(r.client_keyed_entries);
   });
-  const sched::MigWeights weights(*mix, view_.options().policy.mig_prior);
+  const sched::MigWeights weights(*mix, view_.options().policy.mig_prior, stranded_scale);
   std::vector<StateFamilyBuilder> builders = GpuUsageFamilyBuilders();
   for (auto& builder : PlacementFamilyBuilders(weights)) builders.push_back(std::move(builder));
   // Each family is built under the lock and serialized outside it: the lock is held for one

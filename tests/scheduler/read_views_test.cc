@@ -88,6 +88,39 @@ TEST_F(ServiceTest, PlacementMetricsDescribeSlicesStrandingReasonsAndReservation
       << "shared GPUs have no slices";
 }
 
+// The placeability gauge prices a stranded slice as the decisions do (docs/placement.md,
+// "Stranded slices and churn"): once a MIG pod placed has left, for less. GPU-a holds a 4g.20gb
+// and a 1g at slice 6, which strands slice 7. Both runs see the same pods, so the same demand
+// mix and the same layout of GPU-a; in the second the pod on m2 leaves.
+TEST_F(ServiceTest, ThePlaceabilityGaugePricesAStrandedSliceAsTheDecisionsDo) {
+  const auto placeability_of_a = [&](bool other_leaves) {
+    auto& s = MakeSynced({NodeWith("m1", {A100Mig("GPU-a")}), NodeWith("m2", {A100Mig("GPU-b")})});
+    const model::Pod other = PodBuilder("ns/other").MigMode().Container(1, 4000).Build();
+    EXPECT_EQ(Filter(other, {"m2"})["NodeNames"][0], "m2");
+    if (other_leaves) s.view.DeletePod(PodJson(other));
+    EXPECT_EQ(Filter(PodBuilder("ns/four").MigMode().Container(1, 19000, 50).Build(),
+                     {"m1"})["NodeNames"][0],
+              "m1");
+    EXPECT_EQ(
+        Filter(PodBuilder("ns/one").MigMode().Container(1, 4000).Build(), {"m1"})["NodeNames"][0],
+        "m1");
+    uint32_t occupied = 0;
+    s.view.WithState([&](const state::ClusterState& state) {
+      occupied = state.node("m1")->usage[0].layout.occupied;
+    });
+    EXPECT_EQ(occupied, 0b01001111U);  // 4g.20gb at 0-3, 1g at 6: slice 7 stranded
+    const std::string text = s.view.metrics().Render(s.reads.StateFamilies());
+    const std::string name =
+        R"(tessera_gpu_placeability{node="m1",device_uuid="GPU-a",device_index="0"} )";
+    const size_t at = text.find(name);
+    EXPECT_NE(at, std::string::npos) << text;
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + name.size()));
+  };
+  const double whole = placeability_of_a(/*other_leaves=*/false);
+  const double scaled = placeability_of_a(/*other_leaves=*/true);
+  EXPECT_GT(scaled, whole + 1.0);  // a stranded slice is worth 10 GiB at its whole price
+}
+
 // What /metrics serves (the families serialized one at a time, each HAMi legacy twin after them)
 // is, line for line, what serializing every family at once gives: the same families, the same
 // values, the same legacy names.

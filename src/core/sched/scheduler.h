@@ -123,6 +123,10 @@ class Scheduler {
     mig_mix_.Observe(key, weight);
   }
   const MigDemandMix& mig_demand_mix() const { return mig_mix_; }
+  // How long a stranded MIG slice stays lost here (MigStrandedScale), from the MIG pods this
+  // scheduler placed and those held now: what each decision prices a stranded slice by, and so
+  // what the placeability readers (metrics) should too.
+  MigStrandedScale StrandedScale() const;
   // A pod that is part of the demand but that this scheduler does not filter (a one-shot view of
   // a listed cluster): observed as Schedule observes a pod, once.
   void ObservePod(const model::Pod& pod);
@@ -149,8 +153,6 @@ class Scheduler {
   bool FirstSight(const model::Pod& pod);
   void ObserveParsed(const ParsedPod& parsed);
   Decision EndSchedule(Decision decision, std::optional<state::PodReservation> previous);
-  // How long a stranded MIG slice stays lost here, from the pods placed and still held.
-  MigStrandedScale StrandedScale() const;
 
   state::ClusterState& state_;
   state::NodeLookup lookup_;  // Schedule's candidate names (filter after filter, the same list)
