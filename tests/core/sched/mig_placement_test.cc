@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "core/mig/catalog.h"
@@ -118,17 +119,23 @@ TEST(MigWeightsTest, UnitsFollowWhatTheRequestsName) {
   EXPECT_DOUBLE_EQ(unseen.Stranded(a100).memory, 2 * a100.SliceGib());
 }
 
+// An H100-SXM5-80GB's MIG rules from the built-in catalog (without a layout table).
+mig::GpuMigModel BuiltinH100() {
+  auto catalog = mig::GpuModelCatalog::Builtin();
+  if (!catalog.ok() || catalog->Find("H100-SXM5-80GB") == nullptr) {
+    ADD_FAILURE() << "no H100-SXM5-80GB in the built-in catalog";
+    std::abort();
+  }
+  return mig::GpuMigModel(testing::MigDeviceOf(*catalog->Find("H100-SXM5-80GB"), "GPU-h"), nullptr);
+}
+
 // A stranded slice whose compute stays usable is discounted by the share of requests for a
 // fraction of a GPU times the square of the whole-GPU share; memory requests get no discount
 // (their stranded slice weighs twice), and a slice that idles compute too costs the full
 // value either way.
 TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
-  auto catalog = mig::GpuModelCatalog::Builtin();
-  ASSERT_TRUE(catalog.ok());
-  const mig::GpuModelSpec* spec = catalog->Find("H100-SXM5-80GB");
-  ASSERT_NE(spec, nullptr);
-  mig::GpuMigModel h100(testing::MigDeviceOf(*spec, "GPU-h"), nullptr);
-  auto no_prior = ParseMigPrior("", 0);
+  const mig::GpuMigModel h100 = BuiltinH100();
+  const auto no_prior = ParseMigPrior("", 0);
   ASSERT_TRUE(no_prior.ok());
   const double unit = MigWeights::kGpuAsGib / 8;
 
@@ -176,12 +183,8 @@ TEST(MigStrandedScaleTest, ScalesByChurnAndHowFullTheModelIs) {
   scale.churn = 1;
   EXPECT_DOUBLE_EQ(scale.For(&b_rules), 0);
 
-  auto catalog = mig::GpuModelCatalog::Builtin();
-  ASSERT_TRUE(catalog.ok());
-  const mig::GpuModelSpec* spec = catalog->Find("H100-SXM5-80GB");
-  ASSERT_NE(spec, nullptr);
-  mig::GpuMigModel h100(testing::MigDeviceOf(*spec, "GPU-h"), nullptr);
-  auto no_prior = ParseMigPrior("", 0);
+  const mig::GpuMigModel h100 = BuiltinH100();
+  const auto no_prior = ParseMigPrior("", 0);
   ASSERT_TRUE(no_prior.ok());
   MigDemandMix memory(1.0);
   memory.Observe(MigDemandKey{9000, 0, 0}, 1);

@@ -91,16 +91,21 @@ TEST(ClusterStateTest, InitContainersCountAtPeakAppContainersAddUp) {
   EXPECT_EQ(u.used, 2);         // max(1, two app slots)
 }
 
+// Pod ns/p on node n: two 1g.24gb of GPU-r (an RTX PRO 6000), at slices 0-2 and 9-11.
+PodReservation TwoRtxInstances() {
+  return PodReservation{"ns/p",
+                        "u",
+                        "n",
+                        0,
+                        {{{"GPU-r", "NVIDIA", 24192, 25}, {"GPU-r", "NVIDIA", 24192, 25}}},
+                        {{0, 0, "GPU-r", "1g.24gb", {0, 3}, std::nullopt},
+                         {0, 1, "GPU-r", "1g.24gb", {9, 3}, std::nullopt}}};
+}
+
 TEST(ClusterStateTest, MigInstancesRebuildTheLayout) {
   ClusterState s{config::SchedulerConfig{}};
   s.UpsertNode(NodeWith("n", {RtxPro6000Mig("GPU-r")}));
-  PodReservation r{"ns/p",
-                   "u",
-                   "n",
-                   0,
-                   {{{"GPU-r", "NVIDIA", 24192, 25}, {"GPU-r", "NVIDIA", 24192, 25}}},
-                   {{0, 0, "GPU-r", "1g.24gb", {0, 3}, std::nullopt},
-                    {0, 1, "GPU-r", "1g.24gb", {9, 3}, std::nullopt}}};
+  const PodReservation r = TwoRtxInstances();
   s.AddPod(r);
   const DeviceUsage& u = s.node("n")->usage[0];
   EXPECT_EQ(u.layout.occupied, 0b111000000111U);
@@ -125,13 +130,7 @@ TEST(ClusterStateTest, MigFillFollowsPodsNodesCopiesAndSubsets) {
     return Fill{f.used_slices, f.slices};
   };
   EXPECT_EQ(fill(s), (Fill{0, 2 * per_gpu}));
-  const PodReservation r{"ns/p",
-                         "u",
-                         "n",
-                         0,
-                         {{{"GPU-r", "NVIDIA", 24192, 25}, {"GPU-r", "NVIDIA", 24192, 25}}},
-                         {{0, 0, "GPU-r", "1g.24gb", {0, 3}, std::nullopt},
-                          {0, 1, "GPU-r", "1g.24gb", {9, 3}, std::nullopt}}};
+  const PodReservation r = TwoRtxInstances();
   s.AddPod(r);
   EXPECT_EQ(fill(s), (Fill{6, 2 * per_gpu}));
   EXPECT_EQ(s.mig_pods(), 1);
