@@ -19,7 +19,6 @@ GeometryFreePlacer::GeometryFreePlacer(const MigCluster& cluster)
         need_.push_back(
             profile < 0 ? -1 : static_cast<int>(gpu.profiles()[profile].placements.front().size));
         compute_.push_back(profile < 0 ? 0 : static_cast<int>(gpu.profiles()[profile].slice_count));
-        demand_.push_back(cluster.DemandOf(n, static_cast<int>(d), static_cast<int>(t)));
       }
     }
   }
@@ -31,7 +30,8 @@ bool GeometryFreePlacer::Place(const std::string& key, int type) {
   // the fewest free slices wins (for one instance: the fullest fitting pool of the cluster).
   int best_free = std::numeric_limits<int>::max();
   std::vector<Held> best;
-  for (const auto& gpus : node_gpus_) {
+  for (size_t node = 0; node < node_gpus_.size(); ++node) {
+    const std::vector<int>& gpus = node_gpus_[node];
     std::vector<int> free;
     std::vector<int> compute_free;
     for (int g : gpus) {
@@ -56,7 +56,7 @@ bool GeometryFreePlacer::Place(const std::string& key, int type) {
       free[chosen] -= Need(g, type);
       compute_free[chosen] -= Compute(g, type);
       picks.push_back(Held{g, Need(g, type), Compute(g, type),
-                           demand_[static_cast<size_t>(g) * types_ + type]});
+                           cluster_.DemandOf(static_cast<int>(node), chosen, type)});
     }
     if (picks.empty()) continue;
     if (free_total < best_free) {

@@ -54,7 +54,6 @@ class GeometryFreePlacer : public Placer {
   std::vector<std::vector<int>> node_gpus_;  // per node: flat GPU indices
   std::vector<int> need_;                    // [gpu][type]: memory slices, -1 if no profile
   std::vector<int> compute_;                 // [gpu][type]: compute slices
-  std::vector<int64_t> demand_;              // [gpu][type]: MigCluster::DemandOf
   std::map<std::string, std::vector<Held>> held_;
 };
 
