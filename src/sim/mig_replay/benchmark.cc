@@ -13,6 +13,7 @@
 
 #include "sim/mig_replay/defrag_replay.h"
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/offline_guided.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/upper_bound.h"
 
@@ -112,6 +113,17 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   }
+  if (policy == kOfflineLpGuided) {  // tessera, told by the placement LP whom to turn away
+    auto guided = RunOfflineLpGuided(nodes, workload, arrivals, warmup, protocol.steady,
+                                     options.node_policies);
+    if (!guided.ok()) {
+      return Error{"fleet " + fleet + ", policy " + policy + ", seed " + std::to_string(seed) +
+                   ": " + guided.error().message};
+    }
+    r.metrics = std::move(guided.value());
+    r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+  }
   // tessera with defragmentation places as tessera; the rounds come on top.
   const std::optional<int> defrag_budget = DefragPolicyBudget(policy);
   if (defrag_budget && !protocol.pending) {
@@ -184,6 +196,7 @@ Result<std::vector<RunRecord>> RunBenchmark(const BenchmarkOptions& options,
         if (protocols[p].pending || fleet_gpus[f] > options.placement_bound_max_gpus) continue;
         for (uint64_t seed : options.seeds) {
           tasks.push_back(Task{f, w, p, std::string(kPlacementBound), seed});
+          tasks.push_back(Task{f, w, p, std::string(kOfflineLpGuided), seed});
         }
       }
     }

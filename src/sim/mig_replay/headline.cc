@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/offline_guided.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/policy.h"
 #include "sim/mig_replay/starvation.h"
@@ -141,7 +142,7 @@ bool IsBoundColumn(std::string_view policy) {
 }
 
 bool IsReferenceColumn(std::string_view policy) {
-  return IsBoundColumn(policy) || policy == kReferencePooledSlices;
+  return IsBoundColumn(policy) || policy == kReferencePooledSlices || policy == kOfflineLpGuided;
 }
 
 bool HeadlineVersus::behind() const {
@@ -214,6 +215,10 @@ std::vector<HeadlineRow> BuildHeadline(const std::vector<RunRecord>& records,
       if (std::isnan(row.bound) || served < row.bound) row.bound = served;
     }
     row.headroom = std::isnan(row.bound) ? kNaN : row.bound - row.served;
+    if (auto offline = cell.runs.find(std::string(kOfflineLpGuided)); offline != cell.runs.end()) {
+      row.offline = MeanServed(offline->second);
+      row.headroom_floor = std::max(0.0, row.offline - row.served);
+    }
     const double gap = row.bound - best;
     row.gap_closed = std::isnan(row.bound) || row.best_baseline.empty() || gap <= 1e-9
                          ? kNaN
@@ -244,7 +249,8 @@ std::array<std::string, kTailColumns> TailCells(const HeadlineRow& r) {
           ")",
       std::isnan(r.worst_wait_p95) ? "-"
                                    : Fixed1(r.worst_wait_p95) + "/" + Fixed1(r.best_worst_wait_p95),
-      Fixed1(r.headroom),
+      std::isnan(r.headroom_floor) ? Fixed1(r.headroom)
+                                   : Fixed1(r.headroom_floor) + ".." + Fixed1(r.headroom),
       std::isnan(r.gap_closed) ? "-" : Fixed1(r.gap_closed) + "%",
   };
 }
@@ -264,7 +270,9 @@ std::string HeadlineText(const std::vector<HeadlineRow>& rows) {
       "placed: pods placed, % of arrivals. starved: most pods of one request type never placed "
       "(%), and (in brackets) the most by which a type's exceeds the best baseline's. p95 wait "
       "(pending queue): the longest 95th-percentile wait of a type, tessera/best baseline, in "
-      "mean lifetimes. headroom: to the tightest bound; closed: share of the best baseline's gap "
+      "mean lifetimes. headroom: to the tightest bound (a..b: at least a, what a schedule that "
+      "knows "
+      "the future gains); closed: share of the best baseline's gap "
       "to it that tessera closes.\n";
   const std::vector<std::string> columns = VersusColumns(rows);
   for (const std::string& protocol : Protocols(rows)) {

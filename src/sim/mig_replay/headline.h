@@ -49,6 +49,10 @@ struct HeadlineRow {
   double bound = std::numeric_limits<double>::quiet_NaN();
   double headroom = std::numeric_limits<double>::quiet_NaN();
   double gap_closed = std::numeric_limits<double>::quiet_NaN();
+  // Where offline-lp-guided ran: what a feasible schedule that knows the future served, and so
+  // the least headroom there is (the optimum lies between it and the bound). NaN: none.
+  double offline = std::numeric_limits<double>::quiet_NaN();
+  double headroom_floor = std::numeric_limits<double>::quiet_NaN();
 };
 
 // `subject` is tessera's policy name; every other policy of the records except the references
@@ -57,7 +61,8 @@ std::vector<HeadlineRow> BuildHeadline(const std::vector<RunRecord>& records,
                                        std::string_view subject,
                                        const std::vector<std::string>& featured);
 
-// Columns that are not baselines: the pooled-slices reference and the bounds.
+// Columns that are not baselines: the pooled-slices reference, offline-lp-guided and the
+// bounds.
 bool IsReferenceColumn(std::string_view policy);
 // The bounds alone (upper-bound, placement-bound).
 bool IsBoundColumn(std::string_view policy);

@@ -12,6 +12,7 @@
 #include "sim/mig_replay/defrag_replay.h"
 #include "sim/mig_replay/geometry_free.h"
 #include "sim/mig_replay/headline.h"
+#include "sim/mig_replay/offline_guided.h"
 #include "sim/mig_replay/optimum_study.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/report.h"
@@ -170,6 +171,7 @@ Status ReplayMig(const MigReplayOptions& o) {
   if (std::any_of(records->begin(), records->end(),
                   [](const RunRecord& r) { return r.policy == kPlacementBound; })) {
     columns.emplace_back(kPlacementBound);
+    columns.emplace_back(kOfflineLpGuided);
   }
   const std::vector<HeadlineRow> headline =
       BuildHeadline(records.value(), kPolicyTessera, FeaturedBaselines());

@@ -122,10 +122,11 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
       columns += static_cast<int>(classes[c].spans[static_cast<size_t>(items[k].type)].size());
     }
   }
-  if (columns == 0) return PlacementLp{0, 0};
+  if (columns == 0) return PlacementLp{0, 0, {}};
   glp_add_cols(lp.get(), columns);
   std::vector<double> served(static_cast<size_t>(columns) + 1, 0);
-  std::vector<int> accept_cols;  // per item with placements: its share accepted
+  std::vector<int> accept_cols;                     // per item with placements: its share accepted
+  std::vector<int> accept_col_of(items.size(), 0);  // per item; 0: none
   std::vector<double> accept_weights;
   std::vector<int> rows{0};
   std::vector<int> cols{0};
@@ -155,6 +156,7 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
     glp_set_col_bnds(lp.get(), share, GLP_DB, 0, 1);
     rows.push_back(row), cols.push_back(share), values.push_back(-item.count);
     accept_cols.push_back(share);
+    accept_col_of[k] = share;
     accept_weights.push_back(item.accept_weight);
   }
   for (const std::vector<int>& group : groups) {
@@ -204,6 +206,12 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
   const int terminal = glp_term_out(GLP_OFF);
   if (glp_simplex(lp.get(), &simplex) == 0 && glp_get_status(lp.get()) == GLP_OPT) {
     out.served = glp_get_obj_val(lp.get());
+    out.accept_share.assign(items.size(), 0);
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (accept_col_of[k] != 0) {
+        out.accept_share[k] = std::clamp(glp_get_col_prim(lp.get(), accept_col_of[k]), 0.0, 1.0);
+      }
+    }
   }
   if (out.served >= 0 && branch_nodes > 0) {
     for (const int col : accept_cols) glp_set_col_kind(lp.get(), col, GLP_BV);

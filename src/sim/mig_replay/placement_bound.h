@@ -40,6 +40,9 @@ std::vector<uint32_t> PlacementSpans(const mig::GpuMigModel& gpu, int intended);
 struct PlacementLp {
   double served = -1;    // saturation: slices; steady: slices summed over measured instants
   double accepted = -1;  // saturation: requests of the stream; steady: measured ones
+  // Per request of the stream, the share of it the served LP's optimum accepts (0 to 1; 0 where
+  // it has no placement at all): what an offline schedule may follow (offline_guided.h).
+  std::vector<double> accept_share;
 };
 
 // Protocol (a): every request of the stream may be resident together, at one instant.

@@ -7,6 +7,7 @@
 
 #include "core/common/strings.h"
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/offline_guided.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/policy.h"
 #include "sim/mig_replay/upper_bound.h"
@@ -27,6 +28,7 @@ std::string Color(const std::string& policy) {
   if (policy == kReferencePooledSlices) return "#bbbbbb";
   if (policy == kUpperBound) return "#555555";
   if (policy == kPlacementBound) return "#888888";
+  if (policy == kOfflineLpGuided) return "#999999";
   const auto& names = AllPolicyNames();
   const auto it = std::find(names.begin(), names.end(), policy);
   return replay::SeriesColor(it == names.end() ? 0 : static_cast<size_t>(it - names.begin()));

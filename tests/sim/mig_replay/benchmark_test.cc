@@ -102,11 +102,15 @@ TEST(MigBenchmark, ReportShowsEveryPolicyAndTheBound) {
 
 TEST(MigBenchmark, EveryRunCountsItsRequestsByType) {
   BenchmarkOptions o = SmallBenchmark();
-  o.placement_bound_max_gpus = 16;  // both fleets: saturation and steady state get the LP bound
+  // Both fleets: saturation and steady state get the LP bound and offline-lp-guided (one node
+  // each keeps the latter's search short).
+  o.nodes_per_fleet = 1;
+  o.placement_bound_max_gpus = 16;
   auto records = RunBenchmark(o, testing::Catalog());
   ASSERT_TRUE(records.ok()) << records.error().message;
-  // 2 fleets x 2 seeds x 3 protocols x 9 columns, and the LP bound in 2 of the 3 protocols.
-  EXPECT_EQ(records->size(), 2u * 2 * 3 * 9 + 2u * 2 * 2);
+  // 2 fleets x 2 seeds x 3 protocols x 9 columns, and the LP bound and offline-lp-guided in 2 of
+  // the 3 protocols.
+  EXPECT_EQ(records->size(), 2u * 2 * 3 * 9 + 2u * 2 * 2 * 2);
   for (const RunRecord& r : records.value()) {
     SCOPED_TRACE(r.fleet + " " + r.protocol + " " + r.policy);
     EXPECT_EQ(r.type_labels.size(), SmallBenchmark().workloads.front().types.size());

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/mig_replay/geometry_free.h"
+#include "sim/mig_replay/offline_guided.h"
 #include "sim/mig_replay/upper_bound.h"
 
 namespace tessera::sim::mig_replay {
@@ -74,6 +75,32 @@ TEST(MigHeadline, BestBaselineBoundHeadroomAndGapClosed) {
   EXPECT_NEAR(r.bound, 80, 1e-9);
   EXPECT_NEAR(r.headroom, 10, 1e-9);
   EXPECT_NEAR(r.gap_closed, 50, 1e-9);  // (70 - 60) / (80 - 60)
+}
+
+// offline-lp-guided is no baseline even when it serves the most; it gives the headroom's lower
+// end, printed as "a..b".
+TEST(MigHeadline, AnOfflineScheduleBracketsTheHeadroomFromBelow) {
+  std::vector<RunRecord> records;
+  for (uint64_t s = 0; s < 3; ++s) {
+    records.push_back(MakeRun("tessera", s, 70));
+    records.push_back(MakeRun("first-fit", s, 60));
+    records.push_back(MakeRun(std::string(kOfflineLpGuided), s, 76));
+    records.push_back(MakeRun("placement-bound", s, 80));
+  }
+  auto rows = BuildHeadline(records, "tessera", FeaturedBaselines());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].best_baseline, "first-fit");
+  EXPECT_NEAR(rows[0].offline, 76, 1e-9);
+  EXPECT_NEAR(rows[0].headroom_floor, 6, 1e-9);
+  EXPECT_NEAR(rows[0].headroom, 10, 1e-9);
+  EXPECT_NE(HeadlineText(rows).find("6.0..10.0"), std::string::npos) << HeadlineText(rows);
+
+  records.erase(records.begin() + 2);  // one seed without it: the others still count
+  for (RunRecord& r : records) {
+    if (r.policy == kOfflineLpGuided) r.metrics.served_ratio = 0.65;  // never below tessera
+  }
+  rows = BuildHeadline(records, "tessera", FeaturedBaselines());
+  EXPECT_NEAR(rows[0].headroom_floor, 0, 1e-9);
 }
 
 TEST(MigHeadline, StarvationComparesEachTypeWithTheBestBaseline) {

@@ -1,0 +1,131 @@
+#include "sim/mig_replay/offline_guided.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/mig_replay/benchmark.h"
+#include "sim/mig_replay/offline_optimum.h"
+#include "sim/mig_replay/placement_bound.h"
+#include "sim/mig_replay/steady_optimum.h"
+#include "test_fleet.h"
+#include "unit_placer.h"
+
+namespace tessera::sim::mig_replay {
+namespace {
+
+TEST(OfflineLpGuided, ThresholdPlacerPlacesOnlyWhatTheLpAcceptsEnoughOf) {
+  const std::vector<double> shares = {1.0, 0.2, 0.6, 0.0};
+  UnitPlacer inner(100);
+  ThresholdPlacer guided(inner, shares, 0.5);
+  EXPECT_TRUE(guided.Place(ArrivalKey(0), 0));
+  EXPECT_FALSE(guided.Place(ArrivalKey(1), 0));
+  EXPECT_TRUE(guided.Place(ArrivalKey(2), 0));
+  EXPECT_FALSE(guided.Place(ArrivalKey(3), 0));
+  EXPECT_FALSE(guided.Place(ArrivalKey(4), 0)) << "beyond the stream the LP saw";
+  EXPECT_FALSE(guided.Place("not-a-stream-key", 0));
+  EXPECT_EQ(inner.placed, (std::vector<std::string>{ArrivalKey(0), ArrivalKey(2)}));
+
+  UnitPlacer all(100);
+  ThresholdPlacer unguided(all, shares, 0);  // the threshold 0 is tessera alone
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(unguided.Place(ArrivalKey(i), 0)) << i;
+}
+
+// The schedule is feasible, so on tiny instances it lies between tessera and the exact offline
+// optimum (below the placement bound); the LP's guidance must find more than tessera somewhere.
+TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
+  int cases = 0;
+  int above_tessera = 0;
+  double gap = 0;
+  for (const std::string model : {"A100-40GB", "H100-SXM5-80GB"}) {
+    for (int gpus : {1, 2}) {
+      for (SyntheticMix mix :
+           {SyntheticMix::kUniform, SyntheticMix::kSmallHeavy, SyntheticMix::kLargeHeavy}) {
+        const Workload w = MakeSyntheticWorkload(mix);
+        const auto nodes = testing::Nodes(model, gpus);
+        for (uint64_t seed : {42, 43, 44}) {
+          const std::string name =
+              model + " x" + std::to_string(gpus) + " seed " + std::to_string(seed) + " " + w.name;
+          {  // protocol (a)
+            std::mt19937_64 rng(seed);
+            const std::vector<Arrival> arrivals = SampleArrivals(w, 12, rng);
+            MigCluster cluster(nodes, w);
+            const int64_t optimum = OfflineOptimumServedSlices(cluster, arrivals).value();
+            auto guided = RunOfflineLpGuided(nodes, w, arrivals, 0, false);
+            ASSERT_TRUE(guided.ok()) << guided.error().message;
+            MigCluster run(nodes, w);
+            auto tessera = MakePlacer("tessera", run);
+            ASSERT_TRUE(tessera.ok());
+            const int64_t alone = RunSaturation(*tessera->placer, arrivals, 0).served_slices;
+            EXPECT_LE(guided->served_slices, optimum) << name;
+            EXPECT_GE(guided->served_slices, alone) << name;
+            above_tessera += guided->served_slices > alone ? 1 : 0;
+            gap += static_cast<double>(optimum - guided->served_slices) / (8.0 * gpus);
+            ++cases;
+          }
+          {  // protocol (b)
+            std::mt19937_64 rng(seed);
+            const size_t n = gpus == 1 ? 14 : 12;
+            const std::vector<Arrival> arrivals = SamplePoissonArrivals(w, n, 2.5 * gpus, rng);
+            const size_t warmup = 4;
+            const double scale = static_cast<double>(n - warmup) * 8 * gpus;
+            MigCluster cluster(nodes, w);
+            const int64_t optimum = SteadyOptimumServedSum(cluster, arrivals, warmup).value();
+            auto guided = RunOfflineLpGuided(nodes, w, arrivals, warmup, true);
+            ASSERT_TRUE(guided.ok()) << guided.error().message;
+            MigCluster run(nodes, w);
+            auto tessera = MakePlacer("tessera", run);
+            ASSERT_TRUE(tessera.ok());
+            const double alone = RunSteadyState(*tessera->placer, arrivals, warmup).served_ratio;
+            EXPECT_LE(std::llround(guided->served_ratio * scale), optimum) << name;
+            EXPECT_GE(guided->served_ratio + 1e-12, alone) << name;
+            above_tessera += guided->served_ratio > alone + 1e-12 ? 1 : 0;
+            gap += (static_cast<double>(optimum) - guided->served_ratio * scale) / scale;
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(above_tessera, 0);
+  std::cout << "offline-lp-guided below the exact optimum: " << 100 * gap / cases
+            << " points on average over " << cases << " cases; above tessera in " << above_tessera
+            << "\n";
+}
+
+// In the benchmark it runs where the placement bound does, and lies between tessera and it.
+TEST(OfflineLpGuided, BenchmarkRowsLieBetweenTesseraAndThePlacementBound) {
+  BenchmarkOptions options;
+  options.fleets = {"a100-40gb"};
+  options.workloads = {MakeMultiSmallWorkload()};
+  options.policies = {"tessera"};
+  options.seeds = {42};
+  options.nodes_per_fleet = 1;
+  options.loads = {0.9};
+  auto records = RunBenchmark(options, testing::Catalog());
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  std::map<std::string, std::map<std::string, double>> served;  // protocol+seed -> policy
+  for (const RunRecord& r : records.value()) {
+    served[r.protocol + " " + std::to_string(r.seed)][r.policy] = r.metrics.served_ratio;
+  }
+  int runs = 0;
+  for (const auto& [run, by_policy] : served) {
+    if (run.starts_with("pending")) {
+      EXPECT_EQ(by_policy.count(std::string(kOfflineLpGuided)), 0u) << run;
+      continue;
+    }
+    const double guided = by_policy.at(std::string(kOfflineLpGuided));
+    EXPECT_GE(guided + 1e-12, by_policy.at("tessera")) << run;
+    EXPECT_LE(guided, by_policy.at(std::string(kPlacementBound)) + 1e-12) << run;
+    ++runs;
+  }
+  EXPECT_EQ(runs, 2);
+}
+
+}  // namespace
+}  // namespace tessera::sim::mig_replay
