@@ -5,9 +5,9 @@
 // and bounds"): the placement LP's served optimum says how much of each request of the stream to
 // accept (PlacementLp::accept_share); the schedule turns away every request the LP accepts less
 // than a threshold of, and lets tessera place the rest as they come, keeping what fits. Every
-// such run is a feasible schedule of the stream, so the best of them over a few thresholds (and
-// tessera itself, the threshold 0) is at most the offline optimum: optimum within
-// [offline-lp-guided, placement-bound].
+// such run is a feasible schedule of the stream, so the best of them over a few thresholds
+// (tessera itself is the threshold 0), orders (at saturation also largest first) and a local
+// search is at most the offline optimum: optimum within [offline-lp-guided, placement-bound].
 
 #include <span>
 #include <string>
@@ -49,8 +49,9 @@ class ThresholdPlacer : public Placer {
 
 // The best feasible schedule found for `arrivals` on `nodes`: the placement LP of protocol (a)
 // (`steady` false; the whole stream, no early stop) or (b) (after `warmup`), then tessera
-// (under `node_policies`) behind a ThresholdPlacer for each OfflineGuideThresholds. The run's
-// metrics of the threshold that served the most; an error names a policy's mistake.
+// (under `node_policies`) behind a ThresholdPlacer for each OfflineGuideThresholds, in stream
+// order and at saturation largest first, then one pass of local search from the best. The
+// metrics of the run that served the most; an error names a policy's mistake.
 Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
                                       const Workload& workload,
                                       const std::vector<Arrival>& arrivals, size_t warmup,

@@ -37,7 +37,8 @@ TEST(OfflineLpGuided, ThresholdPlacerPlacesOnlyWhatTheLpAcceptsEnoughOf) {
 }
 
 // The schedule is feasible, so on tiny instances it lies between tessera and the exact offline
-// optimum (below the placement bound); the LP's guidance must find more than tessera somewhere.
+// optimum (below the placement bound); the LP's guidance, the largest-first order at saturation
+// and the local search bring it close to the optimum.
 TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
   int cases = 0;
   int above_tessera = 0;
@@ -93,6 +94,9 @@ TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
     }
   }
   EXPECT_GT(above_tessera, 0);
+  // Close to exact (0.03 points): in stream order alone it was 1.8 points below, without the local
+  // search 4.4 (docs/mig-replay.md, "References").
+  EXPECT_LT(100 * gap / cases, 0.5);
   std::cout << "offline-lp-guided below the exact optimum: " << 100 * gap / cases
             << " points on average over " << cases << " cases; above tessera in " << above_tessera
             << "\n";
