@@ -72,6 +72,39 @@ std::vector<TypeStarvation> ByType(const std::map<uint64_t, const RunRecord*>& r
   return PooledStarvation(list);
 }
 
+// Per request type, tessera's never-placed % minus `theirs`, seed by seed (seeds where the type
+// arrived under both).
+std::vector<PairedDifference> PairedStarvation(const std::map<uint64_t, const RunRecord*>& mine,
+                                               const std::map<uint64_t, const RunRecord*>& theirs,
+                                               std::vector<std::string>* labels) {
+  std::vector<std::vector<double>> a;  // per type, per seed: theirs
+  std::vector<std::vector<double>> b;  // mine
+  for (const auto& [seed, r] : mine) {
+    auto it = theirs.find(seed);
+    if (it == theirs.end()) continue;
+    const RunRecord* one_mine[] = {r};
+    const RunRecord* one_theirs[] = {it->second};
+    const std::vector<TypeStarvation> m = PooledStarvation(one_mine);
+    const std::vector<TypeStarvation> t = PooledStarvation(one_theirs);
+    if (a.size() < m.size()) {
+      a.resize(m.size());
+      b.resize(m.size());
+      labels->resize(m.size());
+    }
+    for (size_t type = 0; type < m.size() && type < t.size(); ++type) {
+      (*labels)[type] = m[type].label;
+      if (m[type].arrived == 0 || t[type].arrived == 0) continue;
+      a[type].push_back(t[type].never_placed_pct);
+      b[type].push_back(m[type].never_placed_pct);
+    }
+  }
+  std::vector<PairedDifference> out;
+  out.reserve(a.size());
+  for (size_t type = 0; type < a.size(); ++type)
+    out.push_back(PairedMeanDifference(a[type], b[type]));
+  return out;
+}
+
 double WorstWait(const std::vector<TypeStarvation>& types) {
   double worst = kNaN;
   for (const auto& t : types) {
@@ -207,6 +240,22 @@ std::vector<HeadlineRow> BuildHeadline(const std::vector<RunRecord>& records,
           row.starvation_excess = excess;
         }
       }
+      std::vector<std::string> labels;
+      const std::vector<PairedDifference> paired = PairedStarvation(mine->second, theirs, &labels);
+      double highest = kNaN;
+      for (size_t t = 0; t < paired.size(); ++t) {
+        const PairedDifference& d = paired[t];
+        if (std::isnan(d.mean)) continue;
+        const double hw = std::isnan(d.half_width_95) ? 0 : d.half_width_95;
+        if (std::isnan(highest) || d.mean - hw > highest) {
+          highest = d.mean - hw;
+          row.starved_type = labels[t];
+          row.starved_diff = d;
+        }
+        if (!std::isnan(d.half_width_95) && d.mean - d.half_width_95 > 0) {
+          row.starved_beyond_noise = true;
+        }
+      }
     }
     row.bound = kNaN;
     for (const std::string& policy : cell.policy_order) {
@@ -235,7 +284,7 @@ namespace {
 constexpr int kTailColumns = 6;
 constexpr std::array<const char*, kTailColumns> kTailHeaders = {
     "vs best baseline", "placed", "starved", "p95 wait", "headroom", "closed"};
-constexpr std::array<int, kTailColumns> kTailWidths = {-30, 6, 13, 9, 8, 7};
+constexpr std::array<int, kTailColumns> kTailWidths = {-30, 6, -32, 9, 10, 7};
 
 std::array<std::string, kTailColumns> TailCells(const HeadlineRow& r) {
   const HeadlineVersus best{r.best_baseline, 0, r.versus_best};
@@ -243,9 +292,9 @@ std::array<std::string, kTailColumns> TailCells(const HeadlineRow& r) {
       r.best_baseline.empty() ? "-" : VersusCell(best) + " (" + r.best_baseline + ")",
       Fixed1(r.placed),
       Fixed1(r.worst_never_placed) + " (" +
-          (std::isnan(r.starvation_excess)
-               ? std::string("-")
-               : Signed(PairedDifference{r.starvation_excess, kNaN, 1})) +
+          (r.starved_type.empty() ? std::string("-")
+                                  : r.starved_type + " " + Signed(r.starved_diff) +
+                                        (r.starved_beyond_noise ? " MORE" : "")) +
           ")",
       std::isnan(r.worst_wait_p95) ? "-"
                                    : Fixed1(r.worst_wait_p95) + "/" + Fixed1(r.best_worst_wait_p95),
@@ -268,7 +317,8 @@ std::string HeadlineText(const std::vector<HeadlineRow>& rows) {
       "Demand served (% of memory slices held by the intended profiles); tessera minus each "
       "baseline, seed by seed, with the 95% interval (BEHIND: the whole interval below 0).\n"
       "placed: pods placed, % of arrivals. starved: most pods of one request type never placed "
-      "(%), and (in brackets) the most by which a type's exceeds the best baseline's. p95 wait "
+      "(%), and (in brackets) the type whose share never placed exceeds the best baseline's the "
+      "most, seed by seed with the 95% interval (MORE: the whole interval above 0). p95 wait "
       "(pending queue): the longest 95th-percentile wait of a type, tessera/best baseline, in "
       "mean lifetimes. headroom: to the tightest bound (a..b: at least a, what a schedule that "
       "knows "

@@ -39,6 +39,13 @@ struct HeadlineRow {
   // (points; <= 0: no type starved more).
   double worst_never_placed = 0;
   double starvation_excess = std::numeric_limits<double>::quiet_NaN();
+  // The same judged as demand is, seed by seed: per request type, tessera's share of its pods
+  // never placed minus the best baseline's, paired over the seeds where both saw the type. The
+  // type whose 95% interval starts highest (its mean minus half-width; the mean alone with one
+  // seed) is named; starved_beyond_noise when a type's whole interval lies above zero.
+  std::string starved_type;
+  PairedDifference starved_diff;
+  bool starved_beyond_noise = false;
   // Pending queue only (NaN elsewhere): the largest 95th-percentile wait of a request type, in
   // mean lifetimes (pods never placed count with their wait until the run's end), under tessera
   // and under the best baseline.

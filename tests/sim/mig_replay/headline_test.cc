@@ -115,12 +115,45 @@ TEST(MigHeadline, StarvationComparesEachTypeWithTheBestBaseline) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_NEAR(rows[0].worst_never_placed, 80, 1e-9);
   EXPECT_NEAR(rows[0].starvation_excess, 30, 1e-9);
+  EXPECT_EQ(rows[0].starved_type, "type 1");
+  EXPECT_NEAR(rows[0].starved_diff.mean, 30, 1e-9);
+  EXPECT_TRUE(rows[0].starved_beyond_noise);  // the same on both seeds
   EXPECT_TRUE(std::isnan(rows[0].bound));
   const std::string text = HeadlineText(rows);
   EXPECT_NE(text.find("a100-40gb"), std::string::npos);
-  EXPECT_NE(text.find("80.0 (+30.0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("80.0 (type 1 +30.0±0.0 MORE)"), std::string::npos) << text;
   const std::string md = HeadlineMarkdown(rows);
   EXPECT_NE(md.find("| a100-40gb | multi-small | 70.0 |"), std::string::npos) << md;
+}
+
+// Starvation is judged as demand is: a type more starved on average whose seeds disagree is
+// within the noise; the type named is the one whose interval starts highest.
+TEST(MigHeadline, StarvationBeyondTheSeedsNoiseOnly) {
+  std::vector<RunRecord> records;
+  // Type 0: +30, -10, +40 points (mean +20, seeds disagree); type 1: +5, +4, +6 (mean +5).
+  const int64_t mine0[] = {2, 6, 1};
+  const int64_t theirs0[] = {5, 5, 5};
+  const int64_t mine1[] = {15, 16, 14};
+  for (uint64_t s = 0; s < 3; ++s) {
+    records.push_back(MakeRun("tessera", s, 70, {{10, mine0[s]}, {100, 100 - mine1[s]}}));
+    records.push_back(MakeRun("best-fit", s, 65, {{10, theirs0[s]}, {100, 90}}));
+  }
+  auto rows = BuildHeadline(records, "tessera", FeaturedBaselines());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(rows[0].starvation_excess, 20, 1e-9);  // pooled: type 0
+  EXPECT_EQ(rows[0].starved_type, "type 1");
+  EXPECT_NEAR(rows[0].starved_diff.mean, 5, 1e-9);
+  EXPECT_TRUE(rows[0].starved_beyond_noise);
+
+  records.clear();  // type 1 alone also disagrees now: nothing beyond the noise
+  const int64_t noisy1[] = {15, 5, 14};
+  for (uint64_t s = 0; s < 3; ++s) {
+    records.push_back(MakeRun("tessera", s, 70, {{10, mine0[s]}, {100, 100 - noisy1[s]}}));
+    records.push_back(MakeRun("best-fit", s, 65, {{10, theirs0[s]}, {100, 90}}));
+  }
+  rows = BuildHeadline(records, "tessera", FeaturedBaselines());
+  EXPECT_FALSE(rows[0].starved_beyond_noise);
+  EXPECT_EQ(HeadlineText(rows).find(" MORE)"), std::string::npos) << HeadlineText(rows);
 }
 
 TEST(MigHeadline, PendingQueueCountsPodsEverPlaced) {
