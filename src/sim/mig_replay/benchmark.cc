@@ -115,7 +115,7 @@ Result<RunRecord> RunOne(const std::vector<model::Node>& nodes, const std::strin
   }
   if (policy == kOfflineLpGuided) {  // tessera, told by the placement LP whom to turn away
     auto guided = RunOfflineLpGuided(nodes, workload, arrivals, warmup, protocol.steady,
-                                     options.node_policies);
+                                     options.node_policies, options.offline_guide);
     if (!guided.ok()) {
       return Error{"fleet " + fleet + ", policy " + policy + ", seed " + std::to_string(seed) +
                    ": " + guided.error().message};

@@ -16,6 +16,7 @@
 #include "core/mig/catalog.h"
 #include "sim/mig_replay/demand.h"
 #include "sim/mig_replay/fleet.h"
+#include "sim/mig_replay/offline_guided.h"
 #include "sim/mig_replay/policy.h"
 #include "sim/mig_replay/protocol.h"
 
@@ -38,6 +39,8 @@ struct BenchmarkOptions {
   // Fleets of at most this many GPUs also get placement-bound (protocols a and b; its LP grows
   // with the stream, which grows with the fleet); 0: never.
   int placement_bound_max_gpus = 16;
+  // The search of offline-lp-guided, which runs beside placement-bound.
+  OfflineGuideOptions offline_guide;
   // Operators' node policies, run as the policies "tessera:NAME" named in `policies`.
   std::vector<sched::NodePolicy> node_policies;
   // Policies "tessera+defrag-N" (defrag_replay.h), run under the pending-queue protocol only: a

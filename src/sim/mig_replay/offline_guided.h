@@ -4,11 +4,13 @@
 // placement bound brackets it from above ("offline-lp-guided", docs/mig-replay.md "References
 // and bounds"): the placement LP's served optimum says how much of each request of the stream to
 // accept (PlacementLp::accept_share); the schedule turns away every request the LP accepts less
-// than a threshold of, and lets tessera place the rest as they come, keeping what fits. Every
-// such run is a feasible schedule of the stream, so the best of them over a few thresholds
-// (tessera itself is the threshold 0), orders (at saturation also largest first) and a local
-// search is at most the offline optimum: optimum within [offline-lp-guided, placement-bound].
+// than a threshold of, and lets a policy (tessera and three baselines) place the rest as they
+// come, keeping what fits. Every such run is a feasible schedule of the stream, so the best of
+// them over a few thresholds (tessera alone is the threshold 0), policies, orders (at saturation
+// also largest first) and a local search is at most the offline optimum: optimum within
+// [offline-lp-guided, placement-bound].
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,8 +25,20 @@ namespace tessera::sim::mig_replay {
 
 inline constexpr std::string_view kOfflineLpGuided = "offline-lp-guided";
 
-// The thresholds tried: 0 is tessera alone.
+// The thresholds tried: 0 is the placer alone.
 const std::vector<double>& OfflineGuideThresholds();
+
+// How hard the schedule searches.
+struct OfflineGuideOptions {
+  // The policies that place what the LP lets in, each searched on its own: tessera first, and
+  // those that leave the most scattered room (best-fit) or pack in order (first-fit,
+  // hami-master), since which packing suits a stream varies.
+  std::vector<std::string> placers = {"tessera", "best-fit", "first-fit", "hami-master"};
+  // The local search tries the first this many requests of the stream (a run each), so the
+  // streams of fleets the placement bound runs on (a few hundred requests) are searched whole;
+  // 0: no local search.
+  size_t search_requests = 2000;
+};
 
 // Places through `inner` only the requests whose LP share is at least `threshold`; the others,
 // and keys that are not a stream's (ArrivalIndex), are refused.
@@ -48,14 +62,16 @@ class ThresholdPlacer : public Placer {
 };
 
 // The best feasible schedule found for `arrivals` on `nodes`: the placement LP of protocol (a)
-// (`steady` false; the whole stream, no early stop) or (b) (after `warmup`), then tessera
-// (under `node_policies`) behind a ThresholdPlacer for each OfflineGuideThresholds, in stream
-// order and at saturation largest first, then one pass of local search from the best. The
-// metrics of the run that served the most; an error names a policy's mistake.
+// (`steady` false; the whole stream, no early stop) or (b) (after `warmup`), then each of
+// the options' placers (tessera under `node_policies`) behind a ThresholdPlacer for each
+// OfflineGuideThresholds, in stream order and at saturation largest first, then one pass of
+// local search from that placer's best. The metrics of the run that served the most; an error
+// names a policy's mistake.
 Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
                                       const Workload& workload,
                                       const std::vector<Arrival>& arrivals, size_t warmup,
                                       bool steady,
-                                      std::span<const sched::NodePolicy> node_policies = {});
+                                      std::span<const sched::NodePolicy> node_policies = {},
+                                      const OfflineGuideOptions& options = {});
 
 }  // namespace tessera::sim::mig_replay

@@ -13,6 +13,7 @@
 #include "sim/mig_replay/offline_optimum.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/steady_optimum.h"
+#include "sim/mig_replay/upper_bound.h"
 #include "test_fleet.h"
 #include "unit_placer.h"
 
@@ -36,6 +37,16 @@ TEST(OfflineLpGuided, ThresholdPlacerPlacesOnlyWhatTheLpAcceptsEnoughOf) {
   for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(unguided.Place(ArrivalKey(i), 0)) << i;
 }
 
+TEST(OfflineLpGuided, NoPolicyToPlaceWithIsAnError) {
+  const Workload w = MakeSyntheticWorkload(SyntheticMix::kUniform);
+  std::mt19937_64 rng(42);
+  const std::vector<Arrival> arrivals = SampleArrivals(w, 4, rng);
+  auto guided =
+      RunOfflineLpGuided(testing::Nodes("A100-40GB", 1), w, arrivals, 0, false, {}, {{}, 0});
+  ASSERT_FALSE(guided.ok());
+  EXPECT_NE(guided.error().message.find("no policy"), std::string::npos);
+}
+
 // The schedule is feasible, so on tiny instances it lies between tessera and the exact offline
 // optimum (below the placement bound); the LP's guidance, the largest-first order at saturation
 // and the local search bring it close to the optimum.
@@ -43,10 +54,12 @@ TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
   int cases = 0;
   int above_tessera = 0;
   double gap = 0;
+  // tessera alone places (the other placers add time, not coverage); the sanitizer builds run
+  // this too, so the cases are few.
+  const OfflineGuideOptions options{{"tessera"}};
   for (const std::string model : {"A100-40GB", "H100-SXM5-80GB"}) {
     for (int gpus : {1, 2}) {
-      for (SyntheticMix mix :
-           {SyntheticMix::kUniform, SyntheticMix::kSmallHeavy, SyntheticMix::kLargeHeavy}) {
+      for (SyntheticMix mix : {SyntheticMix::kUniform, SyntheticMix::kLargeHeavy}) {
         const Workload w = MakeSyntheticWorkload(mix);
         const auto nodes = testing::Nodes(model, gpus);
         for (uint64_t seed : {42, 43, 44}) {
@@ -57,7 +70,7 @@ TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
             const std::vector<Arrival> arrivals = SampleArrivals(w, 12, rng);
             MigCluster cluster(nodes, w);
             const int64_t optimum = OfflineOptimumServedSlices(cluster, arrivals).value();
-            auto guided = RunOfflineLpGuided(nodes, w, arrivals, 0, false);
+            auto guided = RunOfflineLpGuided(nodes, w, arrivals, 0, false, {}, options);
             ASSERT_TRUE(guided.ok()) << guided.error().message;
             MigCluster run(nodes, w);
             auto tessera = MakePlacer("tessera", run);
@@ -77,7 +90,7 @@ TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
             const double scale = static_cast<double>(n - warmup) * 8 * gpus;
             MigCluster cluster(nodes, w);
             const int64_t optimum = SteadyOptimumServedSum(cluster, arrivals, warmup).value();
-            auto guided = RunOfflineLpGuided(nodes, w, arrivals, warmup, true);
+            auto guided = RunOfflineLpGuided(nodes, w, arrivals, warmup, true, {}, options);
             ASSERT_TRUE(guided.ok()) << guided.error().message;
             MigCluster run(nodes, w);
             auto tessera = MakePlacer("tessera", run);
@@ -102,6 +115,51 @@ TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
             << "\n";
 }
 
+// On longer streams than the tiny cases (20-32 arrivals, steady state, where the exact search
+// still ends in seconds) the bracket holds: placement-bound >= the optimum >= the schedule, and
+// the bound stays close to the optimum, so a wide bracket at 8 GPUs is more the schedule's
+// shortfall than the bound's looseness (docs/mig-replay.md, "How much is left").
+TEST(OfflineLpGuided, BracketsTheExactOptimumOnLongerStreams) {
+  int cases = 0;
+  double bound_above = 0;
+  double schedule_below = 0;
+  // The exact search grows fast with the GPUs: two GPUs get the shorter streams.
+  for (int gpus : {1, 2}) {
+    for (SyntheticMix mix : {SyntheticMix::kUniform, SyntheticMix::kLargeHeavy}) {
+      const Workload w = MakeSyntheticWorkload(mix);
+      const auto nodes = testing::Nodes("A100-40GB", gpus);
+      for (size_t n : gpus == 1 ? std::vector<size_t>{20, 26, 32} : std::vector<size_t>{20}) {
+        {
+          for (uint64_t seed : {42, 43}) {
+            std::mt19937_64 rng(seed);
+            const std::vector<Arrival> arrivals = SamplePoissonArrivals(w, n, 3.0 * gpus, rng);
+            const size_t warmup = n / 3;
+            const double scale = static_cast<double>(n - warmup) * 8 * gpus;
+            MigCluster cluster(nodes, w);
+            const auto optimum = SteadyOptimumServedSum(cluster, arrivals, warmup);
+            ASSERT_TRUE(optimum.ok()) << optimum.error().message;
+            const double bound = PlacementBoundSteadyState(cluster, arrivals, warmup).served_ratio;
+            auto guided = RunOfflineLpGuided(nodes, w, arrivals, warmup, true);
+            ASSERT_TRUE(guided.ok()) << guided.error().message;
+            const double exact = static_cast<double>(*optimum) / scale;
+            const std::string name = "A100-40GB x" + std::to_string(gpus) + " " + w.name + " n " +
+                                     std::to_string(n) + " seed " + std::to_string(seed);
+            EXPECT_GE(bound + 1e-9, exact) << name;
+            EXPECT_LE(guided->served_ratio, exact + 1e-9) << name;
+            bound_above += 100 * (bound - exact);
+            schedule_below += 100 * (exact - guided->served_ratio);
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_LT(bound_above / cases, 1.0);
+  std::cout << "over " << cases << " steady streams of 20-32 arrivals: placement-bound "
+            << bound_above / cases << " points above the exact optimum, offline-lp-guided "
+            << schedule_below / cases << " below it, on average\n";
+}
+
 // In the benchmark it runs where the placement bound does, and lies between tessera and it.
 TEST(OfflineLpGuided, BenchmarkRowsLieBetweenTesseraAndThePlacementBound) {
   BenchmarkOptions options;
@@ -111,6 +169,7 @@ TEST(OfflineLpGuided, BenchmarkRowsLieBetweenTesseraAndThePlacementBound) {
   options.seeds = {42};
   options.nodes_per_fleet = 1;
   options.loads = {0.9};
+  options.offline_guide = {{"tessera", "best-fit"}, 20};  // a short search keeps it quick
   auto records = RunBenchmark(options, testing::Catalog());
   ASSERT_TRUE(records.ok()) << records.error().message;
   std::map<std::string, std::map<std::string, double>> served;  // protocol+seed -> policy
