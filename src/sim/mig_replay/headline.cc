@@ -321,9 +321,8 @@ std::string HeadlineText(const std::vector<HeadlineRow>& rows) {
       "most, seed by seed with the 95% interval (MORE: the whole interval above 0). p95 wait "
       "(pending queue): the longest 95th-percentile wait of a type, tessera/best baseline, in "
       "mean lifetimes. headroom: to the tightest bound (a..b: at least a, what a schedule that "
-      "knows "
-      "the future gains); closed: share of the best baseline's gap "
-      "to it that tessera closes.\n";
+      "knows the future gains); closed: share of the best baseline's gap to it that tessera "
+      "closes.\n";
   const std::vector<std::string> columns = VersusColumns(rows);
   for (const std::string& protocol : Protocols(rows)) {
     out += "\n" + ProtocolCaption(protocol) + "\n";
