@@ -390,7 +390,7 @@ UiStateEncoder::Snapshot ClusterView::CollectUiState() const {
 
 void ClusterView::ReadForMetrics(const std::function<void(const MetricsReading&)>& fn) const {
   std::lock_guard lock(mu_);
-  fn(MetricsReading{state_, scheduler_.mig_demand_mix(), scheduler_.StrandedScale(),
+  fn(MetricsReading{state_, scheduler_.mig_demand_mix(), scheduler_.FleetSignals(),
                     reservations_.OldestWait(clocks_.steady()), ClientKeyedEntriesLocked()});
 }
 

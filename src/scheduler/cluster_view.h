@@ -197,7 +197,7 @@ class ClusterView {
   struct MetricsReading {
     const state::ClusterState& state;
     const sched::MigDemandMix& mig_demand_mix;
-    sched::MigStrandedScale mig_stranded_scale;             // as the decisions price it
+    sched::MigFleetSignals mig_fleet_signals;               // as the decisions price it
     std::chrono::duration<double> oldest_reservation_wait;  // zero when none waits
     std::map<std::string, size_t> client_keyed_entries;
   };

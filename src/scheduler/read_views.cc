@@ -85,7 +85,7 @@ std::vector<prometheus::MetricFamily> ReadViews::StateFamilies() const {
   view_.ReadForMetrics([&](const ClusterView::MetricsReading& r) {
     families = GpuUsageFamilies(r.state);
     const sched::MigWeights weights(r.mig_demand_mix, view_.options().policy.mig_prior,
-                                    r.mig_stranded_scale);
+                                    r.mig_fleet_signals);
     auto placement = PlacementFamilies(r.state, weights);
     families.insert(families.end(), std::make_move_iterator(placement.begin()),
                     std::make_move_iterator(placement.end()));
@@ -119,12 +119,12 @@ std::string ReadViews::StateMetricsText(bool legacy) const {
   };
   // The demand mix first (a small copy), so that the placeability weights are built outside.
   std::optional<sched::MigDemandMix> mix;
-  sched::MigStrandedScale stranded_scale;
+  sched::MigFleetSignals fleet_signals;
   std::optional<prometheus::MetricFamily> age_family;
   std::optional<prometheus::MetricFamily> keyed_family;
   view_.ReadForMetrics([&](const ClusterView::MetricsReading& r) {
     mix = r.mig_demand_mix;
-    stranded_scale = r.mig_stranded_scale;
+    fleet_signals = r.mig_fleet_signals;
     prometheus::ClientMetric age;
     age.gauge.value = r.oldest_reservation_wait.count();
     age_family = prometheus::MetricFamily{
@@ -134,7 +134,7 @@ std::string ReadViews::StateMetricsText(bool legacy) const {
         {age}};
     keyed_family = ClientKeyedFamily(r.client_keyed_entries);
   });
-  const sched::MigWeights weights(*mix, view_.options().policy.mig_prior, stranded_scale);
+  const sched::MigWeights weights(*mix, view_.options().policy.mig_prior, fleet_signals);
   std::vector<StateFamilyBuilder> builders = GpuUsageFamilyBuilders();
   for (auto& builder : PlacementFamilyBuilders(weights)) builders.push_back(std::move(builder));
   // Each family is built under the lock and serialized outside it: the lock is held for one

@@ -65,14 +65,14 @@ const ContainerRequest* SingleGpuContainer(const PodRequest& request) {
 
 CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, int64_t cpu_milli,
                        const DemandMix& mix, const MigDemandMix& mig_mix,
-                       const PolicyDefaults& defaults, const MigStrandedScale& stranded_scale)
+                       const PolicyDefaults& defaults, const MigFleetSignals& fleet_signals)
     : request_(request),
       prefs_(prefs),
       cpu_milli_(cpu_milli),
       mix_(mix),
       mig_mix_(mig_mix),
       defaults_(defaults),
-      stranded_scale_(stranded_scale),
+      fleet_signals_(fleet_signals),
       tessera_nodes_(prefs.node_policy.counts_fragmentation()),
       fragmentation_only_(prefs.node_policy.fragmentation_only()),
       by_fragmentation_(tessera_nodes_ && !mix.Target().empty()),
@@ -81,7 +81,7 @@ CycleState::CycleState(const PodRequest& request, const PodPreferences& prefs, i
                  !MigOnly(prefs.vgpu_mode)),
       prepared_(mix.Target()),
       // MIG GPUs are placed to keep the most placeability for the demand mix (docs/placement.md).
-      mig_weights_(mig_mix, defaults.mig_prior, stranded_scale_),
+      mig_weights_(mig_mix, defaults.mig_prior, fleet_signals_),
       mig_goal_storage_{&mig_weights_, defaults.mig_allow_larger_profiles, &mig_cache_,
                         &mig_buffers_},
       goal_(prefs.gpu_policy.tessera ? &mig_goal_storage_ : nullptr),

@@ -51,16 +51,16 @@ bool PreFilter(const model::Pod& pod, const state::QuotaBook& quotas, ParsedPod*
 class CycleState {
  public:
   // `request`, `prefs` (its quota already set), the mixes and `defaults` must outlive it.
-  // `stranded_scale`: how long a stranded MIG slice stays lost in this cluster (a copy is kept).
+  // `fleet_signals`: what the cluster shows that the MIG weights depend on (a copy is kept).
   CycleState(const PodRequest& request, const PodPreferences& prefs, int64_t cpu_milli,
              const DemandMix& mix, const MigDemandMix& mig_mix, const PolicyDefaults& defaults,
-             const MigStrandedScale& stranded_scale = {});
+             const MigFleetSignals& fleet_signals = {});
   // The same cycle for another thread: the inputs are shared (read only), the working caches
   // (MIG weights and arrangements) are its own.
   struct ForAnotherThread {};
   CycleState(const CycleState& other, ForAnotherThread /*tag*/)
       : CycleState(other.request_, other.prefs_, other.cpu_milli_, other.mix_, other.mig_mix_,
-                   other.defaults_, other.stranded_scale_) {}
+                   other.defaults_, other.fleet_signals_) {}
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
 
@@ -100,7 +100,7 @@ class CycleState {
   const DemandMix& mix_;
   const MigDemandMix& mig_mix_;
   const PolicyDefaults& defaults_;
-  MigStrandedScale stranded_scale_;
+  MigFleetSignals fleet_signals_;
   bool tessera_nodes_;
   bool fragmentation_only_;
   bool by_fragmentation_;

@@ -77,16 +77,41 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength) {
   return prior;
 }
 
-double MigStrandedScale::For(const void* rules) const {
+double MigFleetSignals::StrandedScale(const void* rules) const {
   if (churn <= 0) return 1;
   const double stays = 1 - std::min(churn, 1.0);
-  auto it = fullness.find(rules);
-  if (it == fullness.end()) return stays;
-  return stays * std::pow(std::clamp(it->second, 0.0, 1.0), 4 * churn);
+  auto it = models.find(rules);
+  if (it == models.end()) return stays;
+  return stays * std::pow(std::clamp(it->second.fullness, 0.0, 1.0), 4 * churn);
 }
 
-MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior, MigStrandedScale scale)
-    : entries_(mix.Entries()), total_(mix.total()), prior_(prior), scale_(std::move(scale)) {
+std::vector<double> MigFleetSignals::RoomUse(const mig::GpuMigModel& model,
+                                             const std::vector<double>& shares) const {
+  std::vector<double> use(shares.size(), 1.0);
+  auto it = models.find(model.RulesIdentity());
+  if (churn <= 0 || it == models.end()) return use;
+  // Instances to come before the free memory is taken: free slices over the mix's mean slices
+  // per instance; of profile p, its share of them.
+  double slices_per_share = 0;
+  for (size_t p = 0; p < shares.size(); ++p) {
+    const auto& placements = model.profiles()[p].placements;
+    if (shares[p] > 0 && !placements.empty())
+      slices_per_share += shares[p] * placements.front().size;
+  }
+  if (!(slices_per_share > 0)) return use;
+  const double left = std::min(churn, 1.0);
+  const auto free_slices = static_cast<double>(std::max<int64_t>(it->second.free_slices, 0));
+  for (size_t p = 0; p < shares.size() && p < it->second.room.size(); ++p) {
+    const auto room = static_cast<double>(it->second.room[p]);
+    if (!(shares[p] > 0) || room <= 0) continue;
+    const double expected = shares[p] * free_slices / slices_per_share;
+    use[p] = 1 - left * (1 - std::min(1.0, expected / room));
+  }
+  return use;
+}
+
+MigWeights::MigWeights(const MigDemandMix& mix, const MigPrior& prior, MigFleetSignals signals)
+    : entries_(mix.Entries()), total_(mix.total()), prior_(prior), signals_(std::move(signals)) {
   for (const auto& [key, count] : entries_)
     (key.mem_mib > 0 ? memory_mass_ : fraction_mass_) += count;
 }
@@ -124,17 +149,19 @@ const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model
   // value turns that (weights 1 to 3 measured: docs/placement.md, "Stranded memory counts
   // twice for memory requests"); with no requests seen yet, the unit is GiB and so is this.
   const double memory_share = mass > 0 ? memory_mass_ / mass : 1;
-  // How long it stays lost scales all of it (MigStrandedScale).
+  // How long it stays lost scales all of it (MigFleetSignals::StrandedScale).
   const double stranded_unit =
-      unit * (1 + (kStrandedMemoryWeight - 1) * memory_share) * scale_.For(key);
+      unit * (1 + (kStrandedMemoryWeight - 1) * memory_share) * signals_.StrandedScale(key);
   std::vector<double> shares = Shares(model);
   const double discount =
       mass > 0 ? fraction_mass_ / mass * std::pow(WholeGpuShare(model, shares), 2) : 0;
+  // Room that requests will not take while it lasts is worth less (MigFleetSignals::RoomUse).
+  const std::vector<double> use = signals_.RoomUse(model, shares);
   ModelWeights value{std::move(shares),
                      mig::StrandedValue{stranded_unit * (1 - discount), stranded_unit * discount}};
   for (size_t p = 0; p < value.profile_weights.size(); ++p) {
     const auto& placements = model.profiles()[p].placements;
-    value.profile_weights[p] *= placements.empty() ? 0 : placements.front().size * unit;
+    value.profile_weights[p] *= placements.empty() ? 0 : placements.front().size * unit * use[p];
   }
   return cache_.emplace(key, std::move(value)).first->second;
 }

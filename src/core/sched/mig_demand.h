@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -57,20 +58,41 @@ struct MigPrior {
 // Parses "1g=4,2g=1,7g=0.5" (weights >= 0, at least one > 0). Errors name the entry.
 Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
 
-// How long a stranded slice stays lost, as the cluster shows it (MigWeights::Stranded scales its
-// cost by For). A slice no profile of the mix can cover is lost until an instance beside it
-// leaves: for good where pods do not leave (at saturation the full cost steers instances so
-// that none is stranded), for a while where they do, and then only as far as the model's GPUs
-// are full (free memory elsewhere serves the requests meanwhile). With `churn` the share of the
-// MIG pods placed that have left, the cost is scaled by (1 - churn) x fullness^(4 x churn);
-// measured against the whole cost, half of it, none, fullness alone and churn alone in
-// docs/placement.md, "Stranded slices and churn".
-struct MigStrandedScale {
+// What the cluster shows that the MIG weights depend on (Scheduler::FleetSignals): how many of
+// the MIG pods placed have left, and per GPU model how full its GPUs are and how much room they
+// keep for each profile. Both terms of placeability read it once pods leave, and are as without
+// it until then (at saturation the decisions are the same):
+// - StrandedScale: a slice no profile of the mix can cover is lost until an instance beside it
+//   leaves: for good where pods do not leave (at saturation the full cost steers instances so
+//   that none is stranded), for a while where they do, and then only as far as the model's GPUs
+//   are full (free memory elsewhere serves the requests meanwhile). With `churn` the share of the
+//   MIG pods placed that have left, the cost is scaled by (1 - churn) x fullness^(4 x churn);
+//   measured against the whole cost, half of it, none, fullness alone and churn alone in
+//   docs/placement.md, "Stranded slices and churn".
+// - RoomUse: room for a profile is worth its value only as far as requests will take it while
+//   it lasts. Where pods leave, the room a GPU keeps for a profile of which the model's GPUs
+//   together keep far more than the requests to come will use (room for 1g on every half-used
+//   GPU) is worth less than room that is scarce (a whole GPU): docs/placement.md, "Room that
+//   requests will not use".
+struct MigFleetSignals {
+  struct Model {
+    double fullness = 1;      // used / all memory slices of its GPUs
+    int64_t free_slices = 0;  // memory slices no instance holds
+    // Per profile: instances of it alone that the model's GPUs could still take, summed.
+    std::array<int64_t, mig::kMaxProfiles> room{};
+  };
   double churn = 0;  // 0 to 1
-  // Per MIG rules (GpuMigModel::RulesIdentity): used / all memory slices of its GPUs.
-  std::map<const void*, double> fullness;
-  // 1 when nothing has left; a model not in `fullness` counts as full.
-  double For(const void* rules) const;
+  // Per MIG rules (GpuMigModel::RulesIdentity).
+  std::map<const void*, Model> models;
+
+  // 1 when nothing has left; a model not in `models` counts as full.
+  double StrandedScale(const void* rules) const;
+  // Per profile of `model`, the factor on its room's value: 1 - churn x (1 - use), where use is
+  // the instances of the profile expected before the model's free memory is taken (its share of
+  // the mix x free slices / the mix's mean slices per instance) over the room for it, at most 1.
+  // `shares`: MigWeights::Shares. All 1 when nothing has left or the model is unknown.
+  std::vector<double> RoomUse(const mig::GpuMigModel& model,
+                              const std::vector<double>& shares) const;
 };
 
 // One scheduling decision's view of the mix: for each MIG model (by its rules), the share of
@@ -90,9 +112,10 @@ class MigWeights {
   // What a stranded slice costs requests that name memory, in units of its value (Lookup).
   static constexpr double kStrandedMemoryWeight = 2.0;
 
-  MigWeights(const MigDemandMix& mix, const MigPrior& prior, MigStrandedScale scale = {});
+  MigWeights(const MigDemandMix& mix, const MigPrior& prior, MigFleetSignals signals = {});
   // Per profile of the model: its share of future requests times its size in the units above,
-  // the value of one more placeable instance (mig::ArrangeGoal::profile_weights).
+  // times the part of its room that requests will take once pods leave (MigFleetSignals::
+  // RoomUse): the value of one more placeable instance (mig::ArrangeGoal::profile_weights).
   const std::vector<double>& For(const mig::GpuMigModel& model) const {
     return Lookup(model).profile_weights;
   }
@@ -100,7 +123,7 @@ class MigWeights {
   // (mig::ArrangeGoal::stranded): twice the unit for requests that name memory; for requests
   // for a fraction of a GPU the unit when it also leaves compute idle, and less when its
   // compute stays usable and requests for whole GPUs dominate (Lookup); both times the
-  // stranded scale of the model (MigStrandedScale).
+  // stranded scale of the model (MigFleetSignals).
   const mig::StrandedValue& Stranded(const mig::GpuMigModel& model) const {
     return Lookup(model).stranded;
   }
@@ -121,7 +144,7 @@ class MigWeights {
   double memory_mass_ = 0;    // observed requests naming memory
   double fraction_mass_ = 0;  // observed requests naming a fraction of a GPU
   const MigPrior& prior_;
-  MigStrandedScale scale_;
+  MigFleetSignals signals_;
   mutable std::map<const void*, ModelWeights> cache_;  // by layout table (or model)
 };
 

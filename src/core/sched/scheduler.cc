@@ -58,7 +58,7 @@ Decision Scheduler::EvaluateParsed(const model::Pod& pod, ParsedPod parsed,
   const PodRequest& request = parsed.request.value();
   const PodPreferences& prefs = parsed.prefs->value();
   const CycleState cycle(request, prefs, parsed.cpu_milli, mix_, mig_mix_, defaults_,
-                         StrandedScale());
+                         FleetSignals());
 
   // Filter and score.
   for (const std::string* name : unregistered) {
@@ -186,21 +186,22 @@ void Scheduler::ObserveParsed(const ParsedPod& parsed) {
   }
 }
 
-MigStrandedScale Scheduler::StrandedScale() const {
-  MigStrandedScale scale;
+MigFleetSignals Scheduler::FleetSignals() const {
+  MigFleetSignals signals;
   // Pods this scheduler placed that have left: placed ones not among the MIG pods held now
   // (pods it did not place, such as those listed at start, make it smaller, never larger).
   const auto resident = static_cast<double>(state_.mig_pods());
   const auto placed = static_cast<double>(mig_pods_placed_);
-  if (placed <= 0 || resident >= placed) return scale;
-  scale.churn = 1 - resident / placed;
+  if (placed <= 0 || resident >= placed) return signals;
+  signals.churn = 1 - resident / placed;
   for (const auto& [rules, fill] : state_.mig_fill()) {
-    if (fill.slices > 0) {
-      scale.fullness.emplace(
-          rules, static_cast<double>(fill.used_slices) / static_cast<double>(fill.slices));
-    }
+    if (fill.slices <= 0) continue;
+    MigFleetSignals::Model& model = signals.models[rules];
+    model.fullness = static_cast<double>(fill.used_slices) / static_cast<double>(fill.slices);
+    model.free_slices = fill.slices - fill.used_slices;
+    model.room = fill.room;
   }
-  return scale;
+  return signals;
 }
 
 Decision Scheduler::EndSchedule(Decision decision, std::optional<state::PodReservation> previous) {

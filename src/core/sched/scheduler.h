@@ -123,10 +123,11 @@ class Scheduler {
     mig_mix_.Observe(key, weight);
   }
   const MigDemandMix& mig_demand_mix() const { return mig_mix_; }
-  // How long a stranded MIG slice stays lost here (MigStrandedScale), from the MIG pods this
-  // scheduler placed and those held now: what each decision prices a stranded slice by, and so
-  // what the placeability readers (metrics) should too.
-  MigStrandedScale StrandedScale() const;
+  // What the MIG weights depend on here (MigFleetSignals): the churn, from the MIG pods this
+  // scheduler placed and those held now, and how full each MIG model is and how much room it
+  // keeps per profile (ClusterState::mig_fill). What each decision prices stranded slices and
+  // room by, and so what the placeability readers (metrics) should too.
+  MigFleetSignals FleetSignals() const;
   // A pod that is part of the demand but that this scheduler does not filter (a one-shot view of
   // a listed cluster): observed as Schedule observes a pod, once.
   void ObservePod(const model::Pod& pod);

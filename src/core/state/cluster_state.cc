@@ -74,6 +74,7 @@ void ClusterState::CountMigFill(NodeState& ns, bool removed) {
     if (it == mig_fill_.end()) continue;
     it->second.used_slices -= part.used_slices;
     it->second.slices -= part.slices;
+    for (size_t p = 0; p < part.room.size(); ++p) it->second.room[p] -= part.room[p];
     if (it->second.slices <= 0) mig_fill_.erase(it);
   }
   ns.mig_fill_parts.clear();
@@ -84,12 +85,13 @@ void ClusterState::CountMigFill(NodeState& ns, bool removed) {
     // Without a layout table the rules' identity is this object's address: not a key that
     // outlives the node.
     if (!ns.devices[i].IsMig() || model.table() == nullptr) continue;
-    const MigFillPart part{model.RulesIdentity(),
-                           static_cast<int32_t>(std::popcount(ns.usage[i].layout.occupied)),
-                           static_cast<int32_t>(model.memory_slices())};
+    const MigFillPart part{
+        model.RulesIdentity(), static_cast<int32_t>(std::popcount(ns.usage[i].layout.occupied)),
+        static_cast<int32_t>(model.memory_slices()), model.Room(ns.usage[i].layout)};
     MigFill& fill = mig_fill_[part.rules];
     fill.used_slices += part.used_slices;
     fill.slices += part.slices;
+    for (size_t p = 0; p < part.room.size(); ++p) fill.room[p] += part.room[p];
     ns.mig_fill_parts.push_back(part);
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -105,6 +106,7 @@ struct MigFillPart {
   const void* rules = nullptr;  // mig::GpuMigModel::RulesIdentity
   int32_t used_slices = 0;
   int32_t slices = 0;
+  mig::ProfileRoom room{};  // of its layout (the layout table's lookup)
 };
 
 // One registered node and the usage of its GPUs.
@@ -254,10 +256,13 @@ class ClusterState {
 
   // Per MIG rules (GpuMigModel::RulesIdentity; GPUs in MIG mode whose rules have a layout
   // table): the memory slices and how many of them are taken, by any instance (foreign ones
-  // too). Kept as nodes and pods change: what the MIG plan reads for how full each model is.
+  // too), and per profile the room its GPUs keep (instances of that profile alone that could
+  // still be placed, summed). Kept as nodes and pods change: what the MIG plan reads for how
+  // full each model is and how much room it keeps for each profile.
   struct MigFill {
     int64_t used_slices = 0;
     int64_t slices = 0;
+    std::array<int64_t, mig::kMaxProfiles> room{};
   };
   const std::map<const void*, MigFill>& mig_fill() const { return mig_fill_; }
   // Pods that hold MIG instances.

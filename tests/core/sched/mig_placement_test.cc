@@ -169,33 +169,76 @@ TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
 }
 
 // The stranded-slice cost is whole until pods leave, then scaled by (1 - churn) x
-// fullness^(4 x churn) for the GPU's model; a model the scale does not know counts as full.
-TEST(MigStrandedScaleTest, ScalesByChurnAndHowFullTheModelIs) {
+// fullness^(4 x churn) for the GPU's model; a model the signals do not know counts as full.
+TEST(MigFleetSignalsTest, StrandedScaleFollowsChurnAndHowFullTheModelIs) {
   int a_rules = 0;
   int b_rules = 0;
-  MigStrandedScale scale;
-  scale.fullness = {{&a_rules, 0.5}, {&b_rules, 1.0}};
-  EXPECT_DOUBLE_EQ(scale.For(&a_rules), 1);  // nothing has left
-  scale.churn = 0.5;
-  EXPECT_DOUBLE_EQ(scale.For(&a_rules), 0.5 * std::pow(0.5, 2));
-  EXPECT_DOUBLE_EQ(scale.For(&b_rules), 0.5);
-  EXPECT_DOUBLE_EQ(scale.For(nullptr), 0.5);
-  scale.churn = 1;
-  EXPECT_DOUBLE_EQ(scale.For(&b_rules), 0);
+  MigFleetSignals signals;
+  signals.models[&a_rules].fullness = 0.5;
+  signals.models[&b_rules].fullness = 1.0;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&a_rules), 1);  // nothing has left
+  signals.churn = 0.5;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&a_rules), 0.5 * std::pow(0.5, 2));
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&b_rules), 0.5);
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(nullptr), 0.5);
+  signals.churn = 1;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&b_rules), 0);
 
   const mig::GpuMigModel h100 = BuiltinH100();
   const auto no_prior = ParseMigPrior("", 0);
   ASSERT_TRUE(no_prior.ok());
   MigDemandMix memory(1.0);
   memory.Observe(MigDemandKey{9000, 0, 0}, 1);
-  MigStrandedScale leaving;
+  MigFleetSignals leaving;
   leaving.churn = 0.5;
-  leaving.fullness = {{h100.RulesIdentity(), 0.5}};
+  leaving.models[h100.RulesIdentity()].fullness = 0.5;
   const MigWeights whole(memory, *no_prior);
   const MigWeights scaled(memory, *no_prior, leaving);
   EXPECT_DOUBLE_EQ(whole.Stranded(h100).memory, 2 * h100.SliceGib());
   EXPECT_DOUBLE_EQ(scaled.Stranded(h100).memory, 2 * h100.SliceGib() * 0.125);
-  EXPECT_EQ(scaled.For(h100), whole.For(h100));  // the room is worth the same
+}
+
+// Room for a profile is worth its value once pods leave only as far as the instances expected
+// before the free memory is taken fill it: 1 - churn x (1 - min(1, expected / room)), with
+// expected = share x free slices / the mix's mean slices per instance.
+TEST(MigFleetSignalsTest, RoomUseDiscountsRoomTheRequestsToComeWillNotTake) {
+  const mig::GpuMigModel a100(A100Mig("GPU-a"), nullptr);  // its rules identify it
+  const int one_g = a100.ProfileIndex("1g.5gb");
+  const int whole = a100.ProfileIndex("7g.40gb");
+  ASSERT_GE(one_g, 0);
+  ASSERT_GE(whole, 0);
+  std::vector<double> shares(a100.profiles().size(), 0.0);
+  shares[one_g] = 0.75;  // 1 memory slice each
+  shares[whole] = 0.25;  // 8 memory slices each: 2.75 slices per instance on average
+  MigFleetSignals signals;
+  MigFleetSignals::Model& model = signals.models[a100.RulesIdentity()];
+  model.free_slices = 22;  // 8 instances to come: 6 of 1g, 2 of 7g
+  model.room[one_g] = 30;  // far more room for 1g than they will take
+  model.room[whole] = 1;   // less room for a whole GPU than is asked for
+  // Nothing has left: room is worth its value.
+  for (double use : signals.RoomUse(a100, shares)) EXPECT_DOUBLE_EQ(use, 1);
+  signals.churn = 0.5;
+  std::vector<double> use = signals.RoomUse(a100, shares);
+  EXPECT_DOUBLE_EQ(use[one_g], 1 - 0.5 * (1 - 6.0 / 30));
+  EXPECT_DOUBLE_EQ(use[whole], 1);
+  signals.churn = 1;
+  use = signals.RoomUse(a100, shares);
+  EXPECT_DOUBLE_EQ(use[one_g], 0.2);
+  EXPECT_DOUBLE_EQ(use[whole], 1);
+  // A model the signals do not know keeps its room's value.
+  EXPECT_EQ(signals.RoomUse(BuiltinH100(), std::vector<double>(shares.size(), 0.5)),
+            std::vector<double>(shares.size(), 1.0));
+
+  // MigWeights applies it to the room's value and to nothing else.
+  const auto no_prior = ParseMigPrior("", 0);
+  ASSERT_TRUE(no_prior.ok());
+  MigDemandMix mix(1.0);
+  mix.Observe(MigDemandKey{4000, 0, 0}, 3);
+  mix.Observe(MigDemandKey{40000, 0, 0}, 1);
+  const MigWeights plain(mix, *no_prior);
+  const MigWeights discounted(mix, *no_prior, signals);
+  EXPECT_DOUBLE_EQ(discounted.For(a100)[one_g], plain.For(a100)[one_g] * 0.2);
+  EXPECT_DOUBLE_EQ(discounted.For(a100)[whole], plain.For(a100)[whole]);
 }
 
 class MigNodeScoringTest : public ::testing::Test {

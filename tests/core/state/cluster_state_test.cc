@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
 #include "core/common/strings.h"
@@ -129,10 +130,25 @@ TEST(ClusterStateTest, MigFillFollowsPodsNodesCopiesAndSubsets) {
     const ClusterState::MigFill& f = state.mig_fill().begin()->second;
     return Fill{f.used_slices, f.slices};
   };
+  // The room per profile, summed: what each GPU's layout keeps, looked up afresh.
+  const auto room_matches = [](const ClusterState& state) {
+    std::array<int64_t, mig::kMaxProfiles> expected{};
+    for (const NodeState* node : state.node_list()) {
+      for (size_t i = 0; i < node->mig_models.size(); ++i) {
+        const mig::ProfileRoom room = node->mig_models[i].Room(node->usage[i].layout);
+        for (size_t p = 0; p < room.size(); ++p) expected[p] += room[p];
+      }
+    }
+    return state.mig_fill().size() == 1 && state.mig_fill().begin()->second.room == expected;
+  };
   EXPECT_EQ(fill(s), (Fill{0, 2 * per_gpu}));
+  EXPECT_TRUE(room_matches(s));
   const PodReservation r = TwoRtxInstances();
+  const std::array<int64_t, mig::kMaxProfiles> empty_room = s.mig_fill().begin()->second.room;
   s.AddPod(r);
   EXPECT_EQ(fill(s), (Fill{6, 2 * per_gpu}));
+  EXPECT_TRUE(room_matches(s));
+  EXPECT_NE(s.mig_fill().begin()->second.room, empty_room);
   EXPECT_EQ(s.mig_pods(), 1);
   s.AddPod(r);  // the same pod again replaces itself
   EXPECT_EQ(fill(s), (Fill{6, 2 * per_gpu}));
@@ -145,6 +161,7 @@ TEST(ClusterStateTest, MigFillFollowsPodsNodesCopiesAndSubsets) {
   EXPECT_EQ(copy.mig_pods(), 1);
   const ClusterState with_pod = s.Subset({"n"});
   EXPECT_EQ(fill(with_pod), (Fill{6, per_gpu}));
+  EXPECT_TRUE(room_matches(with_pod));
   EXPECT_EQ(with_pod.mig_pods(), 1);
   const ClusterState without = s.Subset({"m"});
   EXPECT_EQ(fill(without), (Fill{0, per_gpu}));
@@ -152,6 +169,7 @@ TEST(ClusterStateTest, MigFillFollowsPodsNodesCopiesAndSubsets) {
 
   s.RemovePod("ns/p");
   EXPECT_EQ(fill(s), (Fill{0, 2 * per_gpu}));
+  EXPECT_EQ(s.mig_fill().begin()->second.room, empty_room);
   EXPECT_EQ(s.mig_pods(), 0);
   s.RemoveNode("m");
   EXPECT_EQ(fill(s), (Fill{0, per_gpu}));
