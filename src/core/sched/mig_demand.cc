@@ -77,12 +77,42 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength) {
   return prior;
 }
 
+double FillReached(double churn) {
+  if (!(churn > 0)) return 0;
+  if (churn >= 1) return 1;
+  // Solve resident(x) = 1 - churn for x, the mean lifetimes elapsed, where resident(x) =
+  // (1 - e^-x) / x falls from 1 to 0. Newton's method from below converges (resident is
+  // convex); the start is exact as churn -> 0 (churn ~ x / 2) and below as churn -> 1
+  // (churn ~ 1 - 1 / x).
+  const double target = 1 - churn;
+  double x = 2 * churn;
+  for (int i = 0; i < 100; ++i) {
+    const double lost = -std::expm1(-x);  // 1 - e^-x, exact for small x
+    const double gap = lost / x - target;
+    const double slope = (x * std::exp(-x) - lost) / (x * x);  // < 0
+    if (!(slope < 0)) break;
+    const double next = x - gap / slope;
+    if (!(next > 0) || std::abs(next - x) <= 1e-12 * x) {
+      if (next > 0) x = next;
+      break;
+    }
+    x = next;
+  }
+  return -std::expm1(-x);
+}
+
 double MigFleetSignals::StrandedScale(const void* rules) const {
   if (churn <= 0) return 1;
   const double stays = 1 - std::min(churn, 1.0);
   auto it = models.find(rules);
   if (it == models.end()) return stays;
-  return stays * std::pow(std::clamp(it->second.fullness, 0.0, 1.0), 4 * churn);
+  const double fullness = std::clamp(it->second.fullness, 0.0, 1.0);
+  const double for_a_while = stays * std::pow(fullness, 4 * churn);
+  // GPUs still filling but heading for full (the fullness reached so far over the share of the
+  // long-run fill reached) will have requests waiting for the slice: it is lost as at saturation.
+  const double reached = FillReached(churn);
+  const double heading = reached > 0 ? std::min(1.0, fullness / reached) : 1.0;
+  return std::max(for_a_while, std::pow(heading, kHeadingFullnessExponent));
 }
 
 std::vector<double> MigFleetSignals::RoomUse(const mig::GpuMigModel& model,

@@ -68,7 +68,10 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
 //   are full (free memory elsewhere serves the requests meanwhile). With `churn` the share of the
 //   MIG pods placed that have left, the cost is scaled by (1 - churn) x fullness^(4 x churn);
 //   measured against the whole cost, half of it, none, fullness alone and churn alone in
-//   docs/placement.md, "Stranded slices and churn".
+//   docs/placement.md, "Stranded slices and churn". Where the model is heading for full (the
+//   fullness it is heading for, fullness / FillReached(churn), reaches 1), requests will wait
+//   for the slice: the scale is at least heading^20 (docs/placement.md, "Stranded slices where
+//   the GPUs are heading for full").
 // - RoomUse: room for a profile is worth its value only as far as requests will take it while
 //   it lasts. Where pods leave, the room a GPU keeps for a profile of which the model's GPUs
 //   together keep far more than the requests to come will use (room for 1g on every half-used
@@ -87,6 +90,10 @@ struct MigFleetSignals {
 
   // 1 when nothing has left; a model not in `models` counts as full.
   double StrandedScale(const void* rules) const;
+  // The exponent on the fullness a model is heading for in StrandedScale: steep, so that only a
+  // model heading for full prices a stranded slice whole (8 and 40 measured against 20 in
+  // docs/placement.md).
+  static constexpr double kHeadingFullnessExponent = 20;
   // Per profile of `model`, the factor on its room's value: 1 - churn x (1 - use), where use is
   // the instances of the profile expected before the model's free memory is taken (its share of
   // the mix x free slices / the mix's mean slices per instance) over the room for it, at most 1.
@@ -94,6 +101,12 @@ struct MigFleetSignals {
   std::vector<double> RoomUse(const mig::GpuMigModel& model,
                               const std::vector<double>& shares) const;
 };
+
+// The share of its long-run fill that GPUs filled from empty have reached when `churn` (0 to 1)
+// of the pods placed have left, with pods arriving at a steady rate and living exponentially
+// distributed lifetimes: after x mean lifetimes, 1 - e^-x of the long-run fill is resident and
+// 1 - (1 - e^-x) / x of the pods placed have left. 0 when nothing has left, 1 at churn 1.
+double FillReached(double churn);
 
 // One scheduling decision's view of the mix: for each MIG model (by its rules), the share of
 // future requests that would take each of its profiles — the prior and the observed mix

@@ -169,20 +169,21 @@ TEST(MigWeightsTest, StrandedMemoryIsDiscountedWhenWholeGpuFractionsDominate) {
 }
 
 // The stranded-slice cost is whole until pods leave, then scaled by (1 - churn) x
-// fullness^(4 x churn) for the GPU's model; a model the signals do not know counts as full.
+// fullness^(4 x churn) for the GPU's model where it is not heading for full; a model the signals
+// do not know counts as full.
 TEST(MigFleetSignalsTest, StrandedScaleFollowsChurnAndHowFullTheModelIs) {
   int a_rules = 0;
   int b_rules = 0;
   MigFleetSignals signals;
   signals.models[&a_rules].fullness = 0.5;
-  signals.models[&b_rules].fullness = 1.0;
+  signals.models[&b_rules].fullness = 0.25;
   EXPECT_DOUBLE_EQ(signals.StrandedScale(&a_rules), 1);  // nothing has left
   signals.churn = 0.5;
   EXPECT_DOUBLE_EQ(signals.StrandedScale(&a_rules), 0.5 * std::pow(0.5, 2));
-  EXPECT_DOUBLE_EQ(signals.StrandedScale(&b_rules), 0.5);
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&b_rules), 0.5 * std::pow(0.25, 2));
   EXPECT_DOUBLE_EQ(signals.StrandedScale(nullptr), 0.5);
   signals.churn = 1;
-  EXPECT_DOUBLE_EQ(signals.StrandedScale(&b_rules), 0);
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(nullptr), 0);
 
   const mig::GpuMigModel h100 = BuiltinH100();
   const auto no_prior = ParseMigPrior("", 0);
@@ -196,6 +197,49 @@ TEST(MigFleetSignalsTest, StrandedScaleFollowsChurnAndHowFullTheModelIs) {
   const MigWeights scaled(memory, *no_prior, leaving);
   EXPECT_DOUBLE_EQ(whole.Stranded(h100).memory, 2 * h100.SliceGib());
   EXPECT_DOUBLE_EQ(scaled.Stranded(h100).memory, 2 * h100.SliceGib() * 0.125);
+}
+
+// FillReached inverts churn = 1 - (1 - e^-x) / x, the share of the pods placed that have left
+// after x mean lifetimes of a steady stream from empty, into 1 - e^-x, the share of the long-run
+// fill then resident.
+TEST(MigFleetSignalsTest, FillReachedInvertsTheChurnOfGpusFilledFromEmpty) {
+  EXPECT_EQ(FillReached(0), 0);
+  EXPECT_EQ(FillReached(-0.5), 0);
+  EXPECT_EQ(FillReached(1), 1);
+  double previous = 0;
+  for (const double x : {1e-6, 0.01, 0.3, 1.0, 2.5, 10.0, 30.0}) {
+    const double resident = -std::expm1(-x) / x;
+    const double reached = FillReached(1 - resident);
+    EXPECT_NEAR(reached, -std::expm1(-x), 1e-9 * -std::expm1(-x)) << "after " << x << " lifetimes";
+    EXPECT_GT(reached, previous) << "after " << x << " lifetimes";
+    previous = reached;
+  }
+  EXPECT_DOUBLE_EQ(FillReached(1 - 1.0 / 1000), 1);  // 1000 lifetimes: 1 - e^-1000
+}
+
+// Where the fullness a model is heading for (its fullness over FillReached(churn)) reaches 1,
+// requests will wait for a stranded slice: it costs whole however many pods have left. Short of
+// full the scale is the larger of the churn rule and heading^20.
+TEST(MigFleetSignalsTest, StrandedSlicesCostWholeWhereTheGpusAreHeadingForFull) {
+  int rules = 0;
+  MigFleetSignals signals;
+  signals.churn = 0.5;
+  const double reached = FillReached(0.5);
+  ASSERT_GT(reached, 0.7);  // 1 - e^-x for x = 1.59 mean lifetimes
+  ASSERT_LT(reached, 0.9);
+  signals.models[&rules].fullness = reached;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), 1);
+  signals.models[&rules].fullness = 1;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), 1);
+  // Heading for 90%: the churn rule is the larger.
+  signals.models[&rules].fullness = 0.9 * reached;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), 0.5 * std::pow(0.9 * reached, 2));
+  // Later, nearly full: heading^20 is the larger.
+  signals.churn = 0.8;
+  const double later = FillReached(0.8);
+  signals.models[&rules].fullness = 0.96;
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), std::pow(0.96 / later, 20));
+  EXPECT_GT(signals.StrandedScale(&rules), 0.2 * std::pow(0.96, 4 * 0.8));
 }
 
 // Room for a profile is worth its value once pods leave only as far as the instances expected
@@ -247,6 +291,7 @@ class MigNodeScoringTest : public ::testing::Test {
 
   void AddNode(const std::string& name, int gpus) {
     std::vector<model::GpuDevice> devices;
+    devices.reserve(static_cast<size_t>(gpus));
     for (int g = 0; g < gpus; ++g) {
       devices.push_back(A100Mig(name + "-GPU-" + std::to_string(g), g));
     }
