@@ -101,7 +101,7 @@ double FillReached(double churn) {
   return -std::expm1(-x);
 }
 
-double MigFleetSignals::StrandedScale(const void* rules) const {
+double MigFleetSignals::StrandedScale(const void* rules, double whole_gpu_share) const {
   if (churn <= 0) return 1;
   const double stays = 1 - std::min(churn, 1.0);
   auto it = models.find(rules);
@@ -109,10 +109,13 @@ double MigFleetSignals::StrandedScale(const void* rules) const {
   const double fullness = std::clamp(it->second.fullness, 0.0, 1.0);
   const double for_a_while = stays * std::pow(fullness, 4 * churn);
   // GPUs still filling but heading for full (the fullness reached so far over the share of the
-  // long-run fill reached) will have requests waiting for the slice: it is lost as at saturation.
+  // long-run fill reached) will have requests waiting for the slice: it is lost as at saturation
+  // to the requests that could use it, those that do not take a whole GPU (the whole share of
+  // the mix as a weight: measured against none in docs/placement.md).
   const double reached = FillReached(churn);
   const double heading = reached > 0 ? std::min(1.0, fullness / reached) : 1.0;
-  return std::max(for_a_while, std::pow(heading, kHeadingFullnessExponent));
+  const double could_use = 1 - std::clamp(whole_gpu_share, 0.0, 1.0);
+  return std::max(for_a_while, could_use * std::pow(heading, kHeadingFullnessExponent));
 }
 
 std::vector<double> MigFleetSignals::RoomUse(const mig::GpuMigModel& model,
@@ -180,11 +183,11 @@ const MigWeights::ModelWeights& MigWeights::Lookup(const mig::GpuMigModel& model
   // twice for memory requests"); with no requests seen yet, the unit is GiB and so is this.
   const double memory_share = mass > 0 ? memory_mass_ / mass : 1;
   // How long it stays lost scales all of it (MigFleetSignals::StrandedScale).
-  const double stranded_unit =
-      unit * (1 + (kStrandedMemoryWeight - 1) * memory_share) * signals_.StrandedScale(key);
   std::vector<double> shares = Shares(model);
-  const double discount =
-      mass > 0 ? fraction_mass_ / mass * std::pow(WholeGpuShare(model, shares), 2) : 0;
+  const double whole_share = WholeGpuShare(model, shares);
+  const double stranded_unit = unit * (1 + (kStrandedMemoryWeight - 1) * memory_share) *
+                               signals_.StrandedScale(key, whole_share);
+  const double discount = mass > 0 ? fraction_mass_ / mass * std::pow(whole_share, 2) : 0;
   // Room that requests will not take while it lasts is worth less (MigFleetSignals::RoomUse).
   const std::vector<double> use = signals_.RoomUse(model, shares);
   ModelWeights value{std::move(shares),

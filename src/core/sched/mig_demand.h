@@ -70,8 +70,8 @@ Result<MigPrior> ParseMigPrior(const std::string& text, double strength);
 //   measured against the whole cost, half of it, none, fullness alone and churn alone in
 //   docs/placement.md, "Stranded slices and churn". Where the model is heading for full (the
 //   fullness it is heading for, fullness / FillReached(churn), reaches 1), requests will wait
-//   for the slice: the scale is at least heading^20 (docs/placement.md, "Stranded slices where
-//   the GPUs are heading for full").
+//   for the slice: the scale is at least (1 - the whole-GPU share of the mix) x heading^20
+//   (docs/placement.md, "Stranded slices where the GPUs are heading for full").
 // - RoomUse: room for a profile is worth its value only as far as requests will take it while
 //   it lasts. Where pods leave, the room a GPU keeps for a profile of which the model's GPUs
 //   together keep far more than the requests to come will use (room for 1g on every half-used
@@ -88,8 +88,10 @@ struct MigFleetSignals {
   // Per MIG rules (GpuMigModel::RulesIdentity).
   std::map<const void*, Model> models;
 
-  // 1 when nothing has left; a model not in `models` counts as full.
-  double StrandedScale(const void* rules) const;
+  // 1 when nothing has left; a model not in `models` counts as full. `whole_gpu_share`: the
+  // share of the mix that takes a whole GPU of the model (MigWeights::WholeGpuShare); such
+  // requests never use a stranded slice, and what partly used GPUs must do for them is fill.
+  double StrandedScale(const void* rules, double whole_gpu_share = 0) const;
   // The exponent on the fullness a model is heading for in StrandedScale: steep, so that only a
   // model heading for full prices a stranded slice whole (8 and 40 measured against 20 in
   // docs/placement.md).

@@ -218,8 +218,9 @@ TEST(MigFleetSignalsTest, FillReachedInvertsTheChurnOfGpusFilledFromEmpty) {
 }
 
 // Where the fullness a model is heading for (its fullness over FillReached(churn)) reaches 1,
-// requests will wait for a stranded slice: it costs whole however many pods have left. Short of
-// full the scale is the larger of the churn rule and heading^20.
+// requests will wait for a stranded slice: it costs whole however many pods have left, less the
+// share of the mix that takes whole GPUs (they never use it). Short of full the scale is the
+// larger of the churn rule and heading^20.
 TEST(MigFleetSignalsTest, StrandedSlicesCostWholeWhereTheGpusAreHeadingForFull) {
   int rules = 0;
   MigFleetSignals signals;
@@ -231,6 +232,10 @@ TEST(MigFleetSignalsTest, StrandedSlicesCostWholeWhereTheGpusAreHeadingForFull) 
   EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), 1);
   signals.models[&rules].fullness = 1;
   EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), 1);
+  // A quarter of the mix takes whole GPUs: three quarters of the price, still above the churn
+  // rule (0.5 x 1^2), and the churn rule where whole GPUs are all the mix takes.
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules, 0.25), 0.75);
+  EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules, 1.0), 0.5);
   // Heading for 90%: the churn rule is the larger.
   signals.models[&rules].fullness = 0.9 * reached;
   EXPECT_DOUBLE_EQ(signals.StrandedScale(&rules), 0.5 * std::pow(0.9 * reached, 2));
