@@ -24,7 +24,8 @@ A monitor checks the invariants every few seconds and again at the end:
   crashes          no tessera component exits on its own (injected aborts excepted)
 
 Prints a summary table; writes summary.txt, summary.json, rss.csv, rss.svg and events.log to
---out. Exit status 1 on any violation, 2 when the soak itself could not run."""
+--out. Exit status 1 on any violation, 2 when the soak itself could not run to the end (the
+summary of what it found until then is still printed, then the error)."""
 
 import argparse
 import collections
@@ -98,6 +99,8 @@ FAULTS = [
 INVARIANTS = ["double-booked", "leaked", "live-destroyed", "foreign-touched", "unplaced",
               "rss", "crashes"]
 TERMINAL = ("Succeeded", "Failed")
+# After the churn nothing is killed: an API connection refused then is a busy machine, retried.
+END_RETRY_S = 30.0
 
 
 def load_profiles(repo: str) -> dict:
@@ -272,14 +275,14 @@ class Soak:
                 if self.monitor_errors <= 5:
                     self.say(f"monitor: check failed: {type(e).__name__}: {e}")
 
-    def snapshot(self):
+    def snapshot(self, retry_for: float = 0.0):
         """(nodes to judge, states, pods, registered devices by uuid). The driver states are
         read before the pods, and a node in the middle of a reboot is left out."""
         gens = {n.name: (n.reboot_gen, n.rebooting) for n in self.nodes}
         states = {n.name: n.sim.read_state() for n in self.nodes}
-        pods = self.kube.pods(NS)
+        pods = self.kube.pods(NS, retry_for=retry_for)
         nodes = self.kube.get("/api/v1/nodes", query={
-            "labelSelector": f"tessera-e2e/group={GROUP}"})["items"]
+            "labelSelector": f"tessera-e2e/group={GROUP}"}, retry_for=retry_for)["items"]
         devs = {}
         self.node_annotations = {n["metadata"]["name"]: n["metadata"].get("annotations") or {}
                                  for n in nodes}
@@ -298,7 +301,7 @@ class Soak:
         # while this check runs is judged by the next, not missed in a state read before it.
         with self.lock:
             foreign = [f for f in self.foreign if f["alive"]]
-        judge, states, pods, devs = self.snapshot()
+        judge, states, pods, devs = self.snapshot(END_RETRY_S if final else 0.0)
         self.checks += 1
         node_of = {n.name: n for n in self.nodes}
         inst_by_node = {n: node_of[n].sim.instances(s) for n, s in states.items()}
@@ -871,7 +874,7 @@ class Soak:
         cluster is a violation for every pod still waiting."""
         round_no = 0
         while True:
-            pods = self.kube.pods(NS)
+            pods = self.kube.pods(NS, retry_for=END_RETRY_S)
             waiting = [p for p in pods if not p["spec"].get("nodeName")
                        and p["metadata"].get("labels", {}).get("soak-fits") == "yes"]
             if not waiting:
@@ -890,7 +893,8 @@ class Soak:
             while time.monotonic() < end:
                 time.sleep(3)
                 self.watch_processes()
-                now_waiting = {p["metadata"]["name"] for p in self.kube.pods(NS)
+                now_waiting = {p["metadata"]["name"] for p in self.kube.pods(
+                    NS, retry_for=END_RETRY_S)
                                if not p["spec"].get("nodeName")} & names
                 if len(now_waiting) < len(names):
                     progressed = True
@@ -924,7 +928,7 @@ class Soak:
         self.say("final: instances claimed, running pods' instances present" if not
                  r["unclaimed"] and not r["missing"] else "final: see violations")
         # Every pod deleted: every non-foreign instance destroyed.
-        self.kube.delete_all_pods(NS)
+        self.kube.delete_all_pods(NS, retry_for=END_RETRY_S)
         end = time.monotonic() + self.args.settle_timeout
         left = []
         while time.monotonic() < end:
@@ -933,7 +937,7 @@ class Soak:
             left = [f"{n.name} {i['gpu']} GI {i['id']} {i['profile']} start {i['start']} "
                     f"{i['uuid']}" for n in self.nodes for i in n.sim.instances()
                     if i["uuid"] not in foreign]
-            if not left and not self.kube.pods(NS):
+            if not left and not self.kube.pods(NS, retry_for=END_RETRY_S):
                 break
             time.sleep(2)
         for u in left:
@@ -1027,7 +1031,7 @@ class Soak:
                 if why == "other":
                     self.say(f"admission failure: {ln.strip()[:300]}")
 
-    def summary(self, rss_rows: list[dict]) -> str:
+    def summary(self, rss_rows: list[dict], stopped_early: bool = False) -> str:
         lines = [f"soak: seed {self.args.seed}, churn {self.args.duration:.0f}s, node lock "
                  f"{self.args.node_lock}, "
                  f"total {self.now():.0f}s, {self.checks} invariant passes "
@@ -1073,8 +1077,12 @@ class Soak:
         for k in INVARIANTS:
             for msg in list(self.violations[k].values())[:10]:
                 lines.append(f"  ! {k}: {msg}")
-        lines.append(f"soak: {'PASS' if bad == 0 else 'FAIL'}: {len(INVARIANTS)} invariants, "
-                     f"{bad} violations")
+        if stopped_early:
+            lines.append(f"soak: FAIL: stopped on an error before the end (below); "
+                         f"{len(INVARIANTS)} invariants, {bad} violations until then")
+        else:
+            lines.append(f"soak: {'PASS' if bad == 0 else 'FAIL'}: {len(INVARIANTS)} "
+                         f"invariants, {bad} violations")
         return "\n".join(lines)
 
     def write_json(self, rss_rows) -> None:
@@ -1099,6 +1107,9 @@ class Soak:
         for th in threads:
             th.start()
         self.churn_start = self.now()
+        # The soak failing to run to the end is a failure too (exit status 2), but what it
+        # found until then is still reported: the summary comes first, the error last.
+        harness_error = ""
         try:
             self.run_churn()
             self.say("churn over: lifting stalls and faults, restarting what is down")
@@ -1106,6 +1117,9 @@ class Soak:
             time.sleep(self.args.settle)
             self.placement_rounds()
             self.final_checks()
+        except Exception:  # noqa: BLE001 - reported below, after what was found
+            harness_error = traceback.format_exc()
+            self.say("the soak stopped on an error (at the end of its output)")
         finally:
             self.stop_monitor.set()
             for th in threads:
@@ -1114,10 +1128,14 @@ class Soak:
         rows = self.rss_report()
         self.write_rss()
         self.write_json(rows)
-        text = self.summary(rows)
+        text = self.summary(rows, stopped_early=bool(harness_error))
         with open(os.path.join(self.out, "summary.txt"), "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+            f.write(text + "\n" + harness_error)
         print(text, flush=True)
+        if harness_error:
+            print(harness_error.rstrip(), flush=True)
+            print("soak: could not run to the end", flush=True)
+            return 2
         return 1 if any(self.violations.values()) else 0
 
     def stop(self) -> None:

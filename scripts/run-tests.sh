@@ -28,6 +28,7 @@ scripts/install-deps.sh || { echo "install-deps failed"; exit 1; }
 passed=0   # test cases (ctest) and fuzz targets that passed
 failed=0
 failures=()
+failure_logs=()  # the log of each failed stage that keeps one, shown again at the end
 CASES_PASSED=0  # set by a stage that runs test cases
 CASES_FAILED=0
 stage() {  # stage NAME COMMAND...: runs one stage, counts it, keeps going on failure
@@ -38,12 +39,14 @@ stage() {  # stage NAME COMMAND...: runs one stage, counts it, keeps going on fa
   echo "=== $name"
   CASES_PASSED=0
   CASES_FAILED=0
+  STAGE_LOG=""  # a stage with its own log names it here
   if "$@"; then
     [ "$CASES_PASSED" -eq 0 ] && CASES_PASSED=1  # a check without test cases counts once
     echo "stage-count: $CASES_PASSED $CASES_FAILED"
     echo "=== $name: ok ($((SECONDS - start)) s)"
   else
     failures+=("$name")
+    [ -n "$STAGE_LOG" ] && failure_logs+=("$STAGE_LOG")
     [ "$CASES_FAILED" -eq 0 ] && CASES_FAILED=1
     echo "stage-count: $CASES_PASSED $CASES_FAILED"
     echo "=== $name: FAILED ($((SECONDS - start)) s)"
@@ -155,6 +158,7 @@ start_k8s_bins() {
 
 e2e_real() {  # real etcd, kube-apiserver and kube-scheduler around `tessera serve` (e2e/README.md)
   local log=build/e2e-real.log
+  STAGE_LOG=$log
   if [ -n "$K8S_BINS_PID" ]; then
     local waited=$SECONDS
     if wait "$K8S_BINS_PID" && [ -s build/k8s-bins.out ]; then
@@ -180,6 +184,7 @@ soak() {  # the chaos soak (e2e/soak.py, docs/reliability.md), 3 minutes; counts
   # e2e_real exported TESSERA_K8S_BINS (the same Kubernetes binaries); the seed is random and
   # printed (rerun: e2e/soak.sh --seed N --duration 180). Output in build/soak/.
   local log=build/soak.log
+  STAGE_LOG=$log
   rm -rf build/soak
   TESSERA_BIN="$ROOT/build/release/src/tessera" e2e/soak.sh --duration 180 --out build/soak \
     --seed "${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}" 2>&1 | tee "$log"
@@ -193,6 +198,7 @@ soak() {  # the chaos soak (e2e/soak.py, docs/reliability.md), 3 minutes; counts
 
 adversarial() {  # tests/adversarial/run.py --quick on the release tree's program; prints its table
   local log=build/adversarial.log
+  STAGE_LOG=$log
   python3 tests/adversarial/run.py --tessera build/release/src/tessera --quick 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local summary
@@ -215,6 +221,7 @@ run_ctest() {  # run_ctest DIR CTEST_ARGS...: runs the tests, sets the stage's c
   local dir=$1
   shift
   local rc=0
+  STAGE_LOG=$dir.ctest.log
   (cd "$dir" && ctest --output-on-failure -j "$JOBS" --timeout 600 "$@") 2>&1 | tee "$dir.ctest.log"
   rc=${PIPESTATUS[0]}
   local summary
@@ -335,6 +342,13 @@ stage "fuzzers (${FUZZ_SECONDS}s each, ASan+UBSan)" fuzz
 export TSAN_OPTIONS="suppressions=$ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}"
 stage "TSan build + tests (programs that start threads)" tsan
 
+# A failed stage's own output has scrolled far up by now; its log's end is repeated here, where
+# a reader of only the last lines of the run still sees why it failed.
+for log in "${failure_logs[@]}"; do
+  echo
+  echo "--- the end of $log (its stage failed)"
+  tail -n 30 "$log" | cut -c1-300
+done
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failed stages: ${failures[*]}"; fi
 echo "total: $passed passed, $failed failed"

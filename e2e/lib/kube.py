@@ -104,9 +104,9 @@ class Kube:
                 return False
             raise
 
-    def pods(self, ns: str, label_selector: str | None = None) -> list[dict]:
+    def pods(self, ns: str, label_selector: str | None = None, **kw) -> list[dict]:
         q = {"labelSelector": label_selector} if label_selector else None
-        return self.get(f"/api/v1/namespaces/{ns}/pods", query=q)["items"]
+        return self.get(f"/api/v1/namespaces/{ns}/pods", query=q, **kw)["items"]
 
     def pod(self, ns: str, name: str) -> dict:
         return self.get(f"/api/v1/namespaces/{ns}/pods/{name}")
@@ -118,9 +118,9 @@ class Kube:
     def delete_pod(self, ns: str, name: str) -> None:
         self.delete(f"/api/v1/namespaces/{ns}/pods/{name}")
 
-    def delete_all_pods(self, ns: str) -> None:
+    def delete_all_pods(self, ns: str, **kw) -> None:
         self.request("DELETE", f"/api/v1/namespaces/{ns}/pods",
-                     query={"gracePeriodSeconds": "0"}, ok=(200, 404))
+                     query={"gracePeriodSeconds": "0"}, ok=(200, 404), **kw)
 
     def ensure_namespace(self, name: str, labels: dict | None = None) -> None:
         obj = {"apiVersion": "v1", "kind": "Namespace",
