@@ -93,7 +93,7 @@ struct MigFleetSignals {
   // requests never use a stranded slice, and what partly used GPUs must do for them is fill.
   double StrandedScale(const void* rules, double whole_gpu_share = 0) const;
   // The exponent on the fullness a model is heading for in StrandedScale: steep, so that only a
-  // model heading for full prices a stranded slice whole (8 and 40 measured against 20 in
+  // model heading for full prices a stranded slice whole (8, 14 and 40 measured against 20 in
   // docs/placement.md).
   static constexpr double kHeadingFullnessExponent = 20;
   // Per profile of `model`, the factor on its room's value: 1 - churn x (1 - use), where use is
