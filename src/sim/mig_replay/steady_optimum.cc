@@ -29,8 +29,9 @@ struct Gpu {
 
 class SteadySearch {
  public:
-  SteadySearch(const MigCluster& cluster, const std::vector<Arrival>& arrivals, size_t warmup)
-      : cluster_(cluster), arrivals_(arrivals), warmup_(warmup) {
+  SteadySearch(const MigCluster& cluster, const std::vector<Arrival>& arrivals, size_t warmup,
+               SteadyAdmission admission)
+      : cluster_(cluster), arrivals_(arrivals), warmup_(warmup), admission_(admission) {
     for (int n = 0; n < cluster.node_count(); ++n) {
       const state::NodeState& node = *cluster.nodes()[n];
       for (size_t d = 0; d < node.devices.size(); ++d) {
@@ -64,7 +65,8 @@ class SteadySearch {
     if (auto it = memo_.find(key); it != memo_.end()) {
       best = it->second;
     } else {
-      best = Best(i + 1);  // reject arrival i
+      best = 0;
+      bool fits = false;
       const int type = arrivals_[i].type;
       for (size_t g = 0; g < gpus_.size(); ++g) {
         if (SameAsEarlierGpu(g)) continue;
@@ -75,6 +77,7 @@ class SteadySearch {
         for (const int profile : CoveringProfiles(*gpu.model, intended)) {
           for (const auto& placement : gpu.model->profiles()[profile].placements) {
             if (!gpu.model->CanPlace(gpu.layout, profile, placement)) continue;
+            fits = true;
             gpu.model->Place(gpu.layout, profile, placement);
             gpu.resident.push_back(Resident{static_cast<int>(i), profile, placement, served});
             best = std::max(best, Best(i + 1));
@@ -83,6 +86,9 @@ class SteadySearch {
           }
         }
       }
+      // Turned away: always allowed for kAny, only where nothing fits for kBindEveryFit (a GPU
+      // skipped as the same as an earlier one has that one's placements, so `fits` is whole).
+      if (admission_ == SteadyAdmission::kAny || !fits) best = std::max(best, Best(i + 1));
       memo_.emplace(key, best);
     }
     gpus_ = saved;
@@ -123,6 +129,7 @@ class SteadySearch {
   const MigCluster& cluster_;
   const std::vector<Arrival>& arrivals_;
   size_t warmup_ = 0;
+  SteadyAdmission admission_ = SteadyAdmission::kAny;
   std::vector<Gpu> gpus_;
   std::map<std::string, int64_t> memo_;
 };
@@ -130,14 +137,15 @@ class SteadySearch {
 }  // namespace
 
 Result<int64_t> SteadyOptimumServedSum(const MigCluster& cluster,
-                                       const std::vector<Arrival>& arrivals, size_t warmup) {
+                                       const std::vector<Arrival>& arrivals, size_t warmup,
+                                       SteadyAdmission admission) {
   for (const auto& a : arrivals) {
     if (cluster.workload().types[a.type].count != 1) {
       return Error{"steady optimum: request type " + cluster.workload().types[a.type].label +
                    " asks for several instances; only single-instance types are supported"};
     }
   }
-  SteadySearch search(cluster, arrivals, warmup);
+  SteadySearch search(cluster, arrivals, warmup, admission);
   return search.Best(0);
 }
 

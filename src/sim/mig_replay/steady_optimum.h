@@ -15,9 +15,21 @@
 
 namespace tessera::sim::mig_replay {
 
+// Which schedules the optimum is taken over.
+enum class SteadyAdmission {
+  // Any arrival may be turned away: the offline optimum, which placement-bound bounds.
+  kAny,
+  // An arrival that fits (some covering profile at some legal placement on some GPU) is placed,
+  // as tessera binds every pod that fits (issue 39: no admission that trades pods away); only
+  // where it places is chosen. Between tessera and kAny: how much of tessera's headroom is
+  // placement rather than admission (docs/mig-replay.md, "How much is left").
+  kBindEveryFit,
+};
+
 // Exhaustive search with memoisation on (arrival, resident instances per GPU), recursion as deep
-// as the stream. Single-instance request types only; meant for 1-2 GPUs and ~16 arrivals.
+// as the stream. Single-instance request types only; meant for 1-2 GPUs and ~16-32 arrivals.
 Result<int64_t> SteadyOptimumServedSum(const MigCluster& cluster,
-                                       const std::vector<Arrival>& arrivals, size_t warmup);
+                                       const std::vector<Arrival>& arrivals, size_t warmup,
+                                       SteadyAdmission admission = SteadyAdmission::kAny);
 
 }  // namespace tessera::sim::mig_replay
