@@ -7,6 +7,7 @@
 
 #include "sim/mig_replay/benchmark.h"
 #include "sim/mig_replay/cluster.h"
+#include "sim/mig_replay/departure_aligned.h"
 #include "sim/mig_replay/placement_bound.h"
 
 namespace tessera::sim::mig_replay {
@@ -24,6 +25,7 @@ namespace {
 struct Order {
   std::vector<Arrival> arrivals;
   std::vector<double> share;
+  std::vector<uint32_t> span;  // PlacementLp::preferred_span
 };
 
 // At saturation nothing leaves, and MIG's rules are about the set of placements, not the order
@@ -52,6 +54,7 @@ Order LargestFirst(const MigCluster& cluster, const Order& stream) {
   for (const size_t i : index) {
     out.arrivals.push_back(stream.arrivals[i]);
     out.share.push_back(stream.share[i]);
+    if (i < stream.span.size()) out.span.push_back(stream.span[i]);
   }
   return out;
 }
@@ -121,8 +124,10 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
   orders.front().arrivals = arrivals;
   {
     const MigCluster cluster(nodes, workload);
-    orders.front().share = steady ? SteadyPlacementLp(cluster, arrivals, warmup).accept_share
-                                  : SaturationPlacementLp(cluster, arrivals).accept_share;
+    PlacementLp lp = steady ? SteadyPlacementLp(cluster, arrivals, warmup)
+                            : SaturationPlacementLp(cluster, arrivals);
+    orders.front().share = std::move(lp.accept_share);
+    orders.front().span = std::move(lp.preferred_span);
     if (!steady && orders.front().share.size() == arrivals.size()) {
       orders.push_back(LargestFirst(cluster, orders.front()));
     }
@@ -130,12 +135,22 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
   const bool lp_solved = orders.front().share.size() == arrivals.size();
   std::optional<RunMetrics> best;
   for (const std::string& placer : options.placers) {
+    // Departures are the steady state's: at saturation nothing leaves.
+    if ((placer == kOfflineDepartureAligned || placer == kOfflineLpSpans) && !steady) continue;
     const GuidedRun run = [&](const Order& order, const std::vector<double>& allowed,
                               double threshold) -> Result<RunMetrics> {
       MigCluster cluster(nodes, workload);
-      auto made = MakePlacer(placer, cluster, node_policies);
-      if (!made.ok()) return made.error();
-      ThresholdPlacer guided(*made->placer, allowed, threshold);
+      NamedPlacer made;
+      if (placer == kOfflineDepartureAligned || placer == kOfflineLpSpans) {
+        made.policy = MakeDepartureAlignedPolicy(order.arrivals,
+                                                 placer == kOfflineLpSpans ? &order.span : nullptr);
+        made.placer = std::make_unique<PolicyPlacer>(cluster, *made.policy);
+      } else {
+        auto named = MakePlacer(placer, cluster, node_policies);
+        if (!named.ok()) return named.error();
+        made = std::move(named.value());
+      }
+      ThresholdPlacer guided(*made.placer, allowed, threshold);
       // An offline schedule sees the whole stream: no early stop at saturation.
       RunMetrics m = steady ? RunSteadyState(guided, order.arrivals, warmup)
                             : RunSaturation(guided, order.arrivals, 0);

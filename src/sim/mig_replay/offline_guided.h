@@ -33,7 +33,8 @@ struct OfflineGuideOptions {
   // The policies that place what the LP lets in, each searched on its own: tessera first, and
   // those that leave the most scattered room (best-fit) or pack in order (first-fit,
   // hami-master), since which packing suits a stream varies.
-  std::vector<std::string> placers = {"tessera", "best-fit", "first-fit", "hami-master"};
+  std::vector<std::string> placers = {"tessera",     "best-fit",          "first-fit",
+                                      "hami-master", "departure-aligned", "lp-spans"};
   // The local search tries the first this many requests of the stream (a run each), so the
   // streams of fleets the placement bound runs on (a few hundred requests) are searched whole;
   // 0: no local search.

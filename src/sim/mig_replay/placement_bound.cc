@@ -122,7 +122,7 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
       columns += static_cast<int>(classes[c].spans[static_cast<size_t>(items[k].type)].size());
     }
   }
-  if (columns == 0) return PlacementLp{0, 0, {}};
+  if (columns == 0) return PlacementLp{0, 0, {}, {}};
   glp_add_cols(lp.get(), columns);
   std::vector<double> served(static_cast<size_t>(columns) + 1, 0);
   std::vector<int> accept_cols;                     // per item with placements: its share accepted
@@ -207,9 +207,18 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
   if (glp_simplex(lp.get(), &simplex) == 0 && glp_get_status(lp.get()) == GLP_OPT) {
     out.served = glp_get_obj_val(lp.get());
     out.accept_share.assign(items.size(), 0);
+    out.preferred_span.assign(items.size(), 0);
     for (size_t k = 0; k < items.size(); ++k) {
       if (accept_col_of[k] != 0) {
         out.accept_share[k] = std::clamp(glp_get_col_prim(lp.get(), accept_col_of[k]), 0.0, 1.0);
+      }
+      const auto t = static_cast<size_t>(items[k].type);
+      double most = 1e-9;
+      for (size_t c = 0; c < classes.size(); ++c) {
+        for (size_t m = 0; m < classes[c].spans[t].size(); ++m) {
+          const double x = glp_get_col_prim(lp.get(), first[k][c] + static_cast<int>(m));
+          if (x > most) most = x, out.preferred_span[k] = classes[c].spans[t][m];
+        }
       }
     }
   }

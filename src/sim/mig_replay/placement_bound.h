@@ -43,6 +43,9 @@ struct PlacementLp {
   // Per request of the stream, the share of it the served LP's optimum accepts (0 to 1; 0 where
   // it has no placement at all): what an offline schedule may follow (offline_guided.h).
   std::vector<double> accept_share;
+  // Per request: the memory-slice mask (PlacementSpans) of the span the served optimum puts the
+  // most of it at, on any class of GPUs; 0 where it has none.
+  std::vector<uint32_t> preferred_span;
 };
 
 // Protocol (a): every request of the stream may be resident together, at one instant.
