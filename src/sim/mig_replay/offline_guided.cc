@@ -26,6 +26,7 @@ struct Order {
   std::vector<Arrival> arrivals;
   std::vector<double> share;
   std::vector<uint32_t> span;  // PlacementLp::preferred_span
+  bool whole = false;          // `share` is 0 or 1 (PlacementLp::whole_accept): one threshold
 };
 
 // At saturation nothing leaves, and MIG's rules are about the set of placements, not the order
@@ -76,6 +77,7 @@ Result<RunMetrics> BestSchedule(const GuidedRun& run, const std::vector<Order>& 
   for (const Order& order : orders) {
     for (const double threshold : OfflineGuideThresholds()) {
       if (threshold > 0 && !lp_solved) break;
+      if (order.whole && threshold != 0.5) continue;
       auto m = run(order, order.share, threshold);
       if (!m.ok()) return m.error();
       if (!best || m->served_ratio > best->served_ratio) {
@@ -128,6 +130,13 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
                             : SaturationPlacementLp(cluster, arrivals);
     orders.front().share = std::move(lp.accept_share);
     orders.front().span = std::move(lp.preferred_span);
+    if (lp.whole_accept.size() == arrivals.size() &&
+        orders.front().share.size() == arrivals.size()) {
+      Order whole = orders.front();
+      whole.share = std::move(lp.whole_accept);
+      whole.whole = true;
+      orders.push_back(std::move(whole));
+    }
     if (!steady && orders.front().share.size() == arrivals.size()) {
       orders.push_back(LargestFirst(cluster, orders.front()));
     }

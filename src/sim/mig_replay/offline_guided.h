@@ -4,11 +4,12 @@
 // placement bound brackets it from above ("offline-lp-guided", docs/mig-replay.md "References
 // and bounds"): the placement LP's served optimum says how much of each request of the stream to
 // accept (PlacementLp::accept_share); the schedule turns away every request the LP accepts less
-// than a threshold of, and lets a policy (tessera and three baselines) place the rest as they
-// come, keeping what fits. Every such run is a feasible schedule of the stream, so the best of
-// them over a few thresholds (tessera alone is the threshold 0), policies, orders (at saturation
-// also largest first) and a local search is at most the offline optimum: optimum within
-// [offline-lp-guided, placement-bound].
+// than a threshold of (or, where its branch and bound found one, follows its whole acceptances),
+// and lets a placer (tessera, three baselines, and in steady state two that know departures,
+// departure_aligned.h) place the rest as they come, keeping what fits. Every such run is a
+// feasible schedule of the stream, so the best of them over a few thresholds (tessera alone is
+// the threshold 0), placers, orders (at saturation also largest first) and a local search is at
+// most the offline optimum: optimum within [offline-lp-guided, placement-bound].
 
 #include <cstddef>
 #include <span>

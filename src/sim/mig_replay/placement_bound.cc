@@ -122,7 +122,7 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
       columns += static_cast<int>(classes[c].spans[static_cast<size_t>(items[k].type)].size());
     }
   }
-  if (columns == 0) return PlacementLp{0, 0, {}, {}};
+  if (columns == 0) return PlacementLp{0, 0, {}, {}, {}};
   glp_add_cols(lp.get(), columns);
   std::vector<double> served(static_cast<size_t>(columns) + 1, 0);
   std::vector<int> accept_cols;                     // per item with placements: its share accepted
@@ -231,6 +231,15 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
     branch.cb_func = BranchCallback;
     branch.cb_info = &limit;
     const int rc = glp_intopt(lp.get(), &branch);
+    const int status = glp_mip_status(lp.get());
+    if (status == GLP_OPT || status == GLP_FEAS) {
+      out.whole_accept.assign(items.size(), 0);
+      for (size_t k = 0; k < items.size(); ++k) {
+        if (accept_col_of[k] != 0) {
+          out.whole_accept[k] = glp_mip_col_val(lp.get(), accept_col_of[k]) > 0.5 ? 1 : 0;
+        }
+      }
+    }
     if (rc == 0 && glp_mip_status(lp.get()) == GLP_OPT) {
       out.served = std::min(out.served, glp_mip_obj_val(lp.get()));
     } else if (limit.seen) {  // stopped: the best open node, or the best found if higher

@@ -46,6 +46,9 @@ struct PlacementLp {
   // Per request: the memory-slice mask (PlacementSpans) of the span the served optimum puts the
   // most of it at, on any class of GPUs; 0 where it has none.
   std::vector<uint32_t> preferred_span;
+  // Per request, 0 or 1: the best schedule of whole acceptances the branch and bound found
+  // (placements still fractional); empty where it found none or did not run.
+  std::vector<double> whole_accept;
 };
 
 // Protocol (a): every request of the stream may be resident together, at one instant.
