@@ -140,6 +140,7 @@ Status ReplayMig(const MigReplayOptions& o) {
   options.loads = o.loads;
   options.pending_queue = !o.skip_pending;
   options.placement_bound_max_gpus = o.placement_bound_max_gpus;
+  options.offline_guide = o.offline_guide;
   options.stop_after_rejections = o.stop_after_rejections;
   options.jobs = o.jobs;
   options.defrag_interval_minutes = o.defrag_interval_minutes;

@@ -6,6 +6,7 @@
 
 #include "core/common/result.h"
 #include "core/sched/node_policy.h"
+#include "sim/mig_replay/offline_guided.h"
 
 namespace tessera::sim::mig_replay {
 
@@ -23,6 +24,8 @@ struct MigReplayOptions {
   bool skip_pending = false;  // no pending-queue protocol
   // Fleets of at most this many GPUs also get the placement LP bound (0: never).
   int placement_bound_max_gpus = 16;
+  // How hard offline-lp-guided searches where the placement bound runs.
+  OfflineGuideOptions offline_guide;
   std::string out_dir;  // empty: no files
   int jobs = 1;
   // Operators' node policies (--define-node-policy): tessera under each is the policy

@@ -64,41 +64,52 @@ Order LargestFirst(const MigCluster& cluster, const Order& stream) {
 using GuidedRun = std::function<Result<RunMetrics>(
     const Order& order, const std::vector<double>& allowed, double threshold)>;
 
-// One placer's best schedule: every order and threshold, then one pass of local search from the
-// best of them that turns each of the first `search_requests` requests away, or lets it in, and
-// keeps the change where the schedule serves more. One pass: on tiny instances it took the
-// stream-order schedule from 4.4 to 1.8 points below the exact optimum (offline_guided_test.cc);
-// on one node of 8 GPUs two more passes moved it by at most 0.2 points, at twice the time.
+// One placer's best schedule: every order and threshold, then one pass of local search from
+// each of the `search_starts` best of them that turns each of the first `search_requests`
+// requests away, or lets it in, and keeps the change where that schedule serves more. One pass:
+// on tiny instances it took the stream-order schedule from 4.4 to 1.8 points below the exact
+// optimum (offline_guided_test.cc); on one node of 8 GPUs two more passes moved it by at most 0.2
+// points, at twice the time. Several starts: the search ends in a different schedule from each,
+// and the best start does not always end best.
 Result<RunMetrics> BestSchedule(const GuidedRun& run, const std::vector<Order>& orders,
-                                bool lp_solved, size_t search_requests) {
+                                bool lp_solved, size_t search_requests, size_t search_starts) {
+  struct Start {
+    double served;
+    const Order* order;
+    double threshold;
+  };
+  std::vector<Start> starts;
   std::optional<RunMetrics> best;
-  const Order* best_order = &orders.front();
-  double best_threshold = 0;
   for (const Order& order : orders) {
     for (const double threshold : OfflineGuideThresholds()) {
       if (threshold > 0 && !lp_solved) break;
       if (order.whole && threshold != 0.5) continue;
       auto m = run(order, order.share, threshold);
       if (!m.ok()) return m.error();
-      if (!best || m->served_ratio > best->served_ratio) {
-        best = std::move(m.value());
-        best_order = &order;
-        best_threshold = threshold;
-      }
+      starts.push_back(Start{m->served_ratio, &order, threshold});
+      if (!best || m->served_ratio > best->served_ratio) best = std::move(m.value());
     }
   }
-  std::vector<double> allowed(best_order->arrivals.size(), 1.0);
-  for (size_t i = 0; i < allowed.size() && i < best_order->share.size(); ++i) {
-    allowed[i] = best_threshold > 0 && best_order->share[i] < best_threshold ? 0.0 : 1.0;
-  }
-  for (size_t i = 0; i < std::min(allowed.size(), search_requests); ++i) {
-    allowed[i] = 1 - allowed[i];
-    auto m = run(*best_order, allowed, 0.5);
-    if (!m.ok()) return m.error();
-    if (m->served_ratio > best->served_ratio + 1e-12) {
-      best = std::move(m.value());
-    } else {
+  std::stable_sort(starts.begin(), starts.end(),
+                   [](const Start& x, const Start& y) { return x.served > y.served; });
+  for (size_t s = 0; s < std::min(search_starts, starts.size()); ++s) {
+    const Order& order = *starts[s].order;
+    const double threshold = starts[s].threshold;
+    double searched = starts[s].served;
+    std::vector<double> allowed(order.arrivals.size(), 1.0);
+    for (size_t i = 0; i < allowed.size() && i < order.share.size(); ++i) {
+      allowed[i] = threshold > 0 && order.share[i] < threshold ? 0.0 : 1.0;
+    }
+    for (size_t i = 0; i < std::min(allowed.size(), search_requests); ++i) {
       allowed[i] = 1 - allowed[i];
+      auto m = run(order, allowed, 0.5);
+      if (!m.ok()) return m.error();
+      if (m->served_ratio > searched + 1e-12) {
+        searched = m->served_ratio;
+        if (m->served_ratio > best->served_ratio) best = std::move(m.value());
+      } else {
+        allowed[i] = 1 - allowed[i];
+      }
     }
   }
   return std::move(*best);
@@ -166,7 +177,8 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
       if (std::optional<Error> failed = guided.error()) return std::move(*failed);
       return m;
     };
-    auto mine = BestSchedule(run, orders, lp_solved, options.search_requests);
+    auto mine =
+        BestSchedule(run, orders, lp_solved, options.search_requests, options.search_starts);
     if (!mine.ok()) return mine.error();
     if (!best || mine->served_ratio > best->served_ratio) best = std::move(mine.value());
   }

@@ -40,6 +40,10 @@ struct OfflineGuideOptions {
   // streams of fleets the placement bound runs on (a few hundred requests) are searched whole;
   // 0: no local search.
   size_t search_requests = 2000;
+  // The local search runs from this many of a placer's best runs (orders and thresholds): on one
+  // node of 8 A100s four narrowed the bracket by 0.5 points at steady-0.9 and 1.2, at 3 times
+  // the time (docs/mig-replay.md, "Which end is loose").
+  size_t search_starts = 4;
 };
 
 // Places through `inner` only the requests whose LP share is at least `threshold`; the others,

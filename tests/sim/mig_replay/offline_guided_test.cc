@@ -56,7 +56,7 @@ TEST(OfflineLpGuided, LiesBetweenTesseraAndTheExactOptimum) {
   double gap = 0;
   // tessera alone places (the other placers add time, not coverage); the sanitizer builds run
   // this too, so the cases are few.
-  const OfflineGuideOptions options{{"tessera"}};
+  const OfflineGuideOptions options{{"tessera"}, 2000, 1};
   for (const std::string model : {"A100-40GB", "H100-SXM5-80GB"}) {
     for (int gpus : {1, 2}) {
       for (SyntheticMix mix : {SyntheticMix::kUniform, SyntheticMix::kLargeHeavy}) {
