@@ -45,7 +45,7 @@ TEST(MigReplayTest, ACellRunsAndItsFilesAreWritten) {
   o.nodes_per_fleet = 1;
   o.skip_optimum = true;
   o.skip_pending = true;
-  o.offline_guide.search_starts = 1;  // the files are checked here, not the search
+  o.offline_guide = {{"tessera"}, 0};  // the files are checked here, not the search
   o.out_dir = ::testing::TempDir() + "/mig_replay_cell";
   std::filesystem::remove_all(o.out_dir);
   ASSERT_TRUE(ReplayMig(o).ok());
