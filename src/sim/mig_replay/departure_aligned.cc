@@ -26,11 +26,11 @@ class DepartureAlignedPolicy : public MigPolicy {
     if (!index || *index >= arrivals_.size()) return replay::PlaceOutcome::kRefused;
     const double now = arrivals_[*index].time;
     const double leaves = now + arrivals_[*index].lifetime;
+    const uint32_t span = preferred_span_ != nullptr && *index < preferred_span_->size()
+                              ? (*preferred_span_)[*index]
+                              : 0;
     std::optional<NodeChoice> best;
     for (int n = 0; n < cluster.node_count(); ++n) {
-      const uint32_t span = preferred_span_ != nullptr && *index < preferred_span_->size()
-                                ? (*preferred_span_)[*index]
-                                : 0;
       std::optional<NodeChoice> choice = OnNode(cluster, n, type, now, leaves, span);
       if (choice && (!best || choice->Better(*best))) best = std::move(choice);
     }
@@ -47,9 +47,8 @@ class DepartureAlignedPolicy : public MigPolicy {
     int off_span = 0;      // instances not at the preferred span
     int free_slices = 0;   // of the GPUs chosen, before each instance
     bool Better(const NodeChoice& other) const {
-      if (extension != other.extension) return extension < other.extension;
-      if (off_span != other.off_span) return off_span < other.off_span;
-      return free_slices < other.free_slices;
+      return std::tie(extension, off_span, free_slices) <
+             std::tie(other.extension, other.off_span, other.free_slices);
     }
   };
 

@@ -23,6 +23,11 @@ inline constexpr std::string_view kOfflineDepartureAligned = "departure-aligned"
 // request at (PlacementLp::preferred_span) when it can, on the GPU it keeps busy the least.
 inline constexpr std::string_view kOfflineLpSpans = "lp-spans";
 
+// Whether `placer` names one of these two (they need the steady state's departures).
+inline bool KnowsDepartures(std::string_view placer) {
+  return placer == kOfflineDepartureAligned || placer == kOfflineLpSpans;
+}
+
 // Places the pods ArrivalKey(i) of `arrivals` (steady state: each leaves at time + lifetime);
 // a key that is not one of the stream's is refused. With `preferred_span` (per arrival, a
 // memory-slice mask; 0: none), a GPU where the instance can take that span comes first among

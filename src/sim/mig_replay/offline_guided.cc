@@ -156,12 +156,12 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
   std::optional<RunMetrics> best;
   for (const std::string& placer : options.placers) {
     // Departures are the steady state's: at saturation nothing leaves.
-    if ((placer == kOfflineDepartureAligned || placer == kOfflineLpSpans) && !steady) continue;
+    if (KnowsDepartures(placer) && !steady) continue;
     const GuidedRun run = [&](const Order& order, const std::vector<double>& allowed,
                               double threshold) -> Result<RunMetrics> {
       MigCluster cluster(nodes, workload);
       NamedPlacer made;
-      if (placer == kOfflineDepartureAligned || placer == kOfflineLpSpans) {
+      if (KnowsDepartures(placer)) {
         made.policy = MakeDepartureAlignedPolicy(order.arrivals,
                                                  placer == kOfflineLpSpans ? &order.span : nullptr);
         made.placer = std::make_unique<PolicyPlacer>(cluster, *made.policy);

@@ -217,7 +217,10 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
       for (size_t c = 0; c < classes.size(); ++c) {
         for (size_t m = 0; m < classes[c].spans[t].size(); ++m) {
           const double x = glp_get_col_prim(lp.get(), first[k][c] + static_cast<int>(m));
-          if (x > most) most = x, out.preferred_span[k] = classes[c].spans[t][m];
+          if (x > most) {
+            most = x;
+            out.preferred_span[k] = classes[c].spans[t][m];
+          }
         }
       }
     }
@@ -240,10 +243,10 @@ PlacementLp Solve(const std::vector<GpuClass>& classes, const std::vector<Item>&
         }
       }
     }
-    if (rc == 0 && glp_mip_status(lp.get()) == GLP_OPT) {
+    if (rc == 0 && status == GLP_OPT) {
       out.served = std::min(out.served, glp_mip_obj_val(lp.get()));
     } else if (limit.seen) {  // stopped: the best open node, or the best found if higher
-      const bool found = glp_mip_status(lp.get()) == GLP_FEAS;
+      const bool found = status == GLP_FEAS;
       const double best = found ? std::max(limit.bound, glp_mip_obj_val(lp.get())) : limit.bound;
       out.served = std::min(out.served, best);
     }
