@@ -182,6 +182,15 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
     if (!mine.ok()) return mine.error();
     if (!best || mine->served_ratio > best->served_ratio) best = std::move(mine.value());
   }
+  if (steady && options.patterns.rounds > 0) {
+    MigCluster cluster(nodes, workload);
+    const PatternPlan plan = SteadyPatternPlan(cluster, arrivals, warmup, options.patterns);
+    const std::unique_ptr<MigPolicy> policy = MakePatternPolicy(plan);
+    PolicyPlacer placer(cluster, *policy);
+    RunMetrics m = RunSteadyState(placer, arrivals, warmup);
+    if (std::optional<Error> failed = placer.error()) return std::move(*failed);
+    if (m.served_ratio > best->served_ratio) best = std::move(m);
+  }
   return std::move(*best);
 }
 

@@ -9,7 +9,8 @@
 // departure_aligned.h) place the rest as they come, keeping what fits. Every such run is a
 // feasible schedule of the stream, so the best of them over a few thresholds (tessera alone is
 // the threshold 0), placers, orders (at saturation also largest first) and a local search is at
-// most the offline optimum: optimum within [offline-lp-guided, placement-bound].
+// most the offline optimum: optimum within [offline-lp-guided, placement-bound]. In steady state
+// the pattern schedule (pattern_schedule.h), built GPU by GPU, is one more such schedule.
 
 #include <cstddef>
 #include <span>
@@ -20,6 +21,7 @@
 #include "core/common/result.h"
 #include "core/model/pod.h"
 #include "core/sched/node_policy.h"
+#include "sim/mig_replay/pattern_schedule.h"
 #include "sim/mig_replay/protocol.h"
 
 namespace tessera::sim::mig_replay {
@@ -44,6 +46,8 @@ struct OfflineGuideOptions {
   // node of 8 A100s four narrowed the bracket by 0.5 points at steady-0.9 and 1.2, at 3 times
   // the time (docs/mig-replay.md, "Which end is loose").
   size_t search_starts = 4;
+  // In steady state, the pattern schedule (pattern_schedule.h) is one more run; 0 rounds: none.
+  PatternOptions patterns;
 };
 
 // Places through `inner` only the requests whose LP share is at least `threshold`; the others,

@@ -106,7 +106,10 @@ TEST(MigBenchmark, EveryRunCountsItsRequestsByType) {
   // each keeps the latter's search short).
   o.nodes_per_fleet = 1;
   o.placement_bound_max_gpus = 16;
-  o.offline_guide = {{"tessera"}, 0};  // its rows are counted here, not its search
+  // Its rows are counted here, not its search.
+  o.offline_guide.placers = {"tessera"};
+  o.offline_guide.search_requests = 0;
+  o.offline_guide.patterns.rounds = 0;
   auto records = RunBenchmark(o, testing::Catalog());
   ASSERT_TRUE(records.ok()) << records.error().message;
   // 2 fleets x 2 seeds x 3 protocols x 9 columns, and the LP bound and offline-lp-guided in 2 of

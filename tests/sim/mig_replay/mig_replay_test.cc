@@ -45,7 +45,10 @@ TEST(MigReplayTest, ACellRunsAndItsFilesAreWritten) {
   o.nodes_per_fleet = 1;
   o.skip_optimum = true;
   o.skip_pending = true;
-  o.offline_guide = {{"tessera"}, 0};  // the files are checked here, not the search
+  // The files are checked here, not the search.
+  o.offline_guide.placers = {"tessera"};
+  o.offline_guide.search_requests = 0;
+  o.offline_guide.patterns.rounds = 0;
   o.out_dir = ::testing::TempDir() + "/mig_replay_cell";
   std::filesystem::remove_all(o.out_dir);
   ASSERT_TRUE(ReplayMig(o).ok());
