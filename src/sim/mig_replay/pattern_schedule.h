@@ -8,8 +8,10 @@
 // prices, a small MIP), and after a fixed number of rounds the master is solved in whole
 // patterns. Unlike the placement LP (placement_bound.h) a pattern keeps a request on one GPU
 // for its whole life, so the plan is a schedule: on one node of 8 A100s the placers behind the
-// LP's acceptances left up to 2 points of it (docs/mig-replay.md, "Which end is loose"). Not a
-// policy of the benchmark: it knows the future.
+// LP's acceptances left up to 2 points of it (docs/mig-replay.md, "Which end is loose"). A pod of
+// several instances is priced instance by instance, so a plan may hold only some of its
+// instances (the policy turns it away then; pricing pods whole left GLPK's branch and bound
+// without a pattern in its nodes). Not a policy of the benchmark: it knows the future.
 
 #include <cstddef>
 #include <cstdint>
