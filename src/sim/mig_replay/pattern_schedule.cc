@@ -118,14 +118,7 @@ class SingleGpuPricing {
       return out;
     }
     BranchLimit limit{branch_nodes, glp_get_obj_val(lp_.get()), false};
-    glp_iocp branch;
-    glp_init_iocp(&branch);
-    branch.msg_lev = GLP_MSG_OFF;
-    branch.cb_func = BranchCallback;
-    branch.cb_info = &limit;
-    glp_intopt(lp_.get(), &branch);
-    const int status = glp_mip_status(lp_.get());
-    if (status == GLP_OPT || status == GLP_FEAS) {
+    if (BranchAndBound(lp_.get(), limit)) {
       out.reduced = glp_mip_obj_val(lp_.get());
       for (int col = 1; col <= columns; ++col) {
         if (glp_mip_col_val(lp_.get(), col) > 0.5) {
@@ -195,14 +188,7 @@ class Master {
     const int columns = static_cast<int>(patterns_.size());
     for (int col = 1; col <= columns; ++col) glp_set_col_kind(lp_.get(), col, GLP_IV);
     BranchLimit limit{branch_nodes, glp_get_obj_val(lp_.get()), false};
-    glp_iocp branch;
-    glp_init_iocp(&branch);
-    branch.msg_lev = GLP_MSG_OFF;
-    branch.cb_func = BranchCallback;
-    branch.cb_info = &limit;
-    glp_intopt(lp_.get(), &branch);
-    const int status = glp_mip_status(lp_.get());
-    if (status != GLP_OPT && status != GLP_FEAS) return {};
+    if (!BranchAndBound(lp_.get(), limit)) return {};
     std::vector<int> out(patterns_.size());
     for (int col = 1; col <= columns; ++col) {
       out[static_cast<size_t>(col - 1)] =

@@ -67,6 +67,17 @@ void BranchCallback(glp_tree* tree, void* info) {
   if (total > limit->nodes) glp_ios_terminate(tree);
 }
 
+bool BranchAndBound(glp_prob* lp, BranchLimit& limit) {
+  glp_iocp branch;
+  glp_init_iocp(&branch);
+  branch.msg_lev = GLP_MSG_OFF;
+  branch.cb_func = BranchCallback;
+  branch.cb_info = &limit;
+  glp_intopt(lp, &branch);
+  const int status = glp_mip_status(lp);
+  return status == GLP_OPT || status == GLP_FEAS;
+}
+
 SteadyProblem SteadyItemsAndGroups(const MigCluster& cluster, const std::vector<Arrival>& arrivals,
                                    size_t warmup) {
   const size_t n = arrivals.size();

@@ -45,6 +45,10 @@ struct BranchLimit {
 
 void BranchCallback(glp_tree* tree, void* info);
 
+// Branch and bound from the optimum of `lp`'s LP, quietly, within `limit`'s nodes; true when it
+// found a whole solution (read it with glp_mip_*).
+bool BranchAndBound(glp_prob* lp, BranchLimit& limit);
+
 struct SteadyProblem {
   std::vector<Item> items;
   std::vector<std::vector<int>> groups;

@@ -181,7 +181,9 @@ TEST(OfflineLpGuided, BenchmarkRowsLieBetweenTesseraAndThePlacementBound) {
   options.nodes_per_fleet = 1;
   options.loads = {0.9};
   options.offline_guide.placers = {"tessera", "best-fit"};
-  options.offline_guide.search_requests = 20;  // a short search keeps it quick
+  // A short search and two rounds of patterns keep it quick.
+  options.offline_guide.search_requests = 20;
+  options.offline_guide.patterns.rounds = 2;
   auto records = RunBenchmark(options, testing::Catalog());
   ASSERT_TRUE(records.ok()) << records.error().message;
   std::map<std::string, std::map<std::string, double>> served;  // protocol+seed -> policy
