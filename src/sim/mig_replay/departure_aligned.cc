@@ -63,17 +63,6 @@ class DepartureAlignedPolicy : public MigPolicy {
     return until;
   }
 
-  // The intended profile's placement at `span` on this layout, if it is free.
-  static std::optional<InstancePick> AtSpan(const mig::GpuMigModel& gpu, const mig::Layout& layout,
-                                            int intended, uint32_t span) {
-    for (const model::Placement& placement : gpu.profiles()[intended].placements) {
-      if (mig::PlacementMask(placement) == span && gpu.CanPlace(layout, intended, placement)) {
-        return InstancePick{-1, intended, placement};
-      }
-    }
-    return std::nullopt;
-  }
-
   // Every instance of the pod on node `n`, one at a time, each on the GPU it extends the least
   // (then where it takes `span`, then the fullest, then the first); its placement is `span` or
   // leaves the largest free run.

@@ -241,20 +241,13 @@ class PatternPolicy : public MigPolicy {
       const mig::GpuMigModel& gpu = node.mig_models[d];
       const int intended = cluster.Intended(n, at.device, type);
       if (intended < 0) return replay::PlaceOutcome::kRefused;
-      std::vector<int> profiles{intended};
-      for (const int covering : CoveringProfiles(gpu, intended)) profiles.push_back(covering);
       std::optional<InstancePick> pick;
-      for (const int profile : profiles) {
-        for (const model::Placement& placement : gpu.profiles()[profile].placements) {
-          if (mig::PlacementMask(placement) == at.span &&
-              gpu.CanPlace(layouts[d], profile, placement)) {
-            pick = InstancePick{at.device, profile, placement};
-            break;
-          }
-        }
+      for (const int profile : CoveringProfiles(gpu, intended)) {  // the intended one included
+        pick = AtSpan(gpu, layouts[d], profile, at.span);
         if (pick) break;
       }
       if (!pick) return replay::PlaceOutcome::kRefused;
+      pick->device = at.device;
       gpu.Place(layouts[d], pick->profile, pick->placement);
       picks.push_back(*pick);
     }

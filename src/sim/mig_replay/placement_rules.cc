@@ -86,6 +86,16 @@ std::optional<InstancePick> LargestFreeRunCandidate(const mig::GpuMigModel& gpu,
   return std::nullopt;
 }
 
+std::optional<InstancePick> AtSpan(const mig::GpuMigModel& gpu, const mig::Layout& layout,
+                                   int profile, uint32_t span) {
+  for (const model::Placement& placement : gpu.profiles()[profile].placements) {
+    if (mig::PlacementMask(placement) == span && gpu.CanPlace(layout, profile, placement)) {
+      return InstancePick{-1, profile, placement};
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<model::Placement> LowestStart(const mig::GpuMigModel& gpu, const mig::Layout& layout,
                                             int profile) {
   std::optional<model::Placement> best;

@@ -66,6 +66,9 @@ std::optional<InstancePick> HamiCandidate(const mig::GpuMigModel& gpu, const mig
 // free run, then the most legal placements of every profile, then the lowest start.
 std::optional<InstancePick> LargestFreeRunCandidate(const mig::GpuMigModel& gpu,
                                                     const mig::Layout& layout, int intended);
+// The placement of exactly `profile` whose memory-slice mask is `span`, if it is free.
+std::optional<InstancePick> AtSpan(const mig::GpuMigModel& gpu, const mig::Layout& layout,
+                                   int profile, uint32_t span);
 // The lowest-start legal placement of exactly `profile`.
 std::optional<model::Placement> LowestStart(const mig::GpuMigModel& gpu, const mig::Layout& layout,
                                             int profile);
