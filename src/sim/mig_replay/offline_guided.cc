@@ -183,13 +183,29 @@ Result<RunMetrics> RunOfflineLpGuided(const std::vector<model::Node>& nodes,
     if (!best || mine->served_ratio > best->served_ratio) best = std::move(mine.value());
   }
   if (steady && options.patterns.rounds > 0) {
-    MigCluster cluster(nodes, workload);
-    const PatternPlan plan = SteadyPatternPlan(cluster, arrivals, warmup, options.patterns);
-    const std::unique_ptr<MigPolicy> policy = MakePatternPolicy(plan);
-    PolicyPlacer placer(cluster, *policy);
-    RunMetrics m = RunSteadyState(placer, arrivals, warmup);
-    if (std::optional<Error> failed = placer.error()) return std::move(*failed);
-    if (m.served_ratio > best->served_ratio) best = std::move(m);
+    const PatternPlan plan =
+        SteadyPatternPlan(MigCluster(nodes, workload), arrivals, warmup, options.patterns);
+    // The plan, with the pods it holds in part or not at all placed where no planned pod needs
+    // the room (MakePatternPolicy's filling), searched as the placers are: a pod the search
+    // turns away leaves the plan, so its room can be filled.
+    const GuidedRun run = [&](const Order& order, const std::vector<double>& allowed,
+                              double threshold) -> Result<RunMetrics> {
+      PatternPlan kept = plan;
+      for (size_t i = 0; i < kept.size() && i < allowed.size(); ++i) {
+        if (threshold > 0 && allowed[i] < threshold) kept[i].clear();
+      }
+      MigCluster cluster(nodes, workload);
+      const std::unique_ptr<MigPolicy> policy = MakePatternPolicy(kept, &order.arrivals);
+      PolicyPlacer placer(cluster, *policy);
+      ThresholdPlacer guided(placer, allowed, threshold);
+      RunMetrics m = RunSteadyState(guided, order.arrivals, warmup);
+      if (std::optional<Error> failed = guided.error()) return std::move(*failed);
+      return m;
+    };
+    auto mine = BestSchedule(run, {orders.front()}, lp_solved, options.search_requests,
+                             options.search_starts);
+    if (!mine.ok()) return mine.error();
+    if (mine->served_ratio > best->served_ratio) best = std::move(mine.value());
   }
   return std::move(*best);
 }

@@ -10,7 +10,8 @@
 // feasible schedule of the stream, so the best of them over a few thresholds (tessera alone is
 // the threshold 0), placers, orders (at saturation also largest first) and a local search is at
 // most the offline optimum: optimum within [offline-lp-guided, placement-bound]. In steady state
-// the pattern schedule (pattern_schedule.h), built GPU by GPU, is one more such schedule.
+// the pattern schedule (pattern_schedule.h), built GPU by GPU and filled where its plan leaves
+// room, is searched as one more placer.
 
 #include <cstddef>
 #include <span>
@@ -46,7 +47,8 @@ struct OfflineGuideOptions {
   // node of 8 A100s four narrowed the bracket by 0.5 points at steady-0.9 and 1.2, at 3 times
   // the time (docs/mig-replay.md, "Which end is loose").
   size_t search_starts = 4;
-  // In steady state, the pattern schedule (pattern_schedule.h) is one more run; 0 rounds: none.
+  // In steady state, the pattern schedule (pattern_schedule.h) is one more placer; 0 rounds:
+  // none.
   PatternOptions patterns;
 };
 

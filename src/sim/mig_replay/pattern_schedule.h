@@ -10,8 +10,9 @@
 // for its whole life, so the plan is a schedule: on one node of 8 A100s the placers behind the
 // LP's acceptances left up to 2 points of it (docs/mig-replay.md, "Which end is loose"). A pod of
 // several instances is priced instance by instance, so a plan may hold only some of its
-// instances (the policy turns it away then; pricing pods whole left GLPK's branch and bound
-// without a pattern in its nodes). Not a policy of the benchmark: it knows the future.
+// instances (pricing pods whole left GLPK's branch and bound without a pattern in its nodes);
+// the policy then places such a pod, like every pod the plan does not hold, where no planned pod
+// needs the room while it is resident. Not a policy of the benchmark: it knows the future.
 
 #include <cstddef>
 #include <cstdint>
@@ -48,7 +49,10 @@ PatternPlan SteadyPatternPlan(const MigCluster& cluster, const std::vector<Arriv
                               size_t warmup, const PatternOptions& options = {});
 
 // Places the pods ArrivalKey(i) where `plan` says, when all of the pod's instances are planned
-// on one node and are free there; refuses every other pod.
-std::unique_ptr<MigPolicy> MakePatternPolicy(const PatternPlan& plan);
+// on one node and are free there. With `fill_from` (the stream the plan is of), every other pod
+// of the stream goes where it fits and no pod the plan holds whole needs the memory slices while
+// it is resident; without it, every other pod is refused.
+std::unique_ptr<MigPolicy> MakePatternPolicy(const PatternPlan& plan,
+                                             const std::vector<Arrival>* fill_from = nullptr);
 
 }  // namespace tessera::sim::mig_replay
