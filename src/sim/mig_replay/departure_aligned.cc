@@ -14,8 +14,8 @@ namespace {
 class DepartureAlignedPolicy : public MigPolicy {
  public:
   DepartureAlignedPolicy(const std::vector<Arrival>& arrivals,
-                         const std::vector<uint32_t>* preferred_span)
-      : arrivals_(arrivals), preferred_span_(preferred_span) {}
+                         const std::vector<uint32_t>* preferred_span, KeptSlices kept)
+      : arrivals_(arrivals), preferred_span_(preferred_span), kept_(std::move(kept)) {}
   std::string_view Name() const override {
     return preferred_span_ != nullptr ? kOfflineLpSpans : kOfflineDepartureAligned;
   }
@@ -71,9 +71,11 @@ class DepartureAlignedPolicy : public MigPolicy {
     const state::NodeState& node = *cluster.nodes()[n];
     std::vector<mig::Layout> layouts;
     std::vector<double> busy_until;
+    std::vector<uint32_t> kept;
     for (size_t d = 0; d < node.usage.size(); ++d) {
       layouts.push_back(node.usage[d].layout);
       busy_until.push_back(BusyUntil(node, d, now));
+      kept.push_back(kept_ ? kept_(n, static_cast<int>(d), now, leaves) : 0);
     }
     NodeChoice choice;
     choice.node = n;
@@ -86,10 +88,11 @@ class DepartureAlignedPolicy : public MigPolicy {
         const int intended = cluster.Intended(n, dev, type);
         if (intended < 0) continue;
         const mig::GpuMigModel& gpu = node.mig_models[dev];
+        const uint32_t keep = kept[static_cast<size_t>(dev)];
         std::optional<InstancePick> pick;
-        if (span != 0) pick = AtSpan(gpu, layouts[dev], intended, span);
+        if (span != 0 && (span & keep) == 0) pick = AtSpan(gpu, layouts[dev], intended, span);
         const bool off_span = span != 0 && !pick;
-        if (!pick) pick = LargestFreeRunCandidate(gpu, layouts[dev], intended);
+        if (!pick) pick = LargestFreeRunCandidate(gpu, layouts[dev], intended, keep);
         if (!pick) continue;
         const double extension = std::max(0.0, leaves - busy_until[dev]);
         const int free = FreeSlices(gpu, layouts[dev]);
@@ -116,13 +119,15 @@ class DepartureAlignedPolicy : public MigPolicy {
 
   const std::vector<Arrival>& arrivals_;
   const std::vector<uint32_t>* preferred_span_;
+  KeptSlices kept_;
 };
 
 }  // namespace
 
 std::unique_ptr<MigPolicy> MakeDepartureAlignedPolicy(const std::vector<Arrival>& arrivals,
-                                                      const std::vector<uint32_t>* preferred_span) {
-  return std::make_unique<DepartureAlignedPolicy>(arrivals, preferred_span);
+                                                      const std::vector<uint32_t>* preferred_span,
+                                                      KeptSlices kept) {
+  return std::make_unique<DepartureAlignedPolicy>(arrivals, preferred_span, std::move(kept));
 }
 
 }  // namespace tessera::sim::mig_replay

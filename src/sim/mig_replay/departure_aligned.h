@@ -9,6 +9,7 @@
 // policy of the benchmark: no scheduler knows when a pod will leave.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -28,11 +29,16 @@ inline bool KnowsDepartures(std::string_view placer) {
   return placer == kOfflineDepartureAligned || placer == kOfflineLpSpans;
 }
 
+// The memory slices of GPU (node, device) that a pod resident over [from, to) must leave free
+// (another pod is known to need them then).
+using KeptSlices = std::function<uint32_t(int node, int device, double from, double to)>;
+
 // Places the pods ArrivalKey(i) of `arrivals` (steady state: each leaves at time + lifetime);
 // a key that is not one of the stream's is refused. With `preferred_span` (per arrival, a
 // memory-slice mask; 0: none), a GPU where the instance can take that span comes first among
-// those it keeps busy equally long.
+// those it keeps busy equally long. With `kept`, no instance goes on the slices it names.
 std::unique_ptr<MigPolicy> MakeDepartureAlignedPolicy(
-    const std::vector<Arrival>& arrivals, const std::vector<uint32_t>* preferred_span = nullptr);
+    const std::vector<Arrival>& arrivals, const std::vector<uint32_t>* preferred_span = nullptr,
+    KeptSlices kept = {});
 
 }  // namespace tessera::sim::mig_replay

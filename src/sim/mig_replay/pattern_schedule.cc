@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/mig_replay/departure_aligned.h"
 #include "sim/mig_replay/placement_bound.h"
 #include "sim/mig_replay/placement_problem.h"
 #include "sim/mig_replay/protocol.h"
@@ -220,9 +221,8 @@ class Master {
   std::vector<Pattern> patterns_;
 };
 
-// One instance of a pod the plan holds whole: where, and while the pod is resident.
+// One instance of a pod the plan holds whole: its memory slices, and while the pod is resident.
 struct Reservation {
-  size_t arrival = 0;
   double from = 0;
   double to = 0;
   uint32_t span = 0;
@@ -230,17 +230,32 @@ struct Reservation {
 
 class PatternPolicy : public MigPolicy {
  public:
-  PatternPolicy(const PatternPlan& plan, const std::vector<Arrival>* fill_from)
-      : plan_(plan), arrivals_(fill_from) {}
+  PatternPolicy(const PatternPlan& plan, const std::vector<Arrival>* fill_from) : plan_(plan) {
+    if (fill_from == nullptr) return;
+    // The filler is departure_aligned.h's placer, kept off the slices a planned pod needs.
+    filler_ = MakeDepartureAlignedPolicy(
+        *fill_from, nullptr, [this](int node, int device, double from, double to) {
+          uint32_t kept = 0;
+          for (const Reservation& r :
+               reserved_[static_cast<size_t>(node)][static_cast<size_t>(device)]) {
+            if (r.from < to && r.to > from) kept |= r.span;
+          }
+          return kept;
+        });
+    arrivals_ = fill_from;
+  }
   std::string_view Name() const override { return kOfflinePatterns; }
 
   Result<replay::PlaceOutcome> Place(MigCluster& cluster, const int& type, const std::string& key,
-                                     std::mt19937_64& /*rng*/) override {
+                                     std::mt19937_64& rng) override {
     const std::optional<size_t> index = ArrivalIndex(key);
     if (!index || *index >= plan_.size()) return replay::PlaceOutcome::kRefused;
     if (Whole(cluster, *index, type)) return AsPlanned(cluster, *index, type, key);
-    if (arrivals_ == nullptr || *index >= arrivals_->size()) return replay::PlaceOutcome::kRefused;
-    return FillIn(cluster, *index, type, key);
+    if (!filler_) return replay::PlaceOutcome::kRefused;
+    // A pod the plan does not hold whole goes where no pod the plan holds whole needs the
+    // memory slices while it is resident, so every planned pod still finds its span.
+    if (reserved_.empty()) Reserve(cluster);
+    return filler_->Place(cluster, type, key, rng);
   }
 
  private:
@@ -282,106 +297,6 @@ class PatternPolicy : public MigPolicy {
     return replay::PlaceOutcome::kPlaced;
   }
 
-  // A pod the plan does not hold whole goes where no pod the plan holds whole needs the memory
-  // slices while it is resident, so every planned pod still finds its span: the node and GPUs
-  // it keeps busy the least past the time they would empty anyway, then the fullest (as
-  // departure_aligned.h places).
-  Result<replay::PlaceOutcome> FillIn(MigCluster& cluster, size_t index, int type,
-                                      const std::string& key) {
-    if (reserved_.empty()) Reserve(cluster);
-    const double now = (*arrivals_)[index].time;
-    const double leaves = now + (*arrivals_)[index].lifetime;
-    std::optional<std::vector<InstancePick>> best;
-    int best_node = -1;
-    std::pair<double, int> best_key;
-    for (int n = 0; n < cluster.node_count(); ++n) {
-      const state::NodeState& node = *cluster.nodes()[n];
-      std::vector<mig::Layout> layouts;
-      std::vector<double> busy_until;
-      std::vector<uint32_t> blocked;
-      for (size_t d = 0; d < node.usage.size(); ++d) {
-        layouts.push_back(node.usage[d].layout);
-        busy_until.push_back(now);
-        for (const state::MigInstance& instance : node.instances[d]) {
-          const std::optional<size_t> resident = ArrivalIndex(instance.pod_key);
-          if (!resident || *resident >= arrivals_->size()) continue;
-          busy_until[d] = std::max(busy_until[d],
-                                   (*arrivals_)[*resident].time + (*arrivals_)[*resident].lifetime);
-        }
-        uint32_t mask = 0;
-        for (const Reservation& r : reserved_[static_cast<size_t>(n)][d]) {
-          if (r.from < leaves && r.to > now) mask |= r.span;
-        }
-        blocked.push_back(mask);
-      }
-      std::vector<InstancePick> picks;
-      double extension_sum = 0;
-      int free_sum = 0;
-      for (int i = 0; i < cluster.workload().types[type].count; ++i) {
-        std::optional<InstancePick> chosen;
-        std::pair<double, int> chosen_key;
-        for (int dev = 0; dev < static_cast<int>(layouts.size()); ++dev) {
-          const int intended = cluster.Intended(n, dev, type);
-          if (intended < 0) continue;
-          const mig::GpuMigModel& gpu = node.mig_models[dev];
-          std::optional<InstancePick> pick =
-              Unblocked(gpu, layouts[dev], intended, blocked[static_cast<size_t>(dev)]);
-          if (!pick) continue;
-          const std::pair<double, int> at{std::max(0.0, leaves - busy_until[dev]),
-                                          FreeSlices(gpu, layouts[dev])};
-          if (!chosen || at < chosen_key) {
-            chosen = pick;
-            chosen->device = dev;
-            chosen_key = at;
-          }
-        }
-        if (!chosen) break;
-        const auto dev = static_cast<size_t>(chosen->device);
-        node.mig_models[dev].Place(layouts[dev], chosen->profile, chosen->placement);
-        busy_until[dev] = std::max(busy_until[dev], leaves);
-        picks.push_back(*chosen);
-        extension_sum += chosen_key.first;
-        free_sum += chosen_key.second;
-      }
-      if (static_cast<int>(picks.size()) != cluster.workload().types[type].count) continue;
-      const std::pair<double, int> node_key{extension_sum, free_sum};
-      if (!best || node_key < best_key) {
-        best = std::move(picks);
-        best_node = n;
-        best_key = node_key;
-      }
-    }
-    if (!best) return replay::PlaceOutcome::kRefused;
-    cluster.Commit(key, best_node, *best);
-    return replay::PlaceOutcome::kPlaced;
-  }
-
-  // The first covering profile with a legal placement outside `blocked`: the placement that
-  // leaves the largest free run.
-  static std::optional<InstancePick> Unblocked(const mig::GpuMigModel& gpu,
-                                               const mig::Layout& layout, int intended,
-                                               uint32_t blocked) {
-    for (const int profile : CoveringProfiles(gpu, intended)) {
-      std::optional<InstancePick> best;
-      uint32_t best_run = 0;
-      for (const auto& placement : gpu.profiles()[profile].placements) {
-        if ((mig::PlacementMask(placement) & blocked) != 0 ||
-            !gpu.CanPlace(layout, profile, placement)) {
-          continue;
-        }
-        mig::Layout after = layout;
-        gpu.Place(after, profile, placement);
-        const uint32_t run = gpu.LargestFreeRun(after);
-        if (!best || run > best_run) {
-          best = InstancePick{-1, profile, placement};
-          best_run = run;
-        }
-      }
-      if (best) return best;
-    }
-    return std::nullopt;
-  }
-
   // The memory slices the pods the plan holds whole need, per node and GPU, and when.
   void Reserve(const MigCluster& cluster) {
     reserved_.resize(static_cast<size_t>(cluster.node_count()));
@@ -393,13 +308,14 @@ class PatternPolicy : public MigPolicy {
       if (!Whole(cluster, i, a.type)) continue;
       for (const PlannedInstance& at : plan_[i]) {
         reserved_[static_cast<size_t>(at.node)][static_cast<size_t>(at.device)].push_back(
-            Reservation{i, a.time, a.time + a.lifetime, at.span});
+            Reservation{a.time, a.time + a.lifetime, at.span});
       }
     }
   }
 
   const PatternPlan& plan_;
-  const std::vector<Arrival>* arrivals_;
+  const std::vector<Arrival>* arrivals_ = nullptr;
+  std::unique_ptr<MigPolicy> filler_;
   std::vector<std::vector<std::vector<Reservation>>> reserved_;  // [node][device]
 };
 

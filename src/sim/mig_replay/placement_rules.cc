@@ -63,14 +63,18 @@ int LegalPlacementsLeft(const mig::GpuMigModel& gpu, const mig::Layout& layout) 
 }
 
 std::optional<InstancePick> LargestFreeRunCandidate(const mig::GpuMigModel& gpu,
-                                                    const mig::Layout& layout, int intended) {
+                                                    const mig::Layout& layout, int intended,
+                                                    uint32_t blocked) {
   for (int profile : CoveringProfiles(gpu, intended)) {
     std::optional<InstancePick> best;
     uint32_t best_run = 0;
     int best_left = -1;
     // Placements in listed (ascending start) order: on equal scores the lowest start stays.
     for (const auto& placement : gpu.profiles()[profile].placements) {
-      if (!gpu.CanPlace(layout, profile, placement)) continue;
+      if ((mig::PlacementMask(placement) & blocked) != 0 ||
+          !gpu.CanPlace(layout, profile, placement)) {
+        continue;
+      }
       mig::Layout after = layout;
       gpu.Place(after, profile, placement);
       const uint32_t run = gpu.LargestFreeRun(after);

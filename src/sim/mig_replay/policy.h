@@ -63,9 +63,12 @@ std::optional<model::Placement> HamiPlacement(const mig::GpuMigModel& gpu,
 std::optional<InstancePick> HamiCandidate(const mig::GpuMigModel& gpu, const mig::Layout& layout,
                                           int intended);
 // HAMi PR #2855: the first covering profile that fits; its placement that leaves the largest
-// free run, then the most legal placements of every profile, then the lowest start.
+// free run, then the most legal placements of every profile, then the lowest start. Placements
+// on a memory slice of `blocked` are not considered (HAMi blocks none; the offline placers leave
+// room another pod is known to need).
 std::optional<InstancePick> LargestFreeRunCandidate(const mig::GpuMigModel& gpu,
-                                                    const mig::Layout& layout, int intended);
+                                                    const mig::Layout& layout, int intended,
+                                                    uint32_t blocked = 0);
 // The placement of exactly `profile` whose memory-slice mask is `span`, if it is free.
 std::optional<InstancePick> AtSpan(const mig::GpuMigModel& gpu, const mig::Layout& layout,
                                    int profile, uint32_t span);

@@ -85,6 +85,14 @@ TEST_F(MigPolicyTest, LargestFreeRunKeepsTheLongestRunThenMostPlacements) {
   const auto pick = LargestFreeRunCandidate(gpu(), layout(), gpu().ProfileIndex("1g.5gb"));
   ASSERT_TRUE(pick.has_value());
   EXPECT_EQ(pick->placement.start, 2u);
+
+  // Slices kept for another pod are not considered: with slices 0-2 kept, the pick is above the
+  // held 1g; with every free slice kept there is none.
+  const auto kept = LargestFreeRunCandidate(gpu(), layout(), gpu().ProfileIndex("1g.5gb"), 0x7U);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_GE(kept->placement.start, 4u);
+  EXPECT_FALSE(LargestFreeRunCandidate(gpu(), layout(), gpu().ProfileIndex("1g.5gb"), 0xF7U))
+      << "every free slice kept";
 }
 
 TEST_F(MigPolicyTest, FirstFitTakesTheFirstGpuAndLowestStart) {
